@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Make a Docker engine answer on this machine, offline, and idempotently.
+#
+# 1. Install the engine (docker.io), debootstrap and bubblewrap from the
+#    distribution's packages when they are missing.
+# 2. Start dockerd in the background with no bridge network and no iptables
+#    rules (sandboxes run with --network none; builds that need packages use
+#    the host network).
+# 3. Make the offline base images the fixture and example tasks use, with
+#    debootstrap --variant=minbase from the configured apt mirror, then
+#    docker import. Docker Hub is never contacted.
+#
+# A second run only checks and takes about a second.
+# Usage: scripts/docker-engine.sh [--no-images]
+set -euo pipefail
+
+log() { printf 'docker-engine: %s\n' "$*" >&2; }
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+
+engine_answers() { docker info >/dev/null 2>&1; }
+
+install_packages() {
+  local missing=()
+  command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+  command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+start_engine() {
+  engine_answers && return 0
+  log "starting dockerd (--bridge=none --iptables=false)"
+  local logfile=/var/log/benchflow-dockerd.log
+  $SUDO sh -c "nohup dockerd --bridge=none --iptables=false >$logfile 2>&1 &"
+  for _ in $(seq 1 120); do
+    engine_answers && return 0
+    sleep 0.5
+  done
+  log "dockerd did not answer within 60 s; see $logfile"
+  tail -n 20 "$logfile" >&2 || true
+  return 1
+}
+
+apt_mirror() {
+  # The Debian archive the machine's apt is configured with (not security, not third-party).
+  local uri
+  uri=$(grep -rhoE '^(URIs:|deb) +\S+' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
+        | awk '{print $2}' | grep -E '^https?://' | grep -E '/debian/?$' | head -n1 || true)
+  [ -n "$uri" ] || uri=http://deb.debian.org/debian
+  printf '%s' "$uri"
+}
+
+make_image() {
+  # make_image TAG SUITE [EXTRA_PACKAGES]
+  local tag=$1 suite=$2 include=${3:-}
+  if docker image inspect "$tag" >/dev/null 2>&1; then return 0; fi
+  local root
+  root=$(mktemp -d /tmp/benchflow-rootfs.XXXXXX)
+  log "debootstrap $suite -> $tag (one-time, about a minute)"
+  local args=(--variant=minbase)
+  [ -n "$include" ] && args+=(--include="$include")
+  $SUDO debootstrap "${args[@]}" "$suite" "$root" "$(apt_mirror)" >/tmp/benchflow-debootstrap.log 2>&1 \
+    || { tail -n 20 /tmp/benchflow-debootstrap.log >&2; return 1; }
+  $SUDO rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  $SUDO tar -C "$root" -c . | docker import \
+    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    -c 'CMD ["/bin/sh"]' - "$tag" >/dev/null
+  $SUDO rm -rf "$root"
+}
+
+install_packages
+start_engine
+if [ "${1:-}" != "--no-images" ]; then
+  make_image debian:bookworm-slim bookworm
+  make_image benchflow/python:3.11-bookworm bookworm python3,python3-pytest
+fi
+log "engine ready: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"

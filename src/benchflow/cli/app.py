@@ -1,0 +1,186 @@
+"""The root ``bench`` command and its lazy command table.
+
+Command modules are imported only when their command runs (or when help
+lists them), so ``bench --help`` stays fast. Each row of a table names the
+module and attribute holding a Typer app or a click command, and the short
+help printed in listings. Only commands that work are listed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+
+from typing import Any
+
+import typer
+from typer.core import TyperGroup
+
+
+@dataclass(frozen=True)
+class Lazy:
+    module: str
+    attr: str
+    help: str
+    hidden: bool = False
+
+
+# name -> where the command lives. Aliases point at the same object.
+_T = "benchflow.cli.task_check"
+_A = "benchflow.cli.authoring"
+_R = "benchflow.cli.results"
+_RUN = "benchflow.cli.run"
+
+TASKS: dict[str, Lazy] = {
+    "init": Lazy(_A, "init_cmd", "Scaffold a new benchmark task."),
+    "check": Lazy(_T, "check_cmd", "Validate task structure and the run's plan without starting a sandbox."),
+    "overlap": Lazy(_T, "overlap_cmd", "Compare two task manifests for exact task-id and digest overlap."),
+    "migrate": Lazy(_A, "migrate_cmd", "Convert task.toml + instruction.md into the unified task.md format."),
+    "normalize": Lazy(_A, "normalize_cmd", "Expand minimal task.md authoring profiles into canonical task.md."),
+    "export": Lazy(_A, "export_cmd", "Export a task to a compatibility split layout with a loss report."),
+    "digest": Lazy(_T, "digest_cmd", "Compute the content digest that pins a task's files, independent of git."),
+}
+
+EVAL: dict[str, Lazy] = {
+    "smoke": Lazy("benchflow.cli.agents", "smoke_cmd", "Run a bundled hello-world task once per credentialed agent, one at a time."),
+    "run": Lazy(_RUN, "eval_run_cmd", "Run an evaluation; single task or batch."),
+    "compare-lift": Lazy(_R, "compare_lift_cmd", "Compare paired baseline vs trained eval job directories."),
+    "regrade": Lazy("benchflow.cli.regrade", "regrade_cmd", "Re-run the task's current verifier on each trial's frozen workspace."),
+    "list": Lazy(_R, "list_cmd", "List the jobs in a jobs folder, one row each, with their scores."),
+    "metrics": Lazy(_R, "metrics_cmd", "Collect and display metrics from a jobs directory."),
+    "view": Lazy("benchflow.cli.view", "view_cmd", "View a trial or session trajectory in the browser."),
+    "inspect": Lazy(_R, "inspect_cmd", "Read a finished job or trial: denominators, one row per trial, or --json."),
+    "compare": Lazy(_R, "compare_cmd", "Pair two jobs by task: rewards, deltas, fair denominators, setting checks."),
+    "resume": Lazy(_RUN, "resume_cmd", "Finish an interrupted job from its folder: rerun only the unfinished tasks."),
+}
+
+SANDBOX: dict[str, Lazy] = {
+    "create": Lazy("benchflow.cli.sandbox", "create_cmd", "Create an environment from a task directory (does not start it)."),
+    "list": Lazy("benchflow.cli.sandbox", "list_cmd", "List sandboxes BenchFlow created and kept sandboxes (kept-sandbox.json)."),
+    "attach": Lazy("benchflow.cli.sandbox", "attach_cmd", "Open a root shell in a kept sandbox; with a command after --, run it there and exit with its status."),
+    "release": Lazy("benchflow.cli.sandbox", "release_cmd", "Delete a sandbox kept with --keep-sandbox."),
+    "cleanup": Lazy("benchflow.cli.sandbox", "cleanup_cmd", "Clean up orphaned sandboxes and stale shared runtimes."),
+}
+
+CACHE: dict[str, Lazy] = {
+    "list": Lazy("benchflow.cli.cache", "list_cmd", "List what BenchFlow keeps, with sizes and creation times (the default)."),
+    "clean": Lazy("benchflow.cli.cache", "clean_cmd", "Print what would be removed; remove it with --remove."),
+}
+
+AGENT: dict[str, Lazy] = {
+    "list": Lazy("benchflow.cli.agents", "agent_list_cmd", "List all registered agents."),
+    "show": Lazy("benchflow.cli.agents", "agent_show_cmd", "Show details for a registered agent."),
+}
+
+ROOT: dict[str, Lazy] = {
+    "new": Lazy(_A, "init_cmd", "Scaffold a new benchmark task."),
+    "check": Lazy(_T, "check_cmd", "Validate task structure and the run's plan without starting a sandbox."),
+    "import": Lazy(_A, "migrate_cmd", "Convert task.toml + instruction.md into the unified task.md format."),
+    "run": Lazy(_RUN, "run_cmd", "Run an agent on tasks and score them; without -a, the oracle."),
+    "results": Lazy(_R, "results_cmd", "Summarize jobs; with two, compare them."),
+    "view": Lazy("benchflow.cli.view", "view_cmd", "View a trial or session trajectory in the browser."),
+    "regrade": Lazy("benchflow.cli.regrade", "regrade_cmd", "Re-run the task's current verifier on each trial's frozen workspace."),
+    "export": Lazy(_A, "export_cmd", "Export a task to a compatibility split layout with a loss report."),
+    "doctor": Lazy("benchflow.cli.doctor", "doctor_cmd", "Check this machine can run evals: Python/uv, sandbox, agent credentials, network."),
+    "agents": Lazy("benchflow.cli.agents", "agents_cmd", "List the agents, or show one in detail."),
+    "explain": Lazy(_R, "explain_cmd", "Explain why a trial has no score: what happened, whose problem, what next."),
+    "cache": Lazy("", "CACHE", "List or clean what BenchFlow keeps: cached layers, build records, snapshots."),
+    "eval": Lazy("", "EVAL", "Run agents on tasks (smoke, run) and read the results (metrics, view, inspect, compare)."),
+    "tasks": Lazy("", "TASKS", "Task authoring commands."),
+    "agent": Lazy("", "AGENT", "Agent management commands."),
+    "bundle": Lazy(_R, "bundle_cmd", "Write one zip of a run's evidence to share, redacted."),
+    "sandbox": Lazy("", "SANDBOX", "Sandboxes: create, list, attach, release and clean up (cleanup also removes leftover Docker containers)."),
+}
+"""Rows with an empty module are sub-groups: ``attr`` names the table above."""
+
+GROUP_DEFAULTS = {"cache": "list"}
+"""Groups that run a default command when given none (``bench cache`` = ``bench cache list``)."""
+
+
+def available(entry: Lazy) -> bool:
+    """A row is listed only when its module is part of this build (checked without importing)."""
+    if not entry.module:
+        return any(available(e) for e in globals()[entry.attr].values())
+    return importlib.util.find_spec(entry.module) is not None
+
+
+def load(entry: Lazy, name: str) -> Any:
+    if not entry.module:
+        return make_group(name, globals()[entry.attr], entry.help)
+    obj = getattr(importlib.import_module(entry.module), entry.attr)
+    command = typer.main.get_command(obj) if isinstance(obj, typer.Typer) else obj
+    command.name = name
+    if entry.hidden:
+        command.hidden = True
+    return command
+
+
+class LazyGroup(TyperGroup):
+    """A Typer group whose subcommands come from a table and are imported on demand."""
+
+    table: dict[str, Lazy] = {}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [name for name, entry in self.table.items() if available(entry)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any | None:
+        entry = self.table.get(cmd_name)
+        return load(entry, cmd_name) if entry and available(entry) else None
+
+
+def lazy_group(table: dict[str, Lazy]) -> type[LazyGroup]:
+    return type("LazyGroupFor", (LazyGroup,), {"table": table})
+
+
+def make_group(name: str, table: dict[str, Lazy], help_text: str) -> Any:
+    default = GROUP_DEFAULTS.get(name)
+    app = typer.Typer(cls=lazy_group(table), help=help_text, rich_markup_mode="rich",
+                      no_args_is_help=default is None, invoke_without_command=default is not None)
+    if default is not None:
+        @app.callback()
+        def run_default(ctx: typer.Context) -> None:
+            if ctx.invoked_subcommand is None:
+                ctx.invoke(load(table[default], default))
+    else:
+        @app.callback()
+        def no_default() -> None:
+            pass
+    group = typer.main.get_command(app)
+    group.name = name
+    return group
+
+
+def _version(value: bool) -> None:
+    if value:
+        from benchflow import __version__
+
+        typer.echo(f"benchflow {__version__}")
+        raise typer.Exit()
+
+
+def build_app() -> Any:
+    app = typer.Typer(
+        cls=lazy_group(ROOT),
+        help="The universal environment framework; run, author, and adopt agent benchmarks across any environment.",
+        no_args_is_help=True,
+        rich_markup_mode="rich",
+        context_settings={"help_option_names": ["--help", "-h"]},
+    )
+
+    @app.callback()
+    def root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Show the version and exit."),
+        verbose: bool = typer.Option(False, "--verbose", "-v",
+                                     help="Print debug logs, with the traceback of each failed trial "
+                                          "(the same as BENCHFLOW_LOG_LEVEL=DEBUG). Goes before the command: bench -v run …"),
+    ) -> None:
+        if verbose:
+            import logging
+            import os
+
+            os.environ["BENCHFLOW_LOG_LEVEL"] = "DEBUG"
+            logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+
+    return typer.main.get_command(app)

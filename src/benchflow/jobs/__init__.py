@@ -1,0 +1,1 @@
+"""Run specs, plans, the job folder and the scheduler that fills it."""

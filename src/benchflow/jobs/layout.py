@@ -1,0 +1,199 @@
+"""Where every file of a job lives: the one paths object for the job folder.
+
+The job folder is the database; every later command reads it back::
+
+    <jobs_dir>/
+      summary.json                  copy of the latest job's summary (back-compat)
+      matrix-summary.json           with --matrix
+      <job_name>/                   default: start time %Y-%m-%d__%H-%M-%S
+        evaluation.json             the run config (secrets dropped), for resume
+        run-card.json               the plan's verdict, accepted deviations
+        summary.json                counts, score, solve rates, budget
+        results.jsonl               concatenation of per-trial results.jsonl
+        .set-aside/                 trials moved away by --restart-changed
+        <task>__<hex8>/             one trial; a retry gets a new folder
+          config.json  result.json  timing.json  prompts.json  sandbox.json
+          rewards.jsonl  results.jsonl  kept-sandbox.json  regrade.json
+          agent/       install-stdout.txt, <agent>.txt, oracle.txt
+          verifier/    reward.txt reward.json test-stdout.txt ...
+          artifacts/
+          trajectory/  acp_trajectory.jsonl llm_trajectory.jsonl
+          evidence/    frozen workspace (--freeze-workspace) + manifest.json
+
+A trial is finished when its ``result.json`` exists; resume trusts nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+def sanitize(name: str, *, keep_dots: bool = True) -> str:
+    """Docker-safe lowercase name: ``[^a-z0-9._-]`` -> ``-``, leading non-alnum prefixed ``0``."""
+    pattern = r"[^a-z0-9._-]" if keep_dots else r"[^a-z0-9_-]"
+    out = re.sub(pattern, "-", name.lower())
+    if not out or not out[0].isalnum():
+        out = "0" + out
+    return out
+
+
+@dataclass(frozen=True)
+class TrialPaths:
+    """Files of one trial folder."""
+
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def result(self) -> Path:
+        return self.root / "result.json"
+
+    @property
+    def timing(self) -> Path:
+        return self.root / "timing.json"
+
+    @property
+    def prompts(self) -> Path:
+        return self.root / "prompts.json"
+
+    @property
+    def sandbox(self) -> Path:
+        return self.root / "sandbox.json"
+
+    @property
+    def rewards(self) -> Path:
+        return self.root / "rewards.jsonl"
+
+    @property
+    def results_jsonl(self) -> Path:
+        return self.root / "results.jsonl"
+
+    @property
+    def kept_sandbox(self) -> Path:
+        return self.root / "kept-sandbox.json"
+
+    @property
+    def regrade(self) -> Path:
+        return self.root / "regrade.json"
+
+    @property
+    def agent_dir(self) -> Path:
+        return self.root / "agent"
+
+    @property
+    def verifier_dir(self) -> Path:
+        return self.root / "verifier"
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.root / "artifacts"
+
+    @property
+    def trajectory_dir(self) -> Path:
+        return self.root / "trajectory"
+
+    @property
+    def acp_trajectory(self) -> Path:
+        return self.trajectory_dir / "acp_trajectory.jsonl"
+
+    @property
+    def llm_trajectory(self) -> Path:
+        return self.trajectory_dir / "llm_trajectory.jsonl"
+
+    @property
+    def evidence_dir(self) -> Path:
+        return self.root / "evidence"
+
+    @property
+    def evidence_workspace(self) -> Path:
+        return self.evidence_dir / "workspace.tar"
+
+    @property
+    def evidence_manifest(self) -> Path:
+        return self.evidence_dir / "manifest.json"
+
+    def agent_log(self, agent: str) -> Path:
+        """``agent/<agent with - as _>.txt``."""
+        return self.agent_dir / f"{agent.replace('-', '_')}.txt"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.result.is_file()
+
+    def make_dirs(self) -> None:
+        for folder in (self.agent_dir, self.verifier_dir, self.artifacts_dir, self.trajectory_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    """Files of one job folder."""
+
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def evaluation(self) -> Path:
+        return self.root / "evaluation.json"
+
+    @property
+    def run_card(self) -> Path:
+        return self.root / "run-card.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def results_jsonl(self) -> Path:
+        return self.root / "results.jsonl"
+
+    @property
+    def regrade_summary(self) -> Path:
+        return self.root / "regrade-summary.json"
+
+    @property
+    def set_aside(self) -> Path:
+        return self.root / ".set-aside"
+
+    @property
+    def lock(self) -> Path:
+        """Held (flock) by the process running this job; a live lock means 'still running'."""
+        return self.root / ".lock"
+
+    def trial(self, name: str) -> TrialPaths:
+        return TrialPaths(self.root / name)
+
+    def trials(self) -> list[TrialPaths]:
+        """Every trial folder (finished or not), sorted by name."""
+        if not self.root.is_dir():
+            return []
+        return [TrialPaths(p) for p in sorted(self.root.iterdir())
+                if p.is_dir() and not p.name.startswith(".") and "__" in p.name]
+
+    @staticmethod
+    def is_job(path: Path) -> bool:
+        """A job folder holds evaluation.json, summary.json, or trial folders with config/result."""
+        if (path / "evaluation.json").is_file() or (path / "summary.json").is_file():
+            return True
+        return any((child / "result.json").is_file() or (child / "config.json").is_file()
+                   for child in path.iterdir() if child.is_dir()) if path.is_dir() else False
+
+
+def trial_name(task_name: str, suffix: str) -> str:
+    """``<task dir name>__<hex8>``."""
+    return f"{task_name}__{suffix}"

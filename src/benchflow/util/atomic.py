@@ -1,0 +1,54 @@
+"""The one atomic writer: every file a later command reads goes through here.
+
+A write goes to a temporary file in the same folder and is renamed over the
+target, so a reader (or a resumed run after ``kill -9``) sees either the old
+file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically, creating parent folders."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return target
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write UTF-8 ``text`` to ``path`` atomically."""
+    return write_bytes(path, text.encode("utf-8"))
+
+
+def dumps_json(obj: Any) -> str:
+    """The one JSON rendering used on disk: indented, UTF-8, trailing newline."""
+    return json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
+    """Write ``obj`` as JSON to ``path`` atomically."""
+    return write_text(path, dumps_json(obj))
+
+
+def write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> Path:
+    """Write one JSON document per line to ``path`` atomically."""
+    text = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
+    return write_text(path, text)
