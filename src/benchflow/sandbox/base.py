@@ -34,6 +34,10 @@ class Capabilities(BaseModel):
 
     network_modes: frozenset[str] = frozenset({"no-network", "public"})
     """Network modes it enforces (``no-network``, ``public``, ``allowlist``)."""
+    network_fallbacks: Mapping[str, str] = {}
+    """Modes it accepts but runs stricter, requested -> delivered (e.g. ``public`` ->
+    ``no-network`` on a Docker engine without a bridge network). A plan may run such a
+    task with a warning instead of refusing it."""
     snapshots: bool = False
     """Whether ``snapshot()``/``restore()`` work."""
     gpus: bool = False
@@ -44,6 +48,12 @@ class Capabilities(BaseModel):
     """Whether it builds environment/Dockerfile (the local backend honours a subset)."""
     resource_limits: bool = True
     """Whether cpus/memory_mb limits are enforced."""
+
+    def network_for(self, mode: str) -> str | None:
+        """The network mode a task asking for ``mode`` gets here; None when it is refused."""
+        if mode in self.network_modes:
+            return mode
+        return self.network_fallbacks.get(mode)
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,8 @@ class SandboxSpec:
     workdir: str | None = None
     """Task ``sandbox.workdir``; else the image WORKDIR; ``/`` becomes ``/root``."""
     base_image_override: str | None = None
+    sandbox_user: str | None = "agent"
+    """Non-root user created at start for the agent (None: the agent runs as root)."""
     labels: Mapping[str, str] = field(default_factory=dict)
     """Ownership labels (job, trial, owning pid) written on every resource created."""
     build_network: Literal["none", "host"] = "host"

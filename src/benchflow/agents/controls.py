@@ -1,0 +1,57 @@
+"""The two control agents: ``oracle`` (the task's reference solution) and ``nop`` (does nothing).
+
+Neither uses a model. The oracle runs the task's ``solve.sh`` as root in the
+workspace with the task's ``oracle.env``; a non-zero exit is only recorded,
+the verifier decides. A correct task scores 1.0 under the oracle and 0 under nop.
+"""
+
+from __future__ import annotations
+
+from benchflow.sandbox.base import Sandbox
+
+from .base import AgentContext, AgentOutcome
+
+_SOLVE = ('s="$0"; if command -v bash >/dev/null 2>&1; then bash "$s"; else sh "$s"; fi '
+          '> /logs/agent/oracle.txt 2>&1')
+
+
+class OracleAgent:
+    name = "oracle"
+    is_control = True
+    needs_oracle = True
+
+    async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
+        return None
+
+    async def run(self, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
+        script = f"{ctx.oracle_dir}/solve.sh"
+        env = {"DEBIAN_FRONTEND": "noninteractive", **dict(ctx.oracle_env)}
+        result = await sandbox.exec(["sh", "-c", _SOLVE, script], user=None, env=env, cwd=ctx.workdir,
+                                    timeout=ctx.timeout_sec)
+        local_log = ctx.trial_dir / "agent" / "oracle.txt"
+        await sandbox.get("/logs/agent/oracle.txt", local_log)
+        tail = local_log.read_bytes()[-2000:].decode("utf-8", "replace") if local_log.is_file() else ""
+        ctx.trajectory.emit({"type": "oracle", "command": f"{ctx.oracle_dir.lstrip('/')}/solve.sh",
+                             "return_code": result.return_code, "stdout": tail})
+        outcome = AgentOutcome(n_prompts=len(ctx.prompts), return_code=result.return_code,
+                               trajectory_source="oracle")
+        if result.timed_out:
+            outcome.timed_out = True
+        elif result.return_code != 0:
+            ctx.log(f"oracle solve.sh exited with {result.return_code}; the verifier decides")
+        return outcome
+
+
+class NopAgent:
+    name = "nop"
+    is_control = True
+    needs_oracle = False
+
+    async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
+        return None
+
+    async def run(self, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
+        return AgentOutcome(n_prompts=0, trajectory_source="nop")
+
+
+CONTROLS = {"oracle": OracleAgent, "nop": NopAgent, "empty": NopAgent}

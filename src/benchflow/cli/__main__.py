@@ -1,0 +1,3 @@
+from benchflow.cli.main import main
+
+main()

@@ -1,0 +1,239 @@
+"""``bench run``, ``bench eval run`` and ``bench eval resume``: parse flags, call ``jobs.run``, print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+H = "More options (shown by --help-all)"
+
+
+def _show_all(ctx: typer.Context, _param: Any, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    for param in ctx.command.params:
+        param.hidden = False
+    typer.echo(ctx.get_help())
+    raise typer.Exit()
+
+
+def _kv(values: list[str] | None, flag: str) -> dict[str, str]:
+    from benchflow.errors import ConfigError
+
+    out = {}
+    for item in values or []:
+        if "=" not in item or not item.split("=", 1)[0]:
+            raise ConfigError(f"{flag} {item!r}: give KEY=VALUE")
+        key, value = item.split("=", 1)
+        out[key] = value
+    return out
+
+
+def _override(value: str | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    import json
+
+    import yaml
+
+    from benchflow.errors import ConfigError
+
+    text = Path(value[1:]).read_text() if value.startswith("@") else value
+    try:
+        data = json.loads(text)
+    except ValueError:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError:
+            import tomllib
+
+            try:
+                data = tomllib.loads(text)
+            except tomllib.TOMLDecodeError:
+                raise ConfigError("--config-override: not JSON, YAML or TOML") from None
+    if not isinstance(data, dict):
+        raise ConfigError("--config-override: must be a mapping, e.g. '{\"agent\":{\"timeout_sec\":120}}'")
+    bad = sorted(set(data) - {"agent", "sandbox", "metadata"})
+    if bad:
+        raise ConfigError(f"--config-override: only agent, sandbox and metadata may be patched, not {bad[0]}")
+    return data
+
+
+def build_spec(config: Path | None, flags: dict[str, Any]) -> Any:
+    """RunSpec from the run config (if any) with the given flags on top."""
+    from pydantic import ValidationError
+
+    from benchflow.errors import ConfigError
+    from benchflow.jobs.config_file import load_run_config
+    from benchflow.jobs.spec import RunSpec
+
+    data: dict[str, Any] = load_run_config(config) if config else {}
+    for key, value in flags.items():
+        if value is None or value == [] or value is False:
+            continue
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"{where}: {err['msg']}") from None
+
+
+def execute(spec: Any, dry_run: bool) -> None:
+    """Run (or plan) ``spec`` and exit with the run's code."""
+    import json
+    import sys
+
+    from rich.console import Console
+
+    from benchflow.jobs.api import run
+    from benchflow.jobs.matrix import run_repeats
+    from benchflow.jobs.plan import make_plan
+
+    from .run_view import RunView, print_final
+
+    if dry_run:
+        plan = make_plan(spec)
+        print(json.dumps(plan.document(), indent=2))
+        card = plan.card
+        err = Console(stderr=True, highlight=False)
+        err.print(f"Run card: {'accept' if card.accepted else 'REFUSE'} — {len(plan.tasks)} task(s), "
+                  f"agent {spec.agent}, sandbox {plan.sandbox} ({plan.sandbox_reason})", markup=False)
+        for line in card.refusals:
+            err.print(f"  refuse: {line}", markup=False)
+        for line in card.warnings:
+            err.print(f"  warning: {line}", markup=False)
+        raise typer.Exit(0 if card.accepted else 1)
+    if spec.trials > 1 or spec.matrix:
+        code = run_repeats(spec, lambda s: _one(s, run, RunView, print_final))
+        raise typer.Exit(code)
+    raise typer.Exit(_one(spec, run, RunView, print_final))
+
+
+def _one(spec: Any, run: Any, view_cls: Any, print_final: Any) -> int:
+    with view_cls(quiet=spec.quiet) as view:
+        outcome = run(spec, on_event=view)
+    print_final(outcome)
+    return outcome.exit_code
+
+
+run_cmd = typer.Typer()
+eval_run_cmd = typer.Typer()
+
+
+@run_cmd.command(help="Run an agent on tasks and score them; without -a, the oracle.\n\n"
+                      "The oracle is the task's reference solution: no model and no key. Rerunning the same "
+                      "command resumes its job. A run config (--config) is the whole run: its agent runs unless "
+                      "-a names another, and flags win over its keys.")
+@eval_run_cmd.command(help="Run an evaluation; single task or batch.")
+def run_command(
+    targets: Optional[list[str]] = typer.Argument(None, metavar="[TARGETS]...", help="A task folder or a folder of tasks; one per run"),
+    agent: Optional[str] = typer.Option(None, "--agent", "-a", help="The agent: a name bench agents lists, or nop (does nothing) (default: oracle, the task's reference solution)"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="The model, in the agent's own naming"),
+    effort: Optional[str] = typer.Option(None, "--effort", "--reasoning-effort", "-e", help="Reasoning effort, when the agent exposes one (low, medium, high, max, …)"),
+    agent_env: Optional[list[str]] = typer.Option(None, "--agent-env", "--env", help="Environment variable for the agent, KEY=VALUE (repeatable)"),
+    include: Optional[list[str]] = typer.Option(None, "--include", "-i", help="Only tasks whose names match: a name, or a glob pattern such as 'hard-*' (comma-separated or repeated)"),
+    exclude: Optional[list[str]] = typer.Option(None, "--exclude", "-x", help="Skip tasks whose names match (same patterns as --include)"),
+    limit: Optional[int] = typer.Option(None, "--limit", "--n-tasks", "-n", help="Run at most N tasks: the first N by name, or a seeded random sample with --sample-seed"),
+    sandbox: Optional[str] = typer.Option(None, "--sandbox", "-s", help="Where trials run: docker, remote-docker or local (default: docker when an engine answers, else local)"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", "-j", help="Trials running at a time (up to --warm-pool more are prepared ahead)"),
+    warm_pool: Optional[int] = typer.Option(None, "--warm-pool", help="Sandboxes prepared ahead of their trial's turn, beyond the running ones (0 to --concurrency; default 1, or 0 at -j 1)"),
+    jobs_dir: Optional[str] = typer.Option(None, "--jobs-dir", help="Where job folders go (default: jobs); a plain rerun resumes its latest job"),
+    timeout_multiplier: Optional[float] = typer.Option(None, "--timeout-multiplier", help="Scale every task's agent timeout, e.g. 2.0"),
+    idle_timeout: Optional[str] = typer.Option(None, "--agent-idle-timeout", "--idle-timeout", help="Abort a prompt when the agent is silent this long: seconds or 90s, 10m, 1h; 0 or none turns it off (default: 10m, 30m at effort xhigh or max)"),
+    fail_under: Optional[float] = typer.Option(None, "--fail-under", help="Exit 1 when the pass rate over the planned tasks is below this (0 to 1)"),
+    freeze_workspace: bool = typer.Option(False, "--freeze-workspace", "--save-outputs", help="Save each trial's final workspace before the verifier runs, so bench regrade can score it again"),
+    extra_instruction: Optional[str] = typer.Option(None, "--extra-instruction", help="Text appended to every task's instruction"),
+    job_name: Optional[str] = typer.Option(None, "--job", "--job-name", help="Job name under --jobs-dir (an existing job is resumed)"),
+    fresh: bool = typer.Option(False, "--fresh", help="Start a new job instead of resuming the latest one in --jobs-dir"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan as JSON and the run card on stderr, and run nothing; exits 1 when the run card would refuse the run."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only warnings, errors and the final score"),
+    config: Optional[Path] = typer.Option(None, "--config", "--run-config", help="YAML run-config file (the whole run spec)"),
+    keep_sandbox: Optional[str] = typer.Option(None, "--keep-sandbox", help="Keep a trial's sandbox: on-failure, always or never (default). bench sandbox attach <trial> opens a shell in it; bench sandbox release <trial> deletes it."),
+    accept_deviations: Optional[str] = typer.Option(None, "--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json."),
+    trials: Optional[int] = typer.Option(None, "--trials", help="Run every task N times (pass@k); each repeat is a job of its own, in <jobs dir>/<agent>/trial-NN  [default: 1]"),
+    help_all: bool = typer.Option(False, "--help-all", callback=_show_all, is_eager=True, expose_value=False, help="Show every flag, the run settings --help leaves out included"),
+    tasks_dir: Optional[Path] = typer.Option(None, "--tasks-dir", hidden=True, help="Local tasks directory"),
+    prompt: Optional[list[str]] = typer.Option(None, "--prompt", hidden=True, help="Prompt(s) to send (default: the task prompt: the task.md body, or instruction.md for older tasks); @instruction is the task prompt"),
+    config_override: Optional[str] = typer.Option(None, "--config-override", hidden=True, help="Deep-merge a config patch into each task's resolved config for this run. Inline JSON/YAML/TOML or an @file ref, e.g. --config-override '{\"agent\":{\"timeout_sec\":120}}'; recorded by content hash for replay."),
+    build_concurrency: Optional[int] = typer.Option(None, "--build-concurrency", hidden=True, help="Max concurrent docker image builds. Defaults to --concurrency."),
+    max_sandbox_seconds: Optional[float] = typer.Option(None, "--max-sandbox-seconds", hidden=True, help="Job budget in trial wall-clock seconds, running trials included and re-checked as they run; at the cap running trials are cancelled"),
+    max_rollouts: Optional[int] = typer.Option(None, "--max-rollouts", hidden=True, help="Job budget in rollouts started, retries included: at the cap no rollout starts and running ones finish"),
+    restart_changed: bool = typer.Option(False, "--restart-changed", hidden=True, help="When the named job ran with other settings or task files, set those trials aside and run them again (default: refuse)"),
+    fail_on: Optional[list[str]] = typer.Option(None, "--fail-on", hidden=True, help="Exit 1 when any trial ended this way: timeout, error, verifier-error (comma-separated or repeated)"),
+    summary_out: Optional[Path] = typer.Option(None, "--summary-out", hidden=True, help="Write the run's benchflow.run-summary JSON (job dir, counts, gate) here"),
+    sandbox_user: Optional[str] = typer.Option(None, "--sandbox-user", hidden=True, help="Sandbox user (null for root)  [default: agent]"),
+    base_image_override: Optional[str] = typer.Option(None, "--base-image-override", hidden=True, help="Rewrite task Dockerfile FROM images on the runtime task copy."),
+    ca_bundle: Optional[str] = typer.Option(None, "--ca-bundle", hidden=True, help="Trust this CA bundle (PEM) inside image builds and sandboxes, for TLS-intercepting proxies; 'host' uses this machine's bundle ($SSL_CERT_FILE or the system one)"),
+    task_manifest_out: Optional[Path] = typer.Option(None, "--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON"),
+    run_config_out: Optional[Path] = typer.Option(None, "--run-config-out", hidden=True, help="Write redacted normalized run config JSON"),
+    expected_tasks: Optional[int] = typer.Option(None, "--expected-tasks", hidden=True, help="Fail unless the selected task count matches"),
+    retry_policy: Optional[str] = typer.Option(None, "--retry-policy", hidden=True, help="Retry policy: default or unscored-only  [default: default]"),
+    retry_attempts: Optional[int] = typer.Option(None, "--retry-attempts", hidden=True, help="Retries per task after a retryable failure (overrides the default of 2)"),
+    matrix: Optional[Path] = typer.Option(None, "--matrix", hidden=True, help="YAML file whose models: maps each alias to a model, or to {model, agent, agent_env}; {agent: oracle} for a control"),
+    sample_seed: Optional[int] = typer.Option(None, "--sample-seed", hidden=True, help="Seed for the --n-tasks random sample"),
+) -> None:
+    from benchflow.errors import ConfigError
+    from benchflow.util.durations import parse_duration
+    from benchflow.util.match import split_patterns
+
+    idle = None
+    if idle_timeout is not None:
+        try:
+            idle = parse_duration(idle_timeout)
+        except ValueError as exc:
+            raise ConfigError(f"--agent-idle-timeout: {exc}") from None
+    flags = {
+        "targets": targets, "agent": agent, "model": model, "reasoning_effort": effort,
+        "agent_env": _kv(agent_env, "--agent-env") or None,
+        "selection.include": split_patterns(include), "selection.exclude": split_patterns(exclude),
+        "selection.limit": limit, "selection.sample_seed": sample_seed, "selection.expected_tasks": expected_tasks,
+        "sandbox": sandbox, "concurrency": concurrency, "warm_pool": warm_pool, "jobs_dir": jobs_dir,
+        "timeout_multiplier": timeout_multiplier, "agent_idle_timeout_sec": idle,
+        "gates.fail_under": fail_under, "gates.fail_on": split_patterns(fail_on),
+        "freeze_workspace": freeze_workspace, "extra_instruction": extra_instruction, "job_name": job_name,
+        "fresh": fresh, "quiet": quiet, "keep_sandbox": keep_sandbox, "accept_deviations": accept_deviations,
+        "trials": trials, "tasks_dir": str(tasks_dir) if tasks_dir else None, "prompts": prompt,
+        "config_override": _override(config_override), "build_concurrency": build_concurrency,
+        "budget.max_sandbox_seconds": max_sandbox_seconds, "budget.max_rollouts": max_rollouts,
+        "restart_changed": restart_changed, "summary_out": str(summary_out) if summary_out else None,
+        "base_image_override": base_image_override, "ca_bundle": ca_bundle,
+        "task_manifest_out": str(task_manifest_out) if task_manifest_out else None,
+        "run_config_out": str(run_config_out) if run_config_out else None,
+        "retry.policy": retry_policy, "retry.attempts": retry_attempts,
+        "matrix": str(matrix) if matrix else None,
+    }
+    spec = build_spec(config, flags)
+    if sandbox_user is not None:
+        spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
+    execute(spec, dry_run)
+
+
+resume_cmd = typer.Typer()
+
+
+@resume_cmd.command(help="Finish an interrupted job from its folder: rerun only the unfinished tasks.\n\n"
+                         "Reads the tasks directory and config the job recorded in evaluation.json (no agent_env "
+                         "value that looks secret, so pass those again with --agent-env), then runs the tasks with "
+                         "no finished result. A job that is still running is refused. Exit codes as for bench eval "
+                         "run; 2 when the folder is not a job, or when its trials ran with other settings or task "
+                         "files than this resume has (an --agent-env value, an edited task): --restart-changed runs "
+                         "them again.")
+def resume_command(
+    job_dir: Path = typer.Argument(..., help="The job folder to finish"),
+    agent_env: Optional[list[str]] = typer.Option(None, "--agent-env", help="KEY=VALUE for the agent (repeatable); values that look secret are never stored in the job"),
+    concurrency: Optional[int] = typer.Option(None, "--concurrency", help="Override the job's concurrency"),
+    restart_changed: bool = typer.Option(False, "--restart-changed", help="When the job's trials ran with other settings or task files than this resume, set them aside in <job>/.set-aside/ and run them again (default: refuse)"),
+) -> None:
+    from benchflow.jobs.resume import resume_spec
+
+    spec = resume_spec(job_dir, agent_env=_kv(agent_env, "--agent-env"), concurrency=concurrency,
+                       restart_changed=restart_changed)
+    execute(spec, dry_run=False)

@@ -1,0 +1,126 @@
+"""``bench sandbox create|list|attach|release|cleanup``: sandboxes outside a run.
+
+Each command parses its flags, calls one function of
+:mod:`benchflow.sandbox.manage` or :mod:`benchflow.sandbox.orphans`, and
+prints the result (``--json`` on stdout, notes on stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+create_cmd = typer.Typer(add_completion=False)
+list_cmd = typer.Typer(add_completion=False)
+attach_cmd = typer.Typer(add_completion=False)
+release_cmd = typer.Typer(add_completion=False)
+cleanup_cmd = typer.Typer(add_completion=False)
+
+
+@create_cmd.command(help="Create an environment from a task directory (does not start it).")
+def create(
+    task_dir: Path = typer.Argument(..., help="Task directory with task.md or task.toml + Dockerfile"),
+    sandbox: str = typer.Option("docker", "--sandbox", help="Sandbox: docker or remote-docker"),
+) -> None:
+    from benchflow.sandbox.manage import create_from_task_dir
+
+    made = create_from_task_dir(task_dir, sandbox)
+    if made.network_note:
+        typer.echo(f"warning: {made.network_note}", err=True)
+    typer.echo(f"{'Built' if made.built else 'Reused'} image {made.image}")
+    typer.echo(f"Created {made.name} ({made.sandbox_id[:12]}) on {made.docker_host or made.backend}, not started")
+    typer.echo(f"Remove it with: bench sandbox cleanup --id {made.sandbox_id[:12]}")
+
+
+def _age(epoch: float) -> str:
+    minutes = max(0, (time.time() - epoch) / 60)
+    return f"{minutes:.0f}m" if minutes < 120 else f"{minutes / 60:.1f}h"
+
+
+@list_cmd.command(help="List sandboxes BenchFlow created and kept sandboxes (kept-sandbox.json).")
+def list_(
+    as_json: bool = typer.Option(False, "--json", help="Print the sandboxes as JSON"),
+) -> None:
+    from benchflow.sandbox.orphans import engines, list_owned
+
+    rows = [row for url in engines() for row in list_owned(url)]
+    if as_json:
+        typer.echo(json.dumps([row.to_json() for row in rows], indent=2))
+        return
+    if not rows:
+        typer.echo("No sandboxes made by BenchFlow.")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("NAME", "ID", "STATE", "OWNER", "JOB/TRIAL", "AGE", "KEPT"):
+        table.add_column(column)
+    for row in rows:
+        where = "/".join(part for part in (row.job, row.trial) if part) or "-"
+        table.add_row(row.name, row.id[:12], row.state, row.owner, where, _age(row.created),
+                      "yes" if row.kept else "")
+    Console(highlight=False, soft_wrap=True).print(table)
+
+
+@attach_cmd.command(
+    help="Open a root shell in a kept sandbox; with a command after --, run it there and exit with its status.",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def attach(
+    trial: Path = typer.Argument(..., help="The trial folder of a run with --keep-sandbox, or its kept-sandbox.json"),
+    command: Optional[List[str]] = typer.Argument(None, help="Command to run (after --)"),
+) -> None:
+    from benchflow.sandbox.manage import attach as attach_to
+
+    raise typer.Exit(attach_to(trial, list(command or [])))
+
+
+@release_cmd.command(help="Delete a sandbox kept with --keep-sandbox.")
+def release(
+    trial: Path = typer.Argument(..., help="The trial folder of a run with --keep-sandbox, or its kept-sandbox.json"),
+) -> None:
+    from benchflow.sandbox.manage import release as release_kept
+
+    container = release_kept(trial)
+    typer.echo(f"Released sandbox {container[:12]}")
+
+
+@cleanup_cmd.command(help="Clean up orphaned sandboxes and stale shared runtimes.")
+def cleanup(
+    dry_run: bool = typer.Option(False, "--dry-run", help="List sandboxes without deleting"),
+    max_age: int = typer.Option(1440, "--max-age", min=0,
+                                help="Delete sandboxes with no recorded owner older than N minutes "
+                                     "(orphans of a dead run go whatever their age)"),
+    everything: bool = typer.Option(False, "--all",
+                                    help="Delete every BenchFlow sandbox, whatever its age, except one "
+                                         "a live run still holds (a CI teardown step)"),
+    ids: Optional[List[str]] = typer.Option(None, "--id",
+                                            help="Delete this sandbox (id prefix or name; repeatable), "
+                                                 "even when a live run holds it"),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON"),
+) -> None:
+    from benchflow.sandbox.orphans import cleanup as run_cleanup, engines
+
+    report = run_cleanup(engines(), max_age_sec=max_age * 60, everything=everything,
+                         ids=list(ids or []), dry_run=dry_run)
+    if as_json:
+        typer.echo(json.dumps({"dry_run": report.dry_run, "removed": report.removed, "kept": report.kept,
+                               "errors": report.errors, "unmatched_ids": report.unmatched_ids}, indent=2))
+    else:
+        verb = "Would remove" if dry_run else "Removed"
+        for entry in report.removed:
+            typer.echo(f"{verb} {entry['name']} ({entry['id'][:12]}): {entry['reason']}")
+        for entry in report.kept:
+            typer.echo(f"Kept {entry['name']} ({entry['id'][:12]}): {entry['reason']}")
+        if not report.removed and not report.kept:
+            typer.echo("Nothing to clean up.")
+        for error in report.errors:
+            typer.echo(f"error: {error}", err=True)
+    for missing in report.unmatched_ids:
+        typer.echo(f"error: --id {missing}: no BenchFlow sandbox has this id or name", err=True)
+    if report.errors or report.unmatched_ids:
+        raise typer.Exit(1)

@@ -1,0 +1,30 @@
+"""``bench view`` / ``bench eval view``: serve a trial, job or trajectory in the browser."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+view_cmd = typer.Typer(add_completion=False)
+
+
+@view_cmd.command(help="View a trial or session trajectory in the browser.")
+def view(
+    rollout_dir: str = typer.Argument(
+        ..., metavar="ROLLOUT_DIR",
+        help="Rollout directory, job directory, trajectory JSONL file, or an hf://<org>/<dataset> "
+             "trajectory dataset (optionally with /subpath)"),
+    port: int = typer.Option(8888, "--port", help="Server port"),
+    confirm: bool = typer.Option(
+        False, "--confirm",
+        help="Show an Approve & submit / Not this one bar on the page; print DECISION: approved|rejected "
+             "and exit 0 on approve, 3 on reject."),
+    redaction_summary: Optional[str] = typer.Option(
+        None, "--redaction-summary",
+        help="Masked-secret breakdown shown in the --confirm bar, e.g. '2 API keys, 1 bearer token' "
+             "(lift it from bench traj upload PATH --dry-run). Display-only; no effect without --confirm."),
+) -> None:
+    from benchflow.viewer.server import serve
+
+    raise typer.Exit(serve(rollout_dir, port=port, confirm=confirm, redaction_summary=redaction_summary))

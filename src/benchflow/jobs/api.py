@@ -1,0 +1,200 @@
+"""``run`` / ``run_async``: the one library call behind ``bench run`` and ``bf.run``.
+
+Plan → open (or resume) the job folder → schedule the trials → write the
+summary → pick the exit code. The library never draws on the terminal: it
+reports through ``on_event`` and returns a ``RunOutcome``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import BenchError
+from benchflow.util import atomic
+
+from .budget import BudgetKeeper
+from .job import JobFolder, open_job, read_json, write_evaluation
+from .plan import Plan, PlannedTask, make_plan
+from .prompts import resolve_prompts
+from .record import comparable_settings
+from .scheduler import Scheduler
+from .spec import RunSpec
+from .summary import build_summary, outcomes_line
+from .trial import TrialRequest
+
+Event = dict[str, Any]
+
+
+class RunRefused(BenchError):
+    """The run card refused the run; nothing started."""
+
+    category = "run_refused"
+    exit_code = 1
+
+
+class Interrupted(BenchError):
+    """Ctrl-C or SIGTERM: running trials were cancelled and their sandboxes removed."""
+
+    category = "interrupted"
+    exit_code = 130
+
+
+@dataclass
+class RunOutcome:
+    job_dir: Path
+    summary: dict[str, Any]
+    exit_code: int
+    plan: Plan
+    gate: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def outcomes_line(self) -> str:
+        return outcomes_line(self.summary)
+
+
+def run(spec: RunSpec, on_event: Callable[[Event], None] | None = None) -> RunOutcome:
+    """Run ``spec`` to completion (sync wrapper over :func:`run_async`)."""
+    try:
+        return asyncio.run(run_async(spec, on_event))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise Interrupted("interrupted: running trials were cancelled and their sandboxes removed; "
+                          "rerun the same command to resume") from None
+
+
+def _ca_bundle(value: str | None) -> Path | None:
+    if not value:
+        return None
+    if value == "host":
+        value = os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt"
+    path = Path(value).expanduser()
+    if not path.is_file():
+        from benchflow.errors import ConfigError
+
+        raise ConfigError(f"--ca-bundle {value}: no such file; give a PEM bundle or 'host'")
+    return path
+
+
+async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = None,
+                    plan: Plan | None = None) -> RunOutcome:
+    emit = on_event or (lambda _e: None)
+    plan = plan or make_plan(spec)
+    if not plan.card.accepted:
+        raise RunRefused("the run card refuses this run: " + "; ".join(plan.card.refusals[:5]))
+    from benchflow import agents
+    from benchflow.sandbox import get_backend
+
+    agent = agents.resolve(spec.agent)
+    backend = get_backend(plan.sandbox)
+    if spec.build_concurrency and hasattr(backend, "set_build_concurrency"):
+        backend.set_build_concurrency(spec.build_concurrency)
+    ca_bundle = _ca_bundle(spec.ca_bundle)
+    expected = {t.name: _expected(spec, agent.name, t) for t in plan.tasks}
+    job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
+                        identity={"agent": agent.name, "model": spec.model}, expected=expected,
+                        restart_changed=spec.restart_changed)
+    try:
+        return await _run_job(spec, plan, job, why, agent, backend, ca_bundle, emit)
+    finally:
+        job.release()
+
+
+def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
+    prompts = resolve_prompts(planned.task.instruction, spec.prompts,
+                              prefix=planned.task.config.agent.prompt_prefix,
+                              extra_instruction=spec.extra_instruction)
+    return comparable_settings(spec, agent_name, planned.digest, prompts)
+
+
+async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: Any, backend: Any,
+                   ca_bundle: Path | None, emit: Callable[[Event], None]) -> RunOutcome:
+    started = time.monotonic()
+    paths = job.paths
+    write_evaluation(job, spec.redacted(), {"agent": agent.name, "model": spec.model}, plan.tasks_dir)
+    atomic.write_json(paths.run_card, plan.card.document(plan))
+    job_label = str(paths.root.resolve())
+    if hasattr(backend, "cleanup_orphans"):
+        await asyncio.to_thread(backend.cleanup_orphans, job=job_label)
+    todo = [t for t in plan.tasks if t.name not in job.finished]
+    emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
+          "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(plan.tasks),
+          "reused": len(plan.tasks) - len(todo), "todo": [t.name for t in todo]})
+    budget = BudgetKeeper(spec.budget)
+    labels = {"benchflow.job": job_label}
+
+    def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
+        return TrialRequest(task=planned.task, digest=planned.digest, job=paths, spec=spec, agent=agent,
+                            backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
+                            ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
+                            on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
+
+    scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
+                          warm_pool=spec.effective_warm_pool, retry_attempts=spec.retry.attempts,
+                          retry_policy=spec.retry.policy, budget=budget, emit=emit)
+    loop = asyncio.get_running_loop()
+    main = asyncio.current_task()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    except (NotImplementedError, RuntimeError):
+        pass
+    try:
+        fresh = await scheduler.run(todo)
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError):
+            pass
+    results = {t.name: read_json(job.finished[t.name].result) for t in plan.tasks if t.name in job.finished}
+    results.update(fresh)
+    summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
+                            results={t.name: results.get(t.name) for t in plan.tasks},
+                            elapsed_sec=time.monotonic() - started, budget=budget.document())
+    atomic.write_json(paths.summary, summary)
+    atomic.write_json(paths.root.parent / "summary.json", summary)
+    code, gate = exit_code(spec, summary, results)
+    outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
+    _write_side_files(spec, plan, outcome)
+    emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
+    return outcome
+
+
+def exit_code(spec: RunSpec, summary: dict[str, Any],
+              results: dict[str, dict[str, Any] | None]) -> tuple[int, dict[str, Any]]:
+    """0 when the pipeline completed; 1 for errored trials or a failed gate."""
+    reasons = []
+    if summary["errored"] or summary["verifier_errored"]:
+        reasons.append(f"{summary['errored'] + summary['verifier_errored']} trial(s) errored")
+    gates = spec.gates
+    if gates.fail_under is not None:
+        rate = summary["passed"] / summary["total"] if summary["total"] else 0.0
+        if rate < gates.fail_under:
+            reasons.append(f"pass rate {rate:.1%} is below --fail-under {gates.fail_under:g}")
+    hits = {"timeout": summary["timed_out"], "error": summary["errored"],
+            "verifier-error": summary["verifier_errored"]}
+    for name in gates.fail_on:
+        if hits[name]:
+            reasons.append(f"--fail-on {name}: {hits[name]} trial(s)")
+    gate = {"fail_under": gates.fail_under, "fail_on": list(gates.fail_on), "passed": not reasons,
+            "reasons": reasons}
+    return (1 if reasons else 0), gate
+
+
+def _write_side_files(spec: RunSpec, plan: Plan, outcome: RunOutcome) -> None:
+    if spec.summary_out:
+        s = outcome.summary
+        atomic.write_json(spec.summary_out, {
+            "schema_version": 1, "kind": "benchflow.run-summary", "job_dir": str(outcome.job_dir),
+            "counts": {k: s[k] for k in ("total", "passed", "failed", "errored", "verifier_errored", "unscored")},
+            "score": s["score_ratio"], "mean_reward": s["mean_reward"], "budget": s["budget"],
+            "gate": outcome.gate, "exit_code": outcome.exit_code})
+    if spec.task_manifest_out:
+        atomic.write_json(spec.task_manifest_out, plan.manifest())
+    if spec.run_config_out:
+        atomic.write_json(spec.run_config_out, spec.redacted())
+

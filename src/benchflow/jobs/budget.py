@@ -1,0 +1,71 @@
+"""Job budgets: rollouts started and sandbox wall-clock seconds (model cost/tokens come from the gateway).
+
+Checked between starts; ``max_sandbox_seconds`` also counts running trials and
+is re-checked while they run. At a cap nothing new starts; running trials
+finish (rollouts) or are cancelled (seconds, cost, tokens).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .spec import Budget
+
+
+@dataclass
+class BudgetKeeper:
+    caps: Budget
+    started: int = 0
+    finished_seconds: float = 0.0
+    running: dict[str, float] = field(default_factory=dict)
+    stopped: str | None = None
+    cancelled: list[str] = field(default_factory=list)
+    not_started: list[str] = field(default_factory=list)
+    external_spent: dict[str, float] = field(default_factory=dict)
+    """Spend reported by the model gateway (tokens, cost_usd)."""
+
+    def may_start(self) -> bool:
+        if self.stopped:
+            return False
+        if self.caps.max_rollouts is not None and self.started >= self.caps.max_rollouts:
+            self.stopped = "max_rollouts"
+        elif self.over_seconds():
+            self.stopped = "max_sandbox_seconds"
+        elif self.caps.max_cost_usd is not None and self.external_spent.get("cost_usd", 0) >= self.caps.max_cost_usd:
+            self.stopped = "max_cost_usd"
+        elif self.caps.max_tokens is not None and self.external_spent.get("tokens", 0) >= self.caps.max_tokens:
+            self.stopped = "max_tokens"
+        return self.stopped is None
+
+    def begin(self, trial_key: str) -> None:
+        self.started += 1
+        self.running[trial_key] = time.monotonic()
+
+    def end(self, trial_key: str) -> None:
+        began = self.running.pop(trial_key, None)
+        if began is not None:
+            self.finished_seconds += time.monotonic() - began
+
+    def spent_seconds(self) -> float:
+        now = time.monotonic()
+        return self.finished_seconds + sum(now - t for t in self.running.values())
+
+    def over_seconds(self) -> bool:
+        cap = self.caps.max_sandbox_seconds
+        return cap is not None and self.spent_seconds() >= cap
+
+    def must_cancel_running(self) -> bool:
+        """True once a cap that cancels running trials is reached."""
+        if self.over_seconds():
+            self.stopped = self.stopped or "max_sandbox_seconds"
+            return True
+        return self.stopped in {"max_sandbox_seconds", "max_cost_usd", "max_tokens"}
+
+    def document(self) -> dict[str, Any]:
+        return {"caps": self.caps.model_dump(exclude_none=True),
+                "spent": {"rollouts": self.started, "sandbox_seconds": round(self.spent_seconds(), 1),
+                          **self.external_spent},
+                "stopped": self.stopped is not None, "reason": self.stopped,
+                "cancelled": sorted(self.cancelled), "not_started": sorted(self.not_started)}

@@ -1,0 +1,140 @@
+"""Read a ``--config`` run-config YAML (native or Harbor-style) into RunSpec fields.
+
+Native keys are the flat ones of the contracts (§7.1); the Harbor-style form
+(``agents:``/``datasets:``/``orchestrator:``) is mapped onto them. Unknown
+keys are refused with the file and key named, never ignored.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import ConfigError
+from benchflow.util.durations import parse_duration
+
+# native key -> (RunSpec path, converter)
+_NATIVE: dict[str, tuple[str, Any]] = {
+    "tasks_dir": ("tasks_dir", str), "jobs_dir": ("jobs_dir", str), "agent": ("agent", str),
+    "model": ("model", str), "reasoning_effort": ("reasoning_effort", str), "harness": ("harness", str),
+    "environment": ("sandbox", str), "sandbox": ("sandbox", str), "concurrency": ("concurrency", int),
+    "build_concurrency": ("build_concurrency", int), "warm_pool": ("warm_pool", int),
+    "max_retries": ("retry.attempts", int), "retry_policy": ("retry.policy", str),
+    "agent_env": ("agent_env", dict), "include": ("selection.include", list), "exclude": ("selection.exclude", list),
+    "limit": ("selection.limit", int), "sample_seed": ("selection.sample_seed", int),
+    "expected_tasks": ("selection.expected_tasks", int), "sandbox_user": ("sandbox_user", str),
+    "agent_idle_timeout_sec": ("agent_idle_timeout_sec", "duration"), "agent_idle_timeout": ("agent_idle_timeout_sec", "duration"),
+    "base_image_override": ("base_image_override", str), "config_override": ("config_override", dict),
+    "timeout_multiplier": ("timeout_multiplier", float), "freeze_workspace": ("freeze_workspace", bool),
+    "keep_sandbox": ("keep_sandbox", str), "extra_instruction": ("extra_instruction", str),
+    "job_name": ("job_name", str), "trials": ("trials", int), "ca_bundle": ("ca_bundle", str),
+    "max_rollouts": ("budget.max_rollouts", int), "max_sandbox_seconds": ("budget.max_sandbox_seconds", float),
+    "max_cost_usd": ("budget.max_cost_usd", float), "max_tokens": ("budget.max_tokens", int),
+    "token_budget": ("budget.token_budget", int), "turn_budget": ("budget.turn_budget", int),
+    "fail_under": ("gates.fail_under", float), "fail_on": ("gates.fail_on", list),
+}
+
+
+def _set(out: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = out
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+
+
+def _convert(source: str, key: str, value: Any, kind: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "duration":
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            raise ConfigError(f"{source}: {key}: {exc}") from None
+    if kind is list and isinstance(value, str):
+        return [value]
+    if kind in (int, float) and isinstance(value, bool):
+        raise ConfigError(f"{source}: {key}: expected a number, got {value!r}")
+    try:
+        return kind(value) if kind not in (dict, list) or isinstance(value, kind) else _bad(source, key, value, kind)
+    except (TypeError, ValueError):
+        return _bad(source, key, value, kind)
+
+
+def _bad(source: str, key: str, value: Any, kind: Any) -> Any:
+    raise ConfigError(f"{source}: {key}: expected {getattr(kind, '__name__', kind)}, got {value!r}")
+
+
+def _prompts(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    return ["@instruction" if p is None else str(p) for p in items]
+
+
+def _harbor(data: dict[str, Any]) -> dict[str, Any]:
+    """Map the Harbor-style keys onto native ones."""
+    native = {k: v for k, v in data.items() if k not in {"agents", "datasets", "orchestrator", "n_attempts"}}
+    agents = data.get("agents") or []
+    if agents:
+        first = agents[0] or {}
+        native.setdefault("agent", first.get("name"))
+        if first.get("model_name"):
+            native.setdefault("model", first["model_name"])
+        if first.get("reasoning_effort"):
+            native.setdefault("reasoning_effort", first["reasoning_effort"])
+    datasets = data.get("datasets") or []
+    if datasets and isinstance(datasets[0], dict) and datasets[0].get("path"):
+        native.setdefault("tasks_dir", datasets[0]["path"])
+    if "n_attempts" in data:
+        native.setdefault("max_retries", max(int(data["n_attempts"]) - 1, 0))
+    orchestrator = data.get("orchestrator") or {}
+    if "n_concurrent_trials" in orchestrator:
+        native.setdefault("concurrency", orchestrator["n_concurrent_trials"])
+    env = native.get("environment")
+    if isinstance(env, dict):
+        native["environment"] = env.get("type")
+    for alias in ("includes", "include_tasks"):
+        if alias in native:
+            native["include"] = native.pop(alias)
+    for alias in ("excludes", "exclude_tasks"):
+        if alias in native:
+            native["exclude"] = native.pop(alias)
+    return native
+
+
+def load_run_config(path: str | Path) -> dict[str, Any]:
+    """RunSpec fields (nested dict) from a run-config file.
+
+    Raises:
+        ConfigError: unreadable file, not a mapping, unknown key or wrong type.
+    """
+    import yaml
+
+    source = str(path)
+    try:
+        text = Path(path).expanduser().read_text()
+    except OSError as exc:
+        raise ConfigError(f"{source}: cannot read the run config ({exc.strerror})") from None
+    try:
+        data = yaml.safe_load(text) if not source.endswith(".json") else json.loads(text)
+    except (yaml.YAMLError, ValueError) as exc:
+        raise ConfigError(f"{source}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: a run config must be a mapping of keys to values")
+    if "agents" in data or "datasets" in data or "orchestrator" in data:
+        data = _harbor(data)
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key == "prompts":
+            out["prompts"] = _prompts(value)
+            continue
+        if key not in _NATIVE:
+            close = difflib.get_close_matches(key, [*_NATIVE, "prompts"], n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{source}: unknown key '{key}'{hint}")
+        target, kind = _NATIVE[key]
+        converted = _convert(source, key, value, kind)
+        if converted is not None:
+            _set(out, target, converted)
+    return out

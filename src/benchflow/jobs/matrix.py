@@ -1,0 +1,73 @@
+"""``--trials N`` and ``--matrix``: one job per repeat, each under its own folder.
+
+``--trials N`` writes ``<jobs>/<agent>/trial-NN/<job>``; ``--matrix`` runs every
+alias × repeat into ``<jobs>/<alias>/trial-NN/`` and writes
+``<jobs>/matrix-summary.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import ConfigError
+from benchflow.util import atomic
+
+from .job import latest_job, read_json
+from .spec import RunSpec
+
+
+def load_matrix(path: str) -> dict[str, dict[str, Any]]:
+    """Alias -> {model, agent, agent_env} from a matrix YAML.
+
+    Raises:
+        ConfigError: unreadable, or ``models:`` missing or malformed.
+    """
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{path}: cannot read the matrix ({exc})") from None
+    models = data.get("models") if isinstance(data, dict) else None
+    if not isinstance(models, dict) or not models:
+        raise ConfigError(f"{path}: needs a 'models:' mapping of alias -> model or {{model, agent, agent_env}}")
+    out = {}
+    for alias, entry in models.items():
+        if isinstance(entry, str):
+            entry = {"model": entry}
+        if not isinstance(entry, dict) or not set(entry) <= {"model", "agent", "agent_env"}:
+            raise ConfigError(f"{path}: models.{alias}: give a model string or {{model, agent, agent_env}}")
+        if "model" not in entry and "agent" not in entry:
+            raise ConfigError(f"{path}: models.{alias}: needs a model (or agent: oracle for a control)")
+        out[str(alias)] = entry
+    return out
+
+
+def run_repeats(spec: RunSpec, run_one: Callable[[RunSpec], int]) -> int:
+    """Run every repeat (and matrix alias); returns the worst exit code."""
+    root = Path(spec.jobs_dir)
+    entries = load_matrix(spec.matrix) if spec.matrix else {spec.agent: {}}
+    code = 0
+    runs = []
+    for alias, entry in entries.items():
+        for n in range(1, spec.trials + 1):
+            folder = root / alias / f"trial-{n:02d}"
+            update: dict[str, Any] = {"jobs_dir": str(folder), "trials": 1, "matrix": None}
+            if "agent" in entry:
+                update["agent"] = entry["agent"]
+            if "model" in entry:
+                update["model"] = entry["model"]
+            if entry.get("agent_env"):
+                update["agent_env"] = {**spec.agent_env, **{k: str(v) for k, v in entry["agent_env"].items()}}
+            code = max(code, run_one(spec.model_copy(update=update)))
+            job = latest_job(folder)
+            summary = read_json(job / "summary.json") if job else None
+            runs.append({"alias": alias, "trial": n, "jobs_dir": str(folder),
+                         **{k: (summary or {}).get(k) for k in ("passed", "failed", "errored", "verifier_errored",
+                                                                 "total")}})
+    if spec.matrix:
+        atomic.write_json(root / "matrix-summary.json", {"schema_version": 1, "matrix": spec.matrix,
+                                                         "trials": spec.trials, "runs": runs})
+    return code

@@ -1,0 +1,183 @@
+"""From a RunSpec to a Plan: which tasks, which agent, which sandbox, and the run card's verdict.
+
+Everything that can be refused is refused here, before any sandbox starts:
+bad targets, an empty selection, a task the backend cannot run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import ConfigError, TaskError, UserError
+from benchflow.util.match import select
+
+from .spec import RunSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PlannedTask:
+    name: str
+    path: Path
+    task: Any
+    digest: str
+
+
+@dataclass
+class RunCard:
+    """The plan's verdict: accept or refuse, with reasons (written to run-card.json)."""
+
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    accepted_deviations: str | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return not self.refusals
+
+    def document(self, plan: "Plan") -> dict[str, Any]:
+        return {"schema_version": 1, "kind": "benchflow.run-card",
+                "verdict": "accept" if self.accepted else "refuse", "refusals": self.refusals,
+                "warnings": self.warnings, "accepted_deviations": self.accepted_deviations,
+                "agent": plan.spec.agent, "model": plan.spec.model, "sandbox": plan.sandbox,
+                "n_tasks": len(plan.tasks)}
+
+
+@dataclass
+class Plan:
+    spec: RunSpec
+    tasks: list[PlannedTask]
+    sandbox: str
+    sandbox_reason: str
+    tasks_dir: str | None
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    card: RunCard = field(default_factory=RunCard)
+
+    def document(self) -> dict[str, Any]:
+        """The plan as ``--dry-run`` prints it."""
+        spec = self.spec
+        return {"schema_version": 1, "kind": "benchflow.plan", "agent": spec.agent, "model": spec.model,
+                "reasoning_effort": spec.reasoning_effort, "sandbox": self.sandbox,
+                "sandbox_reason": self.sandbox_reason, "jobs_dir": spec.jobs_dir, "tasks_dir": self.tasks_dir,
+                "concurrency": spec.concurrency, "warm_pool": spec.effective_warm_pool, "trials": spec.trials,
+                "budget": spec.budget.model_dump(), "retry": spec.retry.model_dump(),
+                "tasks": [{"name": t.name, "path": str(t.path), "digest": t.digest} for t in self.tasks],
+                "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
+                "run_card": self.card.document(self)}
+
+    def manifest(self) -> dict[str, Any]:
+        """``--task-manifest-out`` (contracts §7.6)."""
+        return {"schema_version": 1, "tasks_dir": self.tasks_dir, "source": None, "dataset_name": None,
+                "dataset_version": None, "total": len(self.tasks),
+                "tasks": [{"task_id": t.name, "path": str(t.path), "digest": t.digest} for t in self.tasks]}
+
+
+def _task_dirs(spec: RunSpec) -> tuple[list[Path], str | None]:
+    from benchflow.tasks import discover_tasks
+
+    targets = list(spec.targets) or ([spec.tasks_dir] if spec.tasks_dir else [])
+    if not targets:
+        raise UserError("no tasks: give a task folder or a folder of tasks (bench run PATH), or --tasks-dir")
+    dirs: list[Path] = []
+    for target in targets:
+        path = Path(target).expanduser()
+        if not path.exists():
+            if "/" in target and not target.startswith((".", "/")):
+                raise ConfigError(f"{target}: no such folder (GitHub repositories as targets are not "
+                                  "available in this build; clone it and pass the folder)")
+            raise UserError(f"{target}: no such folder; give a task folder or a folder of tasks")
+        found = discover_tasks(path)
+        if not found:
+            raise UserError(f"{target}: no task here (a task folder holds task.md or task.toml)")
+        dirs.extend(found)
+    tasks_dir = str(Path(targets[0]).resolve()) if len(targets) == 1 else None
+    return dirs, tasks_dir
+
+
+def _load(dirs: list[Path]) -> tuple[list[PlannedTask], list[tuple[str, str]]]:
+    from benchflow.tasks import load_task
+
+    loaded, skipped = [], []
+    for path in dirs:
+        try:
+            task = load_task(path)
+        except TaskError as exc:
+            if len(dirs) == 1:
+                raise
+            log.warning("skipping %s: %s", path.name, exc)
+            skipped.append((str(path), str(exc)))
+            continue
+        loaded.append(PlannedTask(name=task.name, path=task.path, task=task, digest=task.digest()))
+    names = [t.name for t in loaded]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UserError(f"two tasks share the name {dupes[0]!r}; task folder names must be unique in a run")
+    return loaded, skipped
+
+
+def _select(tasks: list[PlannedTask], spec: RunSpec) -> list[PlannedTask]:
+    sel = spec.selection
+    keep = set(select([t.name for t in tasks], sel.include, sel.exclude))
+    chosen = sorted((t for t in tasks if t.name in keep), key=lambda t: t.name)
+    if sel.limit is not None and len(chosen) > sel.limit:
+        if sel.sample_seed is not None:
+            chosen = sorted(random.Random(sel.sample_seed).sample(chosen, sel.limit), key=lambda t: t.name)
+        else:
+            chosen = chosen[: sel.limit]
+    return chosen
+
+
+def choose_sandbox(spec: RunSpec) -> tuple[str, str]:
+    from benchflow.sandbox import default_backend_name, get_backend
+
+    if spec.sandbox:
+        get_backend(spec.sandbox)  # unknown names fail here, with the list
+        return spec.sandbox, "--sandbox"
+    name = default_backend_name()
+    reason = "a Docker engine answers" if name == "docker" else "no Docker engine answers"
+    return name, f"default ({reason})"
+
+
+def make_plan(spec: RunSpec) -> Plan:
+    """Resolve tasks and sandbox, and judge the run.
+
+    Raises:
+        UserError: bad targets, an unreadable single task, or an empty selection.
+    """
+    dirs, tasks_dir = _task_dirs(spec)
+    loaded, skipped = _load(dirs)
+    chosen = _select(loaded, spec)
+    if not chosen:
+        raise UserError("no task selected: check --include/--exclude against the task folder names")
+    sandbox, why = choose_sandbox(spec)
+    plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped)
+    plan.card = judge(plan)
+    return plan
+
+
+def judge(plan: Plan) -> RunCard:
+    from benchflow.sandbox import get_backend
+    from benchflow.tasks.capability import runtime_issues
+
+    card = RunCard(accepted_deviations=plan.spec.accept_deviations)
+    backend = get_backend(plan.sandbox)
+    ok, reason = backend.available()
+    if not ok:
+        card.refusals.append(f"sandbox {plan.sandbox} cannot run here: {reason}")
+    expected = plan.spec.selection.expected_tasks
+    if expected is not None and expected != len(plan.tasks):
+        card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
+    for planned in plan.tasks:
+        issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
+        card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
+        card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
+        if plan.spec.agent == "oracle" and not planned.task.paths.solve_path.is_file():
+            card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
+    for path, why in plan.skipped:
+        card.warnings.append(f"skipped {Path(path).name}: {why}")
+    return card

@@ -1,0 +1,34 @@
+"""Which failed trials are run again, and how long to wait first (contracts §3.8).
+
+Only the agent phase is retried, and only for infrastructure reasons. A trial
+whose agent finished (or timed out) is never rerun because of its verifier.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+RETRYABLE = frozenset({"install_failure", "pipe_closed", "idle_timeout", "infra_failure", "sandbox_setup",
+                       "acp_error"})
+NEVER = frozenset({"timeout", "provider_auth", "provider_rate_limit", "provider_rejected", "usage_limit",
+                   "suspected_api_error", "other"})
+
+
+def is_retryable(result: dict[str, Any], policy: str = "default") -> bool:
+    if result.get("rewards") is not None or result.get("verifier_error"):
+        return False
+    category = result.get("error_category")
+    if category in NEVER:
+        return False
+    if (result.get("sandbox_startup_info") or {}).get("reason") == "build_failed":
+        return False  # the same Dockerfile fails the same way
+    if policy == "unscored-only":
+        return True
+    if category == "api_error":
+        return "/transient]" in str(result.get("error") or "")
+    return category in RETRYABLE
+
+
+def backoff_sec(attempt: int, base: float = 1.0) -> float:
+    """Seconds to wait before attempt ``attempt`` (2, 3, …): ``min(base · 2^(attempt-1), 30)``."""
+    return min(base * 2 ** (attempt - 1), 30.0)

@@ -1,0 +1,139 @@
+"""RunSpec: the whole run, from flags, a ``--config`` YAML, or the Python API.
+
+A run config is the whole run; flags win over its keys. Secret-looking
+``agent_env`` values are never written anywhere (see ``redacted()``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from benchflow.util.redact import drop_secrets
+
+
+class Selection(BaseModel):
+    """Which tasks run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    include: list[str] = Field(default_factory=list)
+    """Names or globs to keep (empty: all)."""
+    exclude: list[str] = Field(default_factory=list)
+    limit: int | None = Field(default=None, ge=1)
+    """Run at most N tasks: the first N by name, or a seeded sample with ``sample_seed``."""
+    sample_seed: int | None = None
+    expected_tasks: int | None = Field(default=None, ge=0)
+
+
+class Budget(BaseModel):
+    """Job-wide and per-trial budgets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_rollouts: int | None = Field(default=None, ge=1)
+    max_sandbox_seconds: float | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    token_budget: int | None = Field(default=None, ge=1)
+    turn_budget: int | None = Field(default=None, ge=1)
+
+
+class Retry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    attempts: int = Field(default=2, ge=0)
+    """Retries per trial after a retryable failure."""
+    policy: Literal["default", "unscored-only"] = "default"
+
+
+class Gates(BaseModel):
+    """What makes the run exit 1."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    fail_under: float | None = Field(default=None, ge=0, le=1)
+    fail_on: list[Literal["timeout", "error", "verifier-error"]] = Field(default_factory=list)
+
+
+class RunSpec(BaseModel):
+    """Everything one ``bench run`` needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    targets: list[str] = Field(default_factory=list)
+    """Task folders or folders of tasks."""
+    tasks_dir: str | None = None
+    agent: str = "oracle"
+    model: str | None = None
+    reasoning_effort: str | None = None
+    harness: Literal["acp", "native"] = "acp"
+    agent_env: dict[str, str] = Field(default_factory=dict)
+    prompts: list[str] = Field(default_factory=list)
+    """Prompts to send; ``@instruction`` is the task prompt (default: the task prompt alone)."""
+    extra_instruction: str | None = None
+    sandbox: str | None = None
+    """Backend name; None picks docker when an engine answers, else local."""
+    sandbox_user: str | None = "agent"
+    concurrency: int = Field(default=4, ge=1)
+    warm_pool: int | None = Field(default=None, ge=0)
+    build_concurrency: int | None = Field(default=None, ge=1)
+    jobs_dir: str = "jobs"
+    job_name: str | None = None
+    fresh: bool = False
+    restart_changed: bool = False
+    timeout_multiplier: float = Field(default=1.0, gt=0)
+    agent_idle_timeout_sec: float | None = None
+    freeze_workspace: bool = False
+    keep_sandbox: Literal["never", "on-failure", "always"] = "never"
+    base_image_override: str | None = None
+    ca_bundle: str | None = None
+    """CA bundle to trust inside builds and sandboxes; ``host`` = this machine's bundle."""
+    config_override: dict[str, Any] | None = None
+    selection: Selection = Field(default_factory=Selection)
+    budget: Budget = Field(default_factory=Budget)
+    retry: Retry = Field(default_factory=Retry)
+    gates: Gates = Field(default_factory=Gates)
+    trials: int = Field(default=1, ge=1)
+    matrix: str | None = None
+    quiet: bool = False
+    accept_deviations: str | None = None
+    task_manifest_out: str | None = None
+    run_config_out: str | None = None
+    summary_out: str | None = None
+
+    @field_validator("agent_env")
+    @classmethod
+    def _env_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if not key or "=" in key:
+                raise ValueError(f"agent env name {key!r} is not a variable name")
+        return value
+
+    def redacted(self) -> dict[str, Any]:
+        """The spec as stored on disk: secret-looking agent env values dropped."""
+        data = self.model_dump(mode="json")
+        data["agent_env"] = drop_secrets(self.agent_env)
+        return data
+
+    @property
+    def effective_warm_pool(self) -> int:
+        if self.warm_pool is not None:
+            return min(self.warm_pool, self.concurrency)
+        return 0 if self.concurrency == 1 else 1
+
+    def override_record(self) -> dict[str, Any] | None:
+        """``config_override`` as recorded in config.json: keys, content hash, patch."""
+        if not self.config_override:
+            return None
+        canonical = json.dumps(self.config_override, sort_keys=True, separators=(",", ":"))
+        return {"keys": sorted(self.config_override), "sha256": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
+                "patch": self.config_override}
+
+
+def jobs_root(spec: RunSpec) -> Path:
+    return Path(spec.jobs_dir).expanduser()

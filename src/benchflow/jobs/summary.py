@@ -1,0 +1,72 @@
+"""The job's ``summary.json`` and the end-of-run line, from each planned task's final trial.
+
+Counts use the audit buckets of the contracts (§3.10): a verifier error is
+``verifier_errored``; reward 1 ``passed``; any other reward ``failed``; an error
+without a reward ``errored``; anything else ``unscored``. Unscored and errored
+trials are left out of the score's denominator in ``score_excl_errors``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+
+def bucket(result: dict[str, Any] | None) -> str:
+    if not result:
+        return "unscored"
+    if result.get("verifier_error"):
+        return "verifier_errored"
+    reward = (result.get("rewards") or {}).get("reward")
+    if reward is not None:
+        return "passed" if reward == 1.0 else "failed"
+    if result.get("error"):
+        return "errored"
+    return "unscored"
+
+
+def build_summary(*, job_name: str, spec: Any, sandbox: str, results: dict[str, dict[str, Any] | None],
+                  elapsed_sec: float, budget: dict[str, Any] | None) -> dict[str, Any]:
+    """``results`` maps every planned task to its final result (None: never finished)."""
+    buckets = Counter(bucket(r) for r in results.values())
+    total = len(results)
+    passed, failed = buckets["passed"], buckets["failed"]
+    rewards = [float(r["rewards"]["reward"]) for r in results.values()
+               if r and (r.get("rewards") or {}).get("reward") is not None
+               and math.isfinite(float(r["rewards"]["reward"]))]
+    categories = Counter(r["error_category"] for r in results.values() if r and r.get("error_category"))
+    verifier_categories = Counter(r["verifier_error_category"] for r in results.values()
+                                  if r and r.get("verifier_error_category"))
+    score = passed / total if total else 0.0
+    scored = passed + failed
+    excl = passed / scored if scored else 0.0
+    return {
+        "schema_version": 1,
+        "job_name": job_name,
+        "agent": spec.agent,
+        "model": spec.model,
+        "environment": sandbox,
+        "concurrency": spec.concurrency,
+        "agent_idle_timeout_sec": spec.agent_idle_timeout_sec,
+        "total": total,
+        "passed": passed, "failed": failed, "errored": buckets["errored"],
+        "verifier_errored": buckets["verifier_errored"], "unscored": buckets["unscored"],
+        "pass": passed, "fail": failed, "error": buckets["errored"],
+        "timed_out": sum(1 for r in results.values() if r and r.get("error_category") == "timeout"),
+        "error_categories": dict(categories) or None,
+        "verifier_error_categories": dict(verifier_categories) or None,
+        "score": f"{score:.1%}", "score_ratio": round(score, 6),
+        "score_excl_errors": f"{excl:.1%}", "score_excl_errors_ratio": round(excl, 6),
+        "mean_reward": round(sum(rewards) / len(rewards), 6) if rewards else None,
+        "elapsed_sec": round(elapsed_sec, 1),
+        "budget": budget,
+        "trials": {task: (r or {}).get("trial_name") for task, r in sorted(results.items())},
+    }
+
+
+def outcomes_line(summary: dict[str, Any]) -> str:
+    scored = summary["passed"] + summary["failed"]
+    errored = summary["errored"] + summary["verifier_errored"]
+    return (f"Outcomes: {scored} scored ({summary['passed']} passed, {summary['failed']} failed), "
+            f"{summary['unscored']} unscored, {errored} errored")

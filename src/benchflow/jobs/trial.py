@@ -1,0 +1,280 @@
+"""One trial, end to end: build → start → setup → agent → [freeze] → verifier → result.json → stop.
+
+Every phase is timed; every failure becomes an ``error`` + ``error_category`` on
+the result instead of an exception, except cancellation, which removes the
+sandbox and leaves the trial unfinished (no result.json) so a resume reruns it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from benchflow.agents.base import Agent, AgentContext, AgentOutcome
+from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
+from benchflow.sandbox.base import Sandbox, SandboxSpec
+from benchflow.util import atomic
+from benchflow.util.redact import redact_obj
+
+from .layout import JobPaths, TrialPaths, sanitize, trial_name
+from .prompts import resolve_prompts
+from .record import build_config, build_result
+from .workspace import freeze_workspace
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TrialRequest:
+    """One attempt of one task, as the scheduler hands it to ``run_trial``."""
+
+    task: Any
+    """A loaded ``benchflow.tasks.Task``."""
+    digest: str
+    job: JobPaths
+    spec: Any
+    """The ``RunSpec``."""
+    agent: Agent
+    backend: Any
+    backend_name: str
+    attempt: int = 1
+    labels: dict[str, str] = field(default_factory=dict)
+    ca_bundle: Path | None = None
+    on_phase: Callable[[str, str], None] = lambda _trial, _phase: None
+    agent_env: dict[str, str] = field(default_factory=dict)
+    """The agent's environment with secrets (never written to disk)."""
+    run_slot: asyncio.Semaphore | None = None
+    """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
+
+
+class _JsonlSink:
+    """Appends trajectory events as they happen, redacted."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.events: list[dict[str, Any]] = []
+
+    def emit(self, event: Any) -> None:
+        clean = redact_obj(dict(event))
+        self.events.append(clean)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(clean, ensure_ascii=False) + "\n")
+
+
+def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
+    cfg = req.task.config.sandbox
+    return SandboxSpec(
+        name=sanitize(req.task.name),
+        environment_dir=req.task.paths.environment_dir,
+        cache_key=req.digest,
+        image=cfg.docker_image,
+        cpus=float(cfg.cpus),
+        memory_mb=int(cfg.memory_mb),
+        network_mode=cfg.network_mode,
+        build_timeout_sec=float(cfg.build_timeout_sec),
+        env=dict(cfg.env or {}),
+        workdir=cfg.workdir,
+        base_image_override=req.spec.base_image_override,
+        sandbox_user=req.spec.sandbox_user,
+        labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
+        ca_bundle=req.ca_bundle,
+    )
+
+
+def agent_timeout(req: TrialRequest) -> float | None:
+    base = req.task.config.agent.timeout_sec
+    return None if base is None else float(base) * req.spec.timeout_multiplier
+
+
+async def run_trial(req: TrialRequest) -> dict[str, Any]:
+    """Run one attempt and write its folder; returns the result document."""
+    name = trial_name(req.task.name, uuid.uuid4().hex[:8])
+    paths = req.job.trial(name)
+    paths.make_dirs()
+    started_at = dt.datetime.now()
+    t0 = time.monotonic()
+    timing: dict[str, float] = {}
+    prompts = resolve_prompts(req.task.instruction, req.spec.prompts,
+                              prefix=req.task.config.agent.prompt_prefix,
+                              extra_instruction=req.spec.extra_instruction)
+    atomic.write_json(paths.config, build_config(req, started_at, prompts, agent_timeout(req)))
+    atomic.write_json(paths.prompts, prompts)
+    sink = _JsonlSink(paths.acp_trajectory)
+    state = _TrialState()
+    sandbox = req.backend.create(sandbox_spec(req, name))
+    keep = False
+    try:
+        await _environment_phase(req, sandbox, paths, state, timing)
+        async with req.run_slot or contextlib.nullcontext():
+            if state.error is None:
+                await _agent_phase(req, sandbox, paths, prompts, sink, state, timing)
+            if state.verifier_allowed:
+                await _verifier_phase(req, sandbox, paths, state, timing)
+        timing["total"] = time.monotonic() - t0
+        result = build_result(req, name, started_at, timing, state, sink.events)
+        atomic.write_json(paths.timing, result["timing"])
+        _write_rewards(paths, result)
+        keep = _keep(req.spec.keep_sandbox, result)
+        if keep:
+            atomic.write_json(paths.kept_sandbox, {
+                "schema_version": 1, "backend": req.backend_name, "sandbox_id": sandbox.sandbox_id,
+                "docker_host": getattr(sandbox, "docker_host", None), "trial": name,
+                "created_at": dt.datetime.now(dt.timezone.utc).isoformat()})
+        atomic.write_json(paths.result, result)
+        return result
+    finally:
+        if not keep:
+            await asyncio.shield(sandbox.stop())
+
+
+@dataclass
+class _TrialState:
+    error: str | None = None
+    error_category: str | None = None
+    sandbox_startup_info: dict[str, Any] | None = None
+    outcome: AgentOutcome | None = None
+    verifier: Any = None
+    sandbox_id: str | None = None
+
+    @property
+    def verifier_allowed(self) -> bool:
+        """The verifier scores whenever the agent phase ran (even if it timed out or failed)."""
+        return self.outcome is not None and self.error_category not in {"install_failure"}
+
+
+async def _environment_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths,
+                             state: _TrialState, timing: dict[str, float]) -> None:
+    t = time.monotonic()
+    req.on_phase(paths.name, "build")
+    try:
+        await sandbox.build()
+        req.on_phase(paths.name, "start")
+        await sandbox.start()
+        state.sandbox_id = sandbox.sandbox_id
+        atomic.write_json(paths.sandbox, {"sandbox_id": sandbox.sandbox_id, "provider": type(sandbox).__name__,
+                                          "backend": req.backend_name,
+                                          "created_at": dt.datetime.now(dt.timezone.utc).isoformat()})
+        await _upload_task_files(req, sandbox, paths)
+    except SandboxError as exc:
+        reason = "build_failed" if isinstance(exc, BuildError) else "start_failed"
+        tail = getattr(exc, "log_tail", "") or ""
+        state.error = f"sandbox startup failed: {exc}" + (f"\n{tail[-2000:]}" if tail else "")
+        state.error_category = "sandbox_setup"
+        state.sandbox_startup_info = {"reason": reason, "sandbox_id": sandbox.sandbox_id,
+                                      "attempts": req.attempt,
+                                      "build_timeout_sec": req.task.config.sandbox.build_timeout_sec,
+                                      "raw_message": str(exc)[:500]}
+    except BenchError as exc:
+        state.error, state.error_category = str(exc), exc.category
+    finally:
+        timing["environment_setup"] = time.monotonic() - t
+
+
+async def _upload_task_files(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths) -> None:
+    """``/instruction.md`` (and the oracle folder for the oracle), in as few round trips as possible."""
+    staging = paths.root / ".upload"
+    staging.mkdir(exist_ok=True)
+    instruction = req.task.paths.instruction_file
+    if instruction is None:
+        instruction = staging / "instruction.md"
+        instruction.write_text(req.task.instruction)
+    await sandbox.put(instruction, "/instruction.md")
+    if req.agent.needs_oracle and req.task.paths.oracle_dir is not None:
+        await sandbox.put(req.task.paths.oracle_dir, _oracle_remote(req))
+    for child in staging.iterdir():
+        child.unlink()
+    staging.rmdir()
+
+
+def _oracle_remote(req: TrialRequest) -> str:
+    return "/solution" if req.task.paths.is_legacy else "/oracle"
+
+
+async def _verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, state: _TrialState,
+                          timing: dict[str, float]) -> None:
+    from benchflow.verify import run_verifier
+
+    if req.spec.freeze_workspace:
+        await freeze_workspace(sandbox, sandbox.workdir, paths)
+    req.on_phase(paths.name, "verifier")
+    t = time.monotonic()
+    state.verifier = await run_verifier(sandbox, req.task, paths.verifier_dir, workdir=sandbox.workdir,
+                                        agent_user=req.spec.sandbox_user, task_name=req.task.name)
+    timing["verifier"] = time.monotonic() - t
+
+
+async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, prompts: list[str],
+                       sink: _JsonlSink, state: _TrialState, timing: dict[str, float]) -> None:
+    timeout = agent_timeout(req)
+    ctx = AgentContext(
+        task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
+        trajectory=sink, timeout_sec=timeout, idle_timeout_sec=req.spec.agent_idle_timeout_sec,
+        model=req.spec.model, effort=req.spec.reasoning_effort, env=req.agent_env,
+        user=req.spec.sandbox_user, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
+        oracle_env=dict(req.task.config.oracle.env or {}),
+    )
+    t = time.monotonic()
+    req.on_phase(paths.name, "install")
+    try:
+        await req.agent.install(sandbox, ctx)
+    except AgentError as exc:
+        state.error, state.error_category = f"agent install failed: {exc}", exc.category or "install_failure"
+        timing["agent_setup"] = time.monotonic() - t
+        return
+    timing["agent_setup"] = time.monotonic() - t
+    t = time.monotonic()
+    req.on_phase(paths.name, "agent")
+    try:
+        state.outcome = await req.agent.run(sandbox, ctx)
+    except BenchError as exc:
+        state.outcome = AgentOutcome(error=str(exc), error_category=exc.category)
+    timing["agent_execution"] = time.monotonic() - t
+    outcome = state.outcome
+    if outcome.timed_out and outcome.error is None:
+        outcome.error = f"Agent prompt exceeded wall-clock budget {timeout:g}s"
+        outcome.error_category = "timeout"
+        outcome.agent_timeout_info = outcome.agent_timeout_info or {
+            "reason": "wall_clock_timeout", "timeout_sec": timeout, "n_tool_calls": outcome.n_tool_calls,
+            "pending_tool_call_ids": [], "terminal_event_recorded": True, "terminal_trajectory_complete": True}
+        sink.emit({"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": timeout,
+                   "pending_tool_call_ids": [], "terminal_trajectory_complete": True})
+    if outcome.error:
+        state.error, state.error_category = outcome.error, outcome.error_category or "other"
+    try:
+        await sandbox.get("/logs/agent", paths.agent_dir)
+    except BenchError as exc:
+        log.debug("could not download /logs/agent: %s", exc)
+
+
+def _write_rewards(paths: TrialPaths, result: dict[str, Any]) -> None:
+    rewards = result.get("rewards")
+    if not rewards:
+        return
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    rows = []
+    for i, item in enumerate(rewards.get("rubric") or []):
+        rows.append({"ts": now, "type": "process", "source": "verifier_rubric", "value": item.get("score"),
+                     "tag": item.get("name") or f"rubric_{i}", "step_index": i, "space": "output",
+                     "granularity": "step", "meta": {k: v for k, v in item.items() if k not in {"score", "name"}}})
+    rows.append({"ts": now, "type": "terminal", "source": "verifier", "value": rewards.get("reward"),
+                 "tag": "reward", "step_index": None, "space": rewards.get("space", "output"),
+                 "granularity": rewards.get("granularity", "terminal"),
+                 "meta": {k: v for k, v in rewards.items() if k != "reward"}})
+    atomic.write_jsonl(paths.rewards, rows)
+
+
+def _keep(policy: str, result: dict[str, Any]) -> bool:
+    if policy == "always":
+        return True
+    if policy == "on-failure":
+        reward = (result.get("rewards") or {}).get("reward")
+        return reward != 1.0
+    return False

@@ -1,0 +1,228 @@
+"""``compare``: two jobs paired by task, with fair denominators and a settings check (contracts §4.6).
+
+Each paired task is checked for comparable settings, read from each trial's
+``config.json`` (``result.json`` for the digest when config lacks it) and
+``prompts.json``. A difference in a setting not declared with ``vary`` is a
+*mismatch*: warned about (default), raised (exit 1) or ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+from benchflow.errors import BenchError, ConfigError
+from benchflow.jobs.layout import TrialPaths
+
+from . import metrics
+from .documents import Comparison, ComparisonRow, ComparisonSide, JobDocument, TrialSummary
+from .job import load_job, parse_by, split_controls
+from .outcome import denominators
+from .reader import Unreadable, read_json
+
+SETTINGS = ("task_digest", "model", "harness", "dataset", "reasoning_effort", "sandbox", "sandbox_user",
+            "timeout", "agent_env", "prompts")
+ALIASES = {"digest": "task_digest", "agent": "harness", "effort": "reasoning_effort", "env": "agent_env",
+           "agent_env": "agent_env", "agent-env": "agent_env", "user": "sandbox_user", "timeout_sec": "timeout",
+           "task-digest": "task_digest", "reasoning-effort": "reasoning_effort", "sandbox-user": "sandbox_user",
+           "prompt": "prompts", "environment": "sandbox"}
+MISMATCH_MODES = ("warn", "raise", "ignore")
+
+
+class SettingMismatchError(BenchError):
+    """``on_mismatch='raise'`` and the sides differ in an undeclared setting (exit 1)."""
+
+    category = "setting_mismatch"
+    exit_code = 1
+
+    def __init__(self, message: str, comparison: Comparison) -> None:
+        super().__init__(message)
+        self.comparison = comparison
+
+
+def parse_vary(vary: Iterable[str]) -> list[str]:
+    out: list[str] = []
+    for item in vary:
+        for part in str(item).split(","):
+            name = part.strip().lower()
+            if not name:
+                continue
+            name = ALIASES.get(name, name)
+            if name not in SETTINGS:
+                raise ConfigError(f"--vary {part.strip()}: unknown setting; use any of {', '.join(SETTINGS)}")
+            if name not in out:
+                out.append(name)
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = read_json(path)
+    except Unreadable:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def trial_settings(path: str | Path) -> dict[str, Any]:
+    """The compared settings of one trial (``None`` where not recorded)."""
+    trial = TrialPaths(Path(path))
+    config = _read(trial.config)
+    digest = config.get("task_digest")
+    result = _read(trial.result) if not digest else {}
+    digest = digest or result.get("task_digest")
+    agent = config.get("agent") or result.get("agent")
+    harness = None
+    if agent:
+        harness = agent + (f"/{config['harness_mode']}" if config.get("harness_mode") else "")
+        version = config.get("agent_version") or result.get("agent_version")
+        harness += f"@{version}" if version else ""
+    dataset = config.get("dataset_name") or result.get("dataset_name")
+    if dataset and (config.get("dataset_version") or result.get("dataset_version")):
+        dataset += "@" + str(config.get("dataset_version") or result.get("dataset_version"))
+    try:
+        prompts = read_json(trial.prompts)
+    except Unreadable:
+        prompts = None
+    prompt_hash = None
+    if prompts is not None:
+        prompt_hash = "sha256:" + hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest()[:12]
+    env = config.get("agent_env")
+    return {
+        "task_digest": digest, "model": config.get("model") or result.get("model"), "harness": harness,
+        "dataset": dataset, "reasoning_effort": config.get("reasoning_effort"),
+        "sandbox": config.get("environment") or config.get("sandbox"), "sandbox_user": config.get("sandbox_user"),
+        "timeout": config.get("timeout_sec"),
+        "agent_env": json.dumps(env, sort_keys=True) if isinstance(env, dict) and env else None,
+        "prompts": prompt_hash,
+    }
+
+
+def _values(trials: list[TrialSummary], cache: dict[str, dict[str, Any]]) -> dict[str, list[Any]]:
+    out: dict[str, set[str]] = {name: set() for name in SETTINGS}
+    for trial in trials:
+        settings = cache.setdefault(trial.path, trial_settings(trial.path))
+        for name, value in settings.items():
+            if value is not None:
+                out[name].add(value if isinstance(value, str) else json.dumps(value))
+    return {name: sorted(values) for name, values in out.items()}
+
+
+def _mean_reward(trials: list[TrialSummary]) -> float | None:
+    rewards = [t.reward for t in trials if t.reward is not None]
+    return math.fsum(rewards) / len(rewards) if rewards else None
+
+
+def _load(side: str | Path | JobDocument, attempts: str, include_controls: bool) -> JobDocument:
+    if isinstance(side, JobDocument):
+        return side
+    return load_job(side, attempts=attempts, include_controls=include_controls)
+
+
+def _key(trial: TrialSummary, by: list[str]) -> tuple[Any, ...]:
+    return (trial.task_name, *(getattr(trial, key) for key in by))
+
+
+def compare(a: str | Path | JobDocument, b: str | Path | JobDocument, by: str | Iterable[str] | None = None,
+            vary: Iterable[str] = (), *, on_mismatch: str = "warn", labels: tuple[str, str] | None = None,
+            include_controls: bool = False, attempts: str = "best", ks: Iterable[int] | None = None,
+            solve_threshold: float | None = None) -> Comparison:
+    """Pair the trials of two jobs by task (and ``by`` keys) and check their settings.
+
+    Raises:
+        ConfigError: an unknown ``vary``/``by`` name or ``on_mismatch`` mode (exit 2).
+        SettingMismatchError: ``on_mismatch='raise'`` and an undeclared setting differs (exit 1);
+            the comparison is attached as ``.comparison``.
+    """
+    if on_mismatch not in MISMATCH_MODES:
+        raise ConfigError(f"--on-mismatch {on_mismatch}: use warn, raise or ignore")
+    keys = parse_by(by)
+    declared = parse_vary(vary)
+    job_a, job_b = _load(a, attempts, include_controls), _load(b, attempts, include_controls)
+    side_trials = []
+    for job in (job_a, job_b):
+        counted, _ = split_controls([t for t in job.trials if t.finished], include_controls)
+        grouped: dict[tuple[Any, ...], list[TrialSummary]] = {}
+        for trial in counted:
+            grouped.setdefault(_key(trial, keys), []).append(trial)
+        side_trials.append(grouped)
+    grouped_a, grouped_b = side_trials
+    cache: dict[str, dict[str, Any]] = {}
+    rows: list[ComparisonRow] = []
+    mismatches: list[dict[str, Any]] = []
+    differing: set[str] = set()
+    for key in sorted(set(grouped_a) | set(grouped_b), key=lambda k: tuple(str(v) for v in k)):
+        ta, tb = grouped_a.get(key, []), grouped_b.get(key, [])
+        status = "paired" if ta and tb else ("only_a" if ta else "only_b")
+        reward_a, reward_b = _mean_reward(ta), _mean_reward(tb)
+        checks = []
+        if status == "paired":
+            va, vb = _values(ta, cache), _values(tb, cache)
+            for name in SETTINGS:
+                match = None if not va[name] and not vb[name] else va[name] == vb[name]
+                checks.append({"setting": name, "a": va[name], "b": vb[name], "match": match})
+                if match is False:
+                    differing.add(name)
+                    if name not in declared:
+                        mismatches.append({"task": key[0], "setting": name, "a": va[name], "b": vb[name]})
+        rows.append(ComparisonRow(
+            task=key[0], group=dict(zip(keys, key[1:])) if keys else None, status=status,
+            n_a=len(ta), n_b=len(tb), scored_a=sum(t.reward is not None for t in ta),
+            scored_b=sum(t.reward is not None for t in tb), reward_a=reward_a, reward_b=reward_b,
+            delta=reward_b - reward_a if reward_a is not None and reward_b is not None else None, checks=checks))
+    paired = [r for r in rows if r.status == "paired"]
+    deltas = [r.delta for r in paired if r.delta is not None]
+    paired_keys = {(r.task, *(r.group or {}).values()) for r in paired}
+    paired_a = [t for k in paired_keys for t in grouped_a.get(k, [])]
+    paired_b = [t for k in paired_keys for t in grouped_b.get(k, [])]
+    rate_a = metrics.solve_rates(paired_a, ks=ks, solve_threshold=solve_threshold)
+    rate_b = metrics.solve_rates(paired_b, ks=ks, solve_threshold=solve_threshold)
+    label_a, label_b = labels or (job_a.name, job_b.name if job_b.name != job_a.name else f"{job_b.name} (B)")
+    caveats = _caveats(paired, declared, differing, mismatches, on_mismatch)
+    comparison = Comparison(
+        a=ComparisonSide(label=label_a, path=job_a.path, denominators=job_a.denominators,
+                         solve_rates=job_a.solve_rates),
+        b=ComparisonSide(label=label_b, path=job_b.path, denominators=job_b.denominators,
+                         solve_rates=job_b.solve_rates),
+        a_paired=denominators(paired_a), b_paired=denominators(paired_b), vary=declared, by=keys,
+        include_controls=include_controls, attempts=job_a.attempts, solve_threshold=solve_threshold,
+        pass_at_k={"a": {"pass_at_k": rate_a["pass_at_k"], "pass_hat_k": rate_a["pass_hat_k"]},
+                   "b": {"pass_at_k": rate_b["pass_at_k"], "pass_hat_k": rate_b["pass_hat_k"]}},
+        summary={
+            "tasks": len(rows), "paired": len(paired), "only_a": sum(r.status == "only_a" for r in rows),
+            "only_b": sum(r.status == "only_b" for r in rows), "both_scored": len(deltas),
+            "same_reward": sum(d == 0 for d in deltas), "b_higher": sum(d > 0 for d in deltas),
+            "b_lower": sum(d < 0 for d in deltas),
+            "mean_delta": math.fsum(deltas) / len(deltas) if deltas else None,
+            "one_run_per_side": all(r.n_a == 1 and r.n_b == 1 for r in paired),
+            "setting_mismatches": len(mismatches),
+        },
+        rows=rows, setting_mismatches=mismatches, caveats=caveats,
+    )
+    if mismatches and on_mismatch == "raise":
+        raise SettingMismatchError(_mismatch_line(mismatches), comparison)
+    return comparison
+
+
+def _mismatch_line(mismatches: list[dict[str, Any]]) -> str:
+    settings = sorted({m["setting"] for m in mismatches})
+    tasks = len({m["task"] for m in mismatches})
+    return (f"the sides differ in {', '.join(settings)} on {tasks} paired task(s), not declared with --vary; "
+            f"declare it (--vary {settings[0]}) if the comparison is about it")
+
+
+def _caveats(paired: list[ComparisonRow], declared: list[str], differing: set[str],
+             mismatches: list[dict[str, Any]], on_mismatch: str) -> list[str]:
+    caveats = []
+    if not paired:
+        caveats.append("no task ran on both sides: nothing is paired")
+    if mismatches and on_mismatch != "ignore":
+        caveats.append(_mismatch_line(mismatches))
+    for name in declared:
+        if name not in differing and paired:
+            caveats.append(f"--vary {name}: the paired tasks do not differ in {name}")
+    if any(r.n_a > 1 or r.n_b > 1 for r in paired):
+        caveats.append("some tasks have several runs on a side: rewards are means over those runs")
+    return caveats

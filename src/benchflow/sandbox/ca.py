@@ -1,0 +1,71 @@
+"""Trusting the host's CA bundle inside builds and sandboxes.
+
+Behind a TLS-intercepting proxy, package installs inside a build and tools
+inside a sandbox fail certificate checks unless they trust the proxy's CA.
+When a spec names a CA bundle, a copy of it goes into the image at
+:data:`CA_PATH` right after every ``FROM`` (so ``RUN`` steps see it), and the
+usual variables point at it: OpenSSL, requests, pip, Node and curl.
+
+The bundle is a full one (the host's, which holds the public roots plus the
+proxy's), so pointing ``SSL_CERT_FILE`` at it replaces nothing a tool needs.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from benchflow.errors import ConfigError
+
+CA_PATH = "/usr/local/share/ca-certificates/benchflow-ca.crt"
+CONTEXT_NAME = ".benchflow-ca.crt"
+"""Name of the bundle's copy inside the build context."""
+
+ENV_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "NODE_EXTRA_CA_CERTS", "CURL_CA_BUNDLE")
+
+_FROM = re.compile(r"^\s*FROM\s", re.IGNORECASE)
+
+
+def ca_env() -> dict[str, str]:
+    """The environment that makes common tools trust :data:`CA_PATH`."""
+    return {name: CA_PATH for name in ENV_VARS}
+
+
+def read_bundle(path: Path) -> bytes:
+    """The bundle's bytes.
+
+    Raises:
+        ConfigError: the file is missing or holds no PEM certificate.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the CA bundle ({exc.strerror}); "
+                          "point --ca-bundle at a PEM file") from exc
+    if b"-----BEGIN CERTIFICATE-----" not in data:
+        raise ConfigError(f"{path}: not a PEM CA bundle (no BEGIN CERTIFICATE line); "
+                          "point --ca-bundle at a PEM file")
+    return data
+
+
+def inject(dockerfile: str) -> str:
+    """``dockerfile`` with the bundle copied in and trusted after each ``FROM`` line.
+
+    Continuation lines of a ``FROM`` (a trailing backslash) are kept together.
+    """
+    env = " ".join(f"{name}={CA_PATH}" for name in ENV_VARS)
+    added = [f"COPY {CONTEXT_NAME} {CA_PATH}", f"ENV {env}"]
+    out: list[str] = []
+    lines = dockerfile.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        out.append(line)
+        if _FROM.match(line):
+            while line.rstrip().endswith("\\") and i + 1 < len(lines):
+                i += 1
+                line = lines[i]
+                out.append(line)
+            out.extend(added)
+        i += 1
+    return "\n".join(out) + "\n"

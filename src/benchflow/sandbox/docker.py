@@ -1,0 +1,352 @@
+"""The ``docker`` and ``remote-docker`` sandboxes, on the Docker Engine API.
+
+Every call goes through the SDK's low-level ``APIClient`` (no ``docker`` CLI
+process per call); blocking calls run in a worker pool. ``remote-docker`` is
+the same class pointed at ``BENCHFLOW_REMOTE_DOCKER_HOST``.
+
+Container shape: the task image (built once per content digest, see
+:mod:`.docker_build`), ``init=True`` (docker-init as PID 1 reaps zombies and
+forwards signals), a keep-alive shell that needs no ``sleep`` binary, the
+task's cpus/memory limits, ownership labels (:mod:`.docker_engine`), and one
+setup exec (:mod:`.docker_setup`). ``stop()`` force-removes, so teardown never
+waits out a stop grace period.
+
+Networks. ``no-network`` gets network mode ``none``: only ``lo``. ``public``
+gets the engine's default ``bridge`` network. An engine started with
+``--bridge=none`` (the offline engine of ``scripts/docker-engine.sh``) has no
+network a container could use other than the host's, and sharing the host's
+network stack is not isolation, so there ``public`` runs as ``none`` with a
+warning and ``network_note`` set on the sandbox; set
+``BENCHFLOW_DOCKER_PUBLIC_NETWORK=host`` to opt into the host network instead.
+:attr:`DockerBackend.capabilities` reports exactly this: ``public`` is listed
+in ``network_modes`` only when it is really delivered, and in
+``network_fallbacks`` (``public -> no-network``) when it is run stricter.
+``allowlist`` is refused (no egress proxy yet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+
+from benchflow.errors import CapabilityError, InfraError, SandboxError, SandboxUnavailable
+
+from . import ca, docker_engine as eng
+from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .docker_build import build_image
+from .docker_engine import call
+from .docker_exec import run as run_exec
+from .docker_setup import KEEPALIVE, resolve_workdir, setup_argv
+from .docker_stream import DockerProcess, open_process
+from .orphans import KEPT_PREFIX
+from .tarstream import pack, pack_members, unpack
+
+log = logging.getLogger(__name__)
+
+SNAPSHOT_REPO = "benchflow/snapshot"
+
+
+class State(enum.Enum):
+    NEW = "new"
+    CREATED = "created"
+    STARTED = "started"
+    STOPPED = "stopped"
+
+
+def container_network(mode: str, url: str | None) -> tuple[str, str | None]:
+    """(engine network mode, note when the task gets something stricter than asked)."""
+    if mode == "no-network":
+        return "none", None
+    if mode != "public":
+        raise CapabilityError(f"sandbox.network_mode={mode!r} is not supported by the docker sandbox; "
+                              "use public or no-network")
+    if eng.facts(url).has_bridge:
+        return "bridge", None
+    if os.environ.get(eng.PUBLIC_NETWORK_ENV, "").lower() == "host":
+        return "host", f"public network is the host's ({eng.PUBLIC_NETWORK_ENV}=host)"
+    return "none", ("the engine has no bridge network, so this public-network task runs with no "
+                    f"network; set {eng.PUBLIC_NETWORK_ENV}=host to share the host's network")
+
+
+class DockerSandbox:
+    """One container for one trial. See :class:`benchflow.sandbox.base.Sandbox`."""
+
+    def __init__(self, spec: SandboxSpec, *, url: str | None, capabilities: Capabilities,
+                 backend: str = "docker", detached: bool = False) -> None:
+        self.spec = spec
+        self.capabilities = capabilities
+        self.backend = backend
+        self.url = url
+        self.detached = detached
+        """True for containers made to outlive this process (``bench sandbox create``): no owner pid."""
+        self.image: str | None = spec.image
+        self.build_log = ""
+        """The engine's build output of the last ``build()`` (empty when cached or prebuilt)."""
+        self.network_note: str | None = None
+        self.retain_snapshots = False
+        self._container: str | None = None
+        self._workdir = "/root"
+        self._state = State.NEW
+        self._snapshots: list[str] = []
+        self._stop_task: asyncio.Future | None = None
+        self._kept = False
+
+    @property
+    def api(self):
+        return eng.client(self.url)
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self._container
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir
+
+    def _labels(self, kind: str = "sandbox") -> dict[str, str]:
+        extra = {eng.TASK: self.spec.name, **self.spec.labels}
+        labels = eng.owner_labels(extra, kind=kind)
+        if self.detached:
+            for key in (eng.PID, eng.PID_START, eng.HOST):
+                labels.pop(key, None)
+        return labels
+
+    async def build(self) -> None:
+        if self.spec.image:
+            self.image = self.spec.image
+            await call(self._ensure_pulled, self.spec.image)
+            return
+        outcome = await build_image(self.api, self.spec, self._labels(kind="image") | {
+            eng.CACHE_KEY: self.spec.cache_key})
+        self.image, self.build_log = outcome.tag, outcome.log
+
+    def _ensure_pulled(self, image: str) -> None:
+        from docker.errors import APIError, ImageNotFound
+
+        try:
+            self.api.inspect_image(image)
+        except ImageNotFound:
+            try:
+                self.api.pull(image)
+            except APIError as exc:
+                raise SandboxError(f"sandbox.docker_image {image!r}: not on the engine and the pull "
+                                   f"failed ({exc.explanation or exc}); load or build it first") from exc
+            from .docker_cache import record_pull
+
+            record_pull(self.url, image)
+
+    async def create(self) -> str:
+        """Build if needed and create the container without starting it; returns its id."""
+        if self._state is not State.NEW:
+            return self._container or ""
+        if self.image is None:
+            await self.build()
+        network, self.network_note = container_network(self.spec.network_mode, self.url)
+        if self.network_note:
+            log.warning("%s: %s", self.spec.name, self.network_note)
+        self._container = await call(self._create_blocking, network)
+        self._state = State.CREATED
+        return self._container
+
+    def _create_blocking(self, network: str) -> str:
+        api = self.api
+        image_config = api.inspect_image(self.image).get("Config") or {}
+        self._workdir = resolve_workdir(self.spec.workdir, image_config.get("WorkingDir"))
+        env = dict(self.spec.env)
+        if self.spec.ca_bundle is not None:
+            env.update(ca.ca_env())
+        host_config = api.create_host_config(
+            init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
+            mem_limit=f"{int(self.spec.memory_mb)}m")
+        name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
+        created = api.create_container(
+            self.image, entrypoint=["/bin/sh", "-c"], command=[KEEPALIVE], stdin_open=True,
+            working_dir=self._workdir, environment=env, labels=self._labels(), name=name,
+            host_config=host_config)
+        return created["Id"]
+
+    async def start(self) -> None:
+        if self._state is State.STARTED:
+            return
+        if self._state is State.STOPPED:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        await self.create()
+        try:
+            await call(self.api.start, self._container)
+            if self.spec.image and self.spec.ca_bundle is not None:
+                bundle = ca.read_bundle(self.spec.ca_bundle)
+                await call(self.api.put_archive, self._container, "/",
+                           pack_members([(ca.CA_PATH, bundle, 0o644)]))
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+        self._state = State.STARTED
+
+    async def _setup(self) -> None:
+        result = await self.exec(setup_argv(self.spec.sandbox_user, self._workdir), timeout=120)
+        if not result.success:
+            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={result.return_code}): "
+                               f"{result.stderr.strip()[-500:]}")
+
+    def _require_container(self) -> str:
+        if self._container is None or self._state is State.STOPPED:
+            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+        return self._container
+
+    async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
+                   cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
+                   output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
+        return await run_exec(self.api, self._require_container(), cmd, user=user, env=env, cwd=cwd,
+                              timeout=timeout, stdin=stdin, output_cap=output_cap)
+
+    async def exec_stream(self, cmd: list[str], *, user: str | None = None,
+                          env: Mapping[str, str] | None = None, cwd: str | None = None) -> DockerProcess:
+        return await open_process(self.api, self._require_container(), cmd, user=user, env=env, cwd=cwd)
+
+    async def put(self, local: Path, remote: str) -> None:
+        local = Path(local)
+        if not local.exists() and not local.is_symlink():
+            raise FileNotFoundError(f"put: {local} does not exist")
+        container = self._require_container()
+        archive = await call(pack, local, remote)
+        try:
+            ok = await call(self.api.put_archive, container, "/", archive)
+        finally:
+            archive.close()
+        if not ok:
+            raise InfraError(f"put {local} -> {remote}: the engine refused the archive")
+
+    async def get(self, remote: str, local: Path) -> None:
+        from docker.errors import NotFound
+
+        container = self._require_container()
+
+        def fetch() -> None:
+            try:
+                stream, stat = self.api.get_archive(container, remote, chunk_size=1 << 20)
+            except NotFound as exc:
+                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox") from exc
+            unpack(stream, stat["name"], Path(local))
+
+        await call(fetch)
+
+    async def snapshot(self) -> str:
+        container = self._require_container()
+        tag = f"{_slug(self.spec.name)}-{secrets.token_hex(6)}"
+        labels = self._labels(kind="snapshot")
+        await call(self.api.commit, container, repository=SNAPSHOT_REPO, tag=tag,
+                   conf={"Labels": labels})
+        ref = f"{SNAPSHOT_REPO}:{tag}"
+        self._snapshots.append(ref)
+        return ref
+
+    async def restore(self, ref: str) -> None:
+        """Replace the container with a fresh one started from snapshot ``ref``."""
+        self._require_container()
+        old = self._container
+        await call(self._remove_container, old)
+        self.image, self._state = ref, State.NEW
+        await self.start()
+
+    async def keep(self) -> dict[str, object]:
+        """Keep the container after this run (``--keep-sandbox``): renamed so cleanup leaves it.
+
+        Returns the fields of ``kept-sandbox.json`` except ``trial`` and ``created_at``;
+        ``stop()`` becomes a no-op.
+        """
+        container = self._require_container()
+        await call(self.api.rename, container, f"{KEPT_PREFIX}{container[:12]}")
+        self._kept = True
+        return {"schema_version": 1, "backend": self.backend, "sandbox_id": container,
+                "docker_host": self.url}
+
+    async def stop(self) -> None:
+        """Force-remove the container (and snapshots unless retained). Idempotent, never raises,
+        finishes even when the caller is cancelled."""
+        if self._kept:
+            return
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(call(self._stop_blocking))
+        try:
+            await asyncio.shield(self._stop_task)
+        except asyncio.CancelledError:
+            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
+            raise
+        except Exception:  # noqa: BLE001 - already logged in _stop_blocking
+            pass
+
+    def _stop_blocking(self) -> None:
+        self._state = State.STOPPED
+        if self._container is not None:
+            self._remove_container(self._container)
+        if not self.retain_snapshots:
+            for ref in self._snapshots:
+                try:
+                    self.api.remove_image(ref, force=True)
+                except Exception as exc:  # noqa: BLE001
+                    log.debug("removing snapshot %s: %s", ref, exc)
+
+    def _remove_container(self, container: str) -> None:
+        from docker.errors import NotFound
+
+        try:
+            self.api.remove_container(container, force=True, v=True)
+        except NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - stop never raises; cleanup catches leftovers
+            log.warning("could not remove container %s: %s (bench sandbox cleanup removes it)",
+                        container[:12], exc)
+
+
+def _slug(name: str) -> str:
+    import re
+
+    return (re.sub(r"[^a-zA-Z0-9_.-]+", "-", name).strip("-.") or "task")[:40]
+
+
+class DockerBackend:
+    """The ``docker`` backend (local engine) or ``remote-docker`` (``BENCHFLOW_REMOTE_DOCKER_HOST``)."""
+
+    def __init__(self, name: str, remote: bool) -> None:
+        self.name = name
+        self.remote = remote
+
+    def url(self) -> str | None:
+        if not self.remote:
+            return None
+        url = eng.remote_url()
+        if url is None:
+            raise SandboxUnavailable(f"--sandbox remote-docker needs {eng.REMOTE_ENV} "
+                                     "(ssh://user@host, tcp://host:2376 or unix:///path.sock)")
+        return url
+
+    def available(self) -> tuple[bool, str]:
+        if self.remote and eng.remote_url() is None:
+            return False, f"{eng.REMOTE_ENV} is not set"
+        return eng.ping(eng.remote_url() if self.remote else None)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this backend delivers on this engine (asks the engine once; static when it is down)."""
+        modes, fallbacks = {"no-network", "public"}, {}
+        try:
+            url = self.url()
+            if not eng.facts(url).has_bridge and os.environ.get(eng.PUBLIC_NETWORK_ENV, "").lower() != "host":
+                modes, fallbacks = {"no-network"}, {"public": "no-network"}
+        except Exception:  # noqa: BLE001 - no engine: report the general capabilities
+            pass
+        return Capabilities(network_modes=frozenset(modes), network_fallbacks=fallbacks, snapshots=True)
+
+    def create(self, spec: SandboxSpec, *, detached: bool = False) -> DockerSandbox:
+        return DockerSandbox(spec, url=self.url(), capabilities=self.capabilities, backend=self.name,
+                             detached=detached)
+
+
+BACKEND = DockerBackend("docker", remote=False)
+REMOTE_BACKEND = DockerBackend("remote-docker", remote=True)

@@ -1,0 +1,225 @@
+"""Running commands in a container over the Engine API's exec endpoints.
+
+Every command runs under a tiny POSIX-sh prelude, ``echo $$; exec "$@"``: the
+first line of stdout is the command's pid inside the container (stripped
+before the caller sees anything), and the command itself replaces the shell.
+An exec'd process is a session leader, so on a timeout a second exec (as
+root, POSIX sh and ``/proc`` only: no ``pkill``, no ``ps``) stops and then
+kills every process in that session or descending from it, including
+background children that outlived their parent.
+
+Output is demultiplexed from the engine's framed stream in a worker thread;
+each stream keeps ``output_cap`` bytes and counts the rest, and a note is
+appended when something was cut.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from benchflow.errors import InfraError
+
+from .base import ExecResult
+from .docker_engine import POOL, call
+
+PRELUDE = ["/bin/sh", "-c", 'echo $$; exec "$@"', "sh"]
+TIMEOUT_RC = 124
+DRAIN_AFTER_KILL_SEC = 5.0
+
+# Stop, then kill, every process whose session is $1 or whose parent chain reaches $1.
+KILL_TREE = r"""
+root=$1; tree=" $root "; pass=0
+while [ $pass -lt 2 ]; do
+  grown=1
+  while [ $grown = 1 ]; do
+    grown=0
+    for stat in /proc/[0-9]*/stat; do
+      line=; read -r line 2>/dev/null <"$stat"
+      [ -n "$line" ] || continue
+      pid=${line%% *}
+      case "$tree" in *" $pid "*) continue ;; esac
+      set -- ${line##*) }
+      case "$tree" in *" $2 "*) tree="$tree$pid "; grown=1; continue ;; esac
+      [ "$4" = "$root" ] && { tree="$tree$pid "; grown=1; }
+    done
+  done
+  if [ $pass = 0 ]; then kill -STOP $tree 2>/dev/null; else kill -KILL $tree 2>/dev/null; fi
+  pass=$((pass + 1))
+done
+exit 0
+"""
+
+
+def env_list(env: Mapping[str, str] | None) -> list[str] | None:
+    return [f"{key}={value}" for key, value in env.items()] if env else None
+
+
+def raw_socket(sock):
+    """The socket object that can ``sendall`` and half-close (unix, tcp, TLS or ssh)."""
+    return getattr(sock, "_sock", sock)
+
+
+def close_write(sock) -> None:
+    raw = raw_socket(sock)
+    try:
+        if hasattr(raw, "shutdown_write"):  # paramiko channel (ssh://)
+            raw.shutdown_write()
+        else:
+            raw.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+
+def close(sock) -> None:
+    for target in (sock, raw_socket(sock)):
+        try:
+            target.close()
+        except OSError:
+            pass
+
+
+@dataclass
+class _Stream:
+    cap: int
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.cap - len(self.data)
+        if room > 0:
+            self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - max(room, 0))
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[output truncated: {self.dropped} more bytes not shown (cap {self.cap} bytes)]\n"
+        return text
+
+
+class PidHeader:
+    """Takes the ``<pid>\\n`` line off the front of stdout."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self._pending = b""
+        self._done = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self._done:
+            return chunk
+        self._pending += chunk
+        head, sep, rest = self._pending.partition(b"\n")
+        if not sep:
+            return b""
+        self._done = True
+        self._pending = b""
+        if head.strip().isdigit():
+            self.pid = int(head)
+        return rest
+
+
+def frames(sock):
+    from docker.utils.socket import frames_iter
+
+    return frames_iter(sock, tty=False)
+
+
+def start(api, container: str, cmd: list[str], *, user: str | None, env, cwd: str | None,
+          stdin: bool) -> tuple[str, object]:
+    """Create and start an exec; returns (exec id, hijacked socket)."""
+    created = api.exec_create(container, PRELUDE + list(cmd), stdin=stdin, stdout=True, stderr=True,
+                              user=user or "", environment=env_list(env), workdir=cwd)
+    exec_id = created["Id"]
+    return exec_id, api.exec_start(exec_id, socket=True)
+
+
+def exit_code(api, exec_id: str) -> int:
+    """The exec's exit code, waiting the moment it takes the engine to record it."""
+    delay = 0.002
+    for _ in range(200):
+        info = api.exec_inspect(exec_id)
+        if not info.get("Running") and info.get("ExitCode") is not None:
+            return int(info["ExitCode"])
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    raise InfraError(f"exec {exec_id[:12]}: the engine never reported an exit code")
+
+
+def kill_tree(api, container: str, pid: int | None) -> None:
+    """Kill the process tree rooted at ``pid`` inside ``container``; never raises."""
+    if pid is None:
+        return
+    try:
+        exec_id = api.exec_create(container, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)], user="root")
+        api.exec_start(exec_id["Id"])
+    except Exception:  # noqa: BLE001 - the container may be gone already, which is the goal
+        pass
+
+
+def _run_blocking(api, container, cmd, user, env, cwd, stdin: bytes | None, out: _Stream,
+                  err: _Stream, header: PidHeader, box: list) -> int:
+    exec_id, sock = start(api, container, cmd, user=user, env=env, cwd=cwd, stdin=stdin is not None)
+    box.append(sock)
+    try:
+        if stdin is not None:
+            POOL.submit(_feed, sock, stdin)
+        for stream, chunk in frames(sock):
+            if stream == 1:
+                chunk = header.feed(chunk)
+                if chunk:
+                    out.add(chunk)
+            elif stream == 2:
+                err.add(chunk)
+    except OSError:
+        pass  # closed under us after a timeout
+    finally:
+        close(sock)
+    return exit_code(api, exec_id)
+
+
+def _feed(sock, data: bytes) -> None:
+    try:
+        raw_socket(sock).sendall(data)
+    except OSError:
+        return
+    close_write(sock)
+
+
+async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd: str | None,
+              timeout: float | None, stdin: bytes | None, output_cap: int) -> ExecResult:
+    """Run ``cmd`` to completion (see module docstring for the timeout and cap rules)."""
+    if not cmd:
+        raise ValueError("exec needs a command (an argv list)")
+    out, err, header, box = _Stream(output_cap), _Stream(output_cap), PidHeader(), []
+    worker = asyncio.ensure_future(call(_run_blocking, api, container, cmd, user, env, cwd, stdin,
+                                        out, err, header, box))
+    timed_out = False
+    try:
+        code = await asyncio.wait_for(asyncio.shield(worker), timeout)
+    except asyncio.TimeoutError:
+        timed_out = True
+        await call(kill_tree, api, container, header.pid)
+        try:
+            await asyncio.wait_for(asyncio.shield(worker), DRAIN_AFTER_KILL_SEC)
+        except asyncio.TimeoutError:
+            for sock in box:
+                close(sock)
+        await asyncio.gather(worker, return_exceptions=True)
+        code = TIMEOUT_RC
+    except asyncio.CancelledError:
+        POOL.submit(kill_tree, api, container, header.pid)
+        raise
+    except InfraError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - transport/engine failure mid-exec
+        raise InfraError(f"exec in {container[:12]} failed: {exc}") from exc
+    stderr = err.text()
+    if timed_out:
+        stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
+    return ExecResult(return_code=code, stdout=out.text(), stderr=stderr, timed_out=timed_out,
+                      truncated=bool(out.dropped or err.dropped))

@@ -1,0 +1,59 @@
+"""What a fresh container needs before a trial, done in one exec as root.
+
+The script uses POSIX sh and the POSIX utilities ``mkdir``, ``chmod`` and
+``chown`` only: ``useradd`` is used when the image has it, otherwise the user
+is appended to ``/etc/passwd`` and ``/etc/group`` (and ``/etc/shadow`` when
+present) with the next free uid from 1000, read with the shell's own ``read``.
+
+Paths (contracts §2.1): ``/logs/agent`` and ``/logs/artifacts`` mode 0777,
+``/logs/verifier`` root-owned 0777, ``/tmp`` 1777, the workspace owned by the
+sandbox user.
+"""
+
+from __future__ import annotations
+
+SETUP = r"""
+set -e
+user=$1; wd=$2
+mkdir -p /logs/agent /logs/verifier /logs/artifacts /tmp "$wd"
+chmod 0777 /logs/agent /logs/artifacts /logs/verifier
+chmod 1777 /tmp
+[ -n "$user" ] || exit 0
+found=; top=999
+while IFS=: read -r name _ uid _ _ _ _; do
+  [ "$name" = "$user" ] && found=1
+  case "$uid" in ''|*[!0-9]*) continue ;; esac
+  [ "$uid" -gt "$top" ] && [ "$uid" -lt 60000 ] && top=$uid
+done < /etc/passwd
+if [ -z "$found" ]; then
+  shell=/bin/sh; [ -x /bin/bash ] && shell=/bin/bash
+  if command -v useradd >/dev/null 2>&1; then
+    useradd -m -s "$shell" "$user"
+  else
+    id=$((top + 1))
+    echo "$user:x:$id:" >> /etc/group
+    echo "$user:x:$id:$id::/home/$user:$shell" >> /etc/passwd
+    [ -f /etc/shadow ] && echo "$user:!:19000::::::" >> /etc/shadow
+    mkdir -p "/home/$user"
+    chown "$id:$id" "/home/$user"
+  fi
+fi
+case "$wd" in /) ;; *) chown -R "$user" "$wd" ;; esac
+exit 0
+"""
+
+
+def setup_argv(user: str | None, workdir: str) -> list[str]:
+    """The argv that prepares a container for ``user`` (None: root only) and ``workdir``."""
+    return ["/bin/sh", "-c", SETUP, "sh", user or "", workdir]
+
+
+def resolve_workdir(spec_workdir: str | None, image_workdir: str | None) -> str:
+    """The task's workdir, else the image's WORKDIR; ``/`` or unset becomes ``/root``."""
+    chosen = spec_workdir or image_workdir or "/"
+    return "/root" if chosen.rstrip("/") == "" else chosen
+
+
+KEEPALIVE = "while read -r _; do :; done"
+"""PID 1's child (behind docker-init): blocks on an open, silent stdin, needs no ``sleep``
+binary, and dies on SIGTERM at once (it is not PID 1, so no grace wait)."""

@@ -1,0 +1,131 @@
+"""A long-lived process in a container with open stdin/stdout/stderr (for ACP agents).
+
+The exec's hijacked socket is pumped by one worker thread that demultiplexes
+the engine's frames into two :class:`asyncio.StreamReader` objects on the
+caller's loop; writes go out through the same pool, in order. ``close()`` on
+stdin half-closes the socket, so the process sees end-of-file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from . import docker_exec as dx
+from .docker_engine import POOL, call
+
+READ_LIMIT = 64 << 20
+"""Longest line ``readline`` accepts: ACP messages can carry whole files."""
+
+
+class _Writer:
+    """The process's stdin: ``write`` queues, ``drain`` waits until all of it is sent.
+
+    One task on the caller's loop sends queued chunks in order from a pool thread.
+    """
+
+    _EOF = None
+
+    def __init__(self, sock) -> None:
+        self._sock = sock
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self._sender: asyncio.Task | None = None
+        self._error: BaseException | None = None
+        self._closed = False
+
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            raise BrokenPipeError("stdin is closed")
+        if self._error is not None:
+            raise BrokenPipeError(f"stdin broke: {self._error}")
+        self._queue.put_nowait(bytes(data))
+        self._ensure_sender()
+
+    def _ensure_sender(self) -> None:
+        if self._sender is None:
+            self._sender = asyncio.get_running_loop().create_task(self._send_all())
+
+    async def _send_all(self) -> None:
+        raw = dx.raw_socket(self._sock)
+        while True:
+            data = await self._queue.get()
+            try:
+                if data is self._EOF:
+                    await call(dx.close_write, self._sock)
+                    return
+                if self._error is None:
+                    await call(raw.sendall, data)
+            except OSError as exc:
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    async def drain(self) -> None:
+        await self._queue.join()
+        if self._error is not None:
+            raise BrokenPipeError(f"stdin broke: {self._error}")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(self._EOF)
+            self._ensure_sender()
+
+
+class DockerProcess:
+    """See :class:`benchflow.sandbox.base.Process`."""
+
+    def __init__(self, api, container: str, exec_id: str, sock,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self._api, self._container, self._exec_id, self._sock = api, container, exec_id, sock
+        self.stdin = _Writer(sock)
+        self.stdout = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
+        self.stderr = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
+        self._header = dx.PidHeader()
+        self._pump = loop.run_in_executor(POOL, self._read_all, loop)
+        self._code: int | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The process id inside the container, once the process has started."""
+        return self._header.pid
+
+    def _read_all(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            for stream, chunk in dx.frames(self._sock):
+                if stream == 1:
+                    chunk = self._header.feed(chunk)
+                    if chunk:
+                        loop.call_soon_threadsafe(self.stdout.feed_data, chunk)
+                elif stream == 2:
+                    loop.call_soon_threadsafe(self.stderr.feed_data, chunk)
+        except OSError:
+            pass
+        finally:
+            loop.call_soon_threadsafe(self.stdout.feed_eof)
+            loop.call_soon_threadsafe(self.stderr.feed_eof)
+
+    async def wait(self) -> int:
+        """Wait for the process to exit; its exit code."""
+        if self._code is None:
+            await asyncio.shield(self._pump)
+            self._code = await call(dx.exit_code, self._api, self._exec_id)
+            dx.close(self._sock)
+        return self._code
+
+    async def kill(self) -> None:
+        """Kill the process and everything it started; safe to call twice."""
+        if self._code is not None:
+            return
+        await call(dx.kill_tree, self._api, self._container, self._header.pid)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._pump), dx.DRAIN_AFTER_KILL_SEC)
+        except asyncio.TimeoutError:
+            dx.close(self._sock)
+
+
+async def open_process(api, container: str, cmd: list[str], *, user: str | None, env,
+                       cwd: str | None) -> DockerProcess:
+    if not cmd:
+        raise ValueError("exec_stream needs a command (an argv list)")
+    exec_id, sock = await call(dx.start, api, container, cmd, user=user, env=env, cwd=cwd, stdin=True)
+    return DockerProcess(api, container, exec_id, sock, asyncio.get_running_loop())

@@ -1,0 +1,121 @@
+"""Running one namespaced command on the host: output caps, timeouts, streams.
+
+Every command runs as its own bubblewrap process with a fresh PID namespace
+and ``--die-with-parent``. Killing that one process therefore kills the
+namespace's init and with it every process the command started, however it
+daemonised; the same happens if BenchFlow itself dies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import MutableSet
+
+from benchflow.sandbox.base import ExecResult
+
+TIMEOUT_RC = 124
+_CHUNK = 1 << 16
+
+
+def kill(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL ``proc`` (the bubblewrap monitor); its namespace goes with it. Never raises."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+
+
+async def _drain(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, int]:
+    """Read ``stream`` to the end keeping the first ``cap`` bytes; returns (kept, bytes dropped)."""
+    if stream is None:
+        return b"", 0
+    kept = bytearray()
+    dropped = 0
+    while True:
+        chunk = await stream.read(_CHUNK)
+        if not chunk:
+            return bytes(kept), dropped
+        room = cap - len(kept)
+        if room > 0:
+            kept += chunk[:room]
+        dropped += max(0, len(chunk) - max(room, 0))
+
+
+def _text(data: bytes, dropped: int) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if dropped:
+        text += f"\n[output cut: {dropped} more bytes were not kept]\n"
+    return text
+
+
+async def spawn(argv: list[str], *, stdin: bool) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *argv, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+
+
+async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, output_cap: int,
+              live: MutableSet[asyncio.subprocess.Process]) -> ExecResult:
+    """Run ``argv`` to completion; a timeout kills it and returns rc 124 with ``timed_out``.
+
+    Cancellation kills the process before the CancelledError propagates. The
+    process sits in ``live`` while it runs, so the sandbox's stop can kill it.
+    """
+    proc = await spawn(argv, stdin=stdin is not None)
+    live.add(proc)
+    try:
+        readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
+        if stdin is not None and proc.stdin is not None:
+            asyncio.get_running_loop().create_task(_feed(proc.stdin, stdin))
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+            kill(proc)
+            await proc.wait()
+        (out, out_cut), (err, err_cut) = await readers
+    except BaseException:
+        kill(proc)
+        raise
+    finally:
+        live.discard(proc)
+    rc = TIMEOUT_RC if timed_out else proc.returncode
+    if timed_out:
+        err += f"\n[timed out after {timeout:g}s; the process tree was killed]\n".encode()
+    return ExecResult(return_code=rc, stdout=_text(out, out_cut), stderr=_text(err, err_cut),
+                      timed_out=timed_out, truncated=bool(out_cut or err_cut))
+
+
+async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        writer.write(data)
+        await writer.drain()
+        writer.close()
+
+
+class LocalProcess:
+    """A long-lived sandbox process with open stdio (the ``Process`` protocol of base.py)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self._proc = proc
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        return await self._proc.wait()
+
+    async def kill(self) -> None:
+        kill(self._proc)
+        await self._proc.wait()

@@ -1,0 +1,135 @@
+"""Finding and removing the containers BenchFlow left behind (``bench sandbox list|cleanup``).
+
+Only containers labelled ``benchflow.owned=true`` are ever looked at. Which of
+them go, by default:
+
+- an **orphan** (labels name an owning process on this host that is gone, or
+  whose pid now belongs to another process): removed whatever its age or state;
+- **no recorded owner** (made by ``bench sandbox create``, or by a process on
+  another host of a shared remote engine): removed once older than ``max_age``;
+- held by a **live** process, or **kept** with ``--keep-sandbox`` (renamed
+  ``bf-kept-…``): never, unless named with ``--id`` (``--all`` takes kept ones
+  and unowned ones of any age, never a live run's).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+from . import docker_engine as eng
+
+KEPT_PREFIX = "bf-kept-"
+"""Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release``."""
+
+
+@dataclass
+class OwnedContainer:
+    id: str
+    name: str
+    engine: str
+    """``docker`` (local engine) or the remote engine URL."""
+    state: str
+    image: str
+    created: float
+    job: str | None
+    trial: str | None
+    task: str | None
+    owner: str
+    """``live pid N``, ``gone (pid N)``, ``none`` or ``other host H``."""
+    owner_alive: bool | None
+    kept: bool
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))
+        return data
+
+
+def list_owned(url: str | None = None) -> list[OwnedContainer]:
+    """Every container on the engine at ``url`` that carries ``benchflow.owned=true``."""
+    api = eng.client(url)
+    rows = []
+    for item in api.containers(all=True, filters={"label": f"{eng.OWNED}=true"}):
+        labels = item.get("Labels") or {}
+        name = (item.get("Names") or ["/?"])[0].lstrip("/")
+        alive = eng.owner_alive(labels)
+        pid = labels.get(eng.PID)
+        if alive is True:
+            owner = f"live pid {pid}"
+        elif alive is False:
+            owner = f"gone (pid {pid})"
+        elif pid:
+            owner = f"other host {labels.get(eng.HOST, '?')}"
+        else:
+            owner = "none"
+        rows.append(OwnedContainer(
+            id=item["Id"], name=name, engine=url or "docker", state=item.get("State", "?"),
+            image=item.get("Image", "?"), created=eng.created_at(labels, float(item.get("Created", 0))) or 0.0,
+            job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK),
+            owner=owner, owner_alive=alive, kept=name.startswith(KEPT_PREFIX)))
+    return rows
+
+
+@dataclass
+class CleanupReport:
+    removed: list[dict] = field(default_factory=list)
+    kept: list[dict] = field(default_factory=list)
+    """Containers left alone, each with a ``reason``."""
+    errors: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    unmatched_ids: list[str] = field(default_factory=list)
+
+
+def decide(row: OwnedContainer, *, max_age_sec: float, everything: bool, ids: list[str],
+           now: float) -> tuple[bool, str]:
+    """(remove?, why) for one container under the cleanup rules in the module docstring."""
+    if any(row.id.startswith(i) or row.name == i for i in ids):
+        return True, "named with --id"
+    if ids:
+        return False, "not named with --id"
+    if row.owner_alive is True:
+        return False, f"held by a live run ({row.owner})"
+    if everything:
+        return True, "--all"
+    if row.kept:
+        return False, "kept with --keep-sandbox (bench sandbox release TRIAL deletes it)"
+    if row.owner_alive is False:
+        return True, f"orphan: its owner is {row.owner}"
+    age = now - row.created
+    if age > max_age_sec:
+        return True, f"no recorded owner and older than {max_age_sec / 60:g} min"
+    return False, f"no recorded owner, {age / 60:.0f} min old (younger than --max-age)"
+
+
+def cleanup(urls: list[str | None], *, max_age_sec: float, everything: bool = False,
+            ids: list[str] | None = None, dry_run: bool = False) -> CleanupReport:
+    """Remove what :func:`decide` says on each engine; with ``dry_run`` only report it."""
+    ids = list(ids or [])
+    report = CleanupReport(dry_run=dry_run)
+    now = time.time()
+    seen: set[str] = set()
+    for url in urls:
+        api = eng.client(url)
+        for row in list_owned(url):
+            remove, reason = decide(row, max_age_sec=max_age_sec, everything=everything, ids=ids, now=now)
+            entry = row.to_json() | {"reason": reason}
+            if not remove:
+                report.kept.append(entry)
+                continue
+            seen.update(i for i in ids if row.id.startswith(i) or row.name == i)
+            if not dry_run:
+                try:
+                    api.remove_container(row.id, force=True, v=True)
+                except Exception as exc:  # noqa: BLE001 - report and go on with the rest
+                    report.errors.append(f"{row.name}: {exc}")
+                    continue
+            report.removed.append(entry)
+    report.unmatched_ids = [i for i in ids if i not in seen]
+    return report
+
+
+def engines() -> list[str | None]:
+    """The local engine, plus the remote one when ``BENCHFLOW_REMOTE_DOCKER_HOST`` is set."""
+    remote = eng.remote_url()
+    return [None] + ([remote] if remote else [])

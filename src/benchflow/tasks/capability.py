@@ -1,0 +1,94 @@
+"""The runtime-capability gate: what a sandbox backend cannot run, refused up front.
+
+A backend describes itself as data (``Capabilities`` in ``benchflow.sandbox.base``);
+this module compares a task's demands against it. Things no backend of this
+build runs (multi-step tasks, Windows, TPUs, a separate verifier sandbox,
+multi-role scenes) are refused on every backend: failing closed is better than
+a run that silently ignores part of the task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchflow.errors import ConfigError
+
+from .model import Task
+
+# Folders a workspace must not be: the agent would write over the system.
+UNSAFE_WORKDIRS = frozenset({"/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc",
+                             "/sbin", "/sys", "/usr", "/logs"})
+
+
+def backend_capabilities(name: str) -> Any:
+    """The capability table of the sandbox backend ``name``.
+
+    Raises:
+        ConfigError: unknown name, or a backend that is not part of this build.
+    """
+    from benchflow.sandbox import get_backend
+
+    try:
+        return get_backend(name).capabilities
+    except ImportError:
+        raise ConfigError(f"--sandbox {name}: this backend is not part of this build yet; "
+                          "check without --sandbox for now") from None
+
+
+def _compose_services(task: Task) -> list[str]:
+    compose = task.paths.compose_file
+    if compose is None:
+        return []
+    import yaml
+
+    try:
+        data = yaml.safe_load(compose.read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        return [f"<unreadable: {type(exc).__name__}>"]
+    services = data.get("services") if isinstance(data, dict) else None
+    return list(services) if isinstance(services, dict) else []
+
+
+def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list[str]]:
+    """(issues, warnings) for running ``task`` on a backend with capabilities ``caps``."""
+    cfg = task.config
+    issues: list[str] = []
+    warnings: list[str] = []
+    on = f"on --sandbox {backend}"
+    modes = {"sandbox.network_mode": cfg.sandbox.network_mode,
+             "agent.network_mode": cfg.agent.network_mode,
+             "verifier.network_mode": cfg.verifier.network_mode}
+    for key, mode in modes.items():
+        if mode is not None and mode not in caps.network_modes:
+            issues.append(f"{key} '{mode}' is not enforced {on} (it supports "
+                          f"{', '.join(sorted(caps.network_modes))}); pick another sandbox or mode")
+    if (cfg.sandbox.gpus or cfg.sandbox.gpu_types) and not caps.gpus:
+        issues.append(f"sandbox.gpus: the task asks for GPUs, which {backend} cannot provide; "
+                      "use a GPU-capable sandbox")
+    if cfg.sandbox.tpu is not None:
+        issues.append("sandbox.tpu: no sandbox of this build provides TPUs")
+    if cfg.sandbox.os == "windows":
+        issues.append("sandbox.os 'windows': no sandbox of this build runs Windows tasks")
+    if cfg.steps:
+        issues.append("steps: multi-step tasks are parsed but not run by this build")
+    if cfg.verifier.sandbox_mode == "separate" or cfg.verifier.sandbox is not None:
+        issues.append("verifier.sandbox: a separate verifier sandbox is not run by this build; "
+                      "remove it to verify in the task's sandbox")
+    services = _compose_services(task)
+    if len(services) > 1 and not caps.multi_service:
+        issues.append(f"environment/{task.paths.compose_file.name}: {len(services)} services, but "
+                      f"{backend} runs single-container tasks only; use --sandbox docker")
+    if cfg.verifier.service != "main" and not caps.multi_service:
+        issues.append(f"verifier.service '{cfg.verifier.service}': {backend} has only the 'main' "
+                      "service; remove the setting or use a multi-service sandbox")
+    if not caps.build_from_dockerfile and cfg.sandbox.docker_image is None:
+        issues.append(f"environment/Dockerfile: {backend} cannot build images; set sandbox.docker_image")
+    workdir = (cfg.sandbox.workdir or "").rstrip("/")
+    if workdir in UNSAFE_WORKDIRS:
+        issues.append(f"sandbox.workdir '{workdir}' is a system folder; use a folder such as /app")
+    multi_role = any(len(scene["roles"]) > 1 for scene in task.scenes)
+    if multi_role or task.document.get("user") or task.user_persona:
+        issues.append("scenes/user: multi-role scenes and simulated users are not run by this build")
+    if not caps.resource_limits and (cfg.sandbox.cpus != 1 or cfg.sandbox.memory_mb != 2048):
+        warnings.append(f"sandbox.cpus/memory_mb are not enforced {on}")
+    return issues, warnings

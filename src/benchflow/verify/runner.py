@@ -1,0 +1,133 @@
+"""Run a task's verifier in the trial's sandbox and read the reward (§2.2 of the contracts).
+
+The verifier's files are uploaded only now, after the agent has finished, so
+the agent never sees them. A verifier that times out with no output at all is
+wedged: it is run once more in the same sandbox. After that, a timeout or
+crash is the trial's final verifier outcome, never a hang.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import BenchError, VerifierError
+from benchflow.sandbox.base import Sandbox
+
+from .environment import pinned_env, resolve_templates
+from .rewards import RewardError, parse_reward_files
+
+# Kill every process of the agent user, then give the verifier a clean, root-owned log folder.
+# POSIX sh and /proc only: task images need nothing else.
+_HARDEN = r"""
+u="$1"
+if [ -n "$u" ]; then
+  uid=$(while IFS=: read -r n _ i _; do [ "$n" = "$u" ] && echo "$i"; done < /etc/passwd)
+  if [ -n "$uid" ]; then
+    for d in /proc/[0-9]*; do
+      while read -r k v _; do
+        if [ "$k" = "Uid:" ]; then [ "$v" = "$uid" ] && kill -9 "${d#/proc/}" 2>/dev/null; break; fi
+      done < "$d/status" 2>/dev/null
+    done
+  fi
+fi
+rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 777 /logs/verifier
+"""
+
+_RUN = 'chmod +x "$0" && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
+_HAS_OUTPUT = "[ -s /logs/verifier/test-stdout.txt ]"
+
+
+@dataclass
+class VerifierOutcome:
+    """What the verifier phase produced (feeds result.json)."""
+
+    rewards: dict[str, Any] | None = None
+    error: str | None = None
+    error_category: str | None = None
+    timeout_info: dict[str, Any] | None = None
+    return_code: int | None = None
+    elapsed_sec: float = 0.0
+    attempts: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workdir: str,
+                       agent_user: str | None, task_name: str) -> VerifierOutcome:
+    """Upload, run and score the task's verifier; ``verifier_dir`` is the trial's verifier/ folder.
+
+    Never raises for verifier-side failures: they come back as ``error`` + ``error_category``.
+    """
+    started = time.monotonic()
+    outcome = VerifierOutcome()
+    config = task.config.verifier
+    timeout = float(config.timeout_sec)
+    remote_dir = "/tests" if task.paths.is_legacy else "/verifier"
+    script = f"{remote_dir}/test.sh"
+    try:
+        env = pinned_env(resolve_templates(dict(config.env or {})), verifier_dir=remote_dir, workdir=workdir)
+        await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or ""], timeout=60)
+        try:
+            await sandbox.put(task.paths.verifier_dir, remote_dir)
+        except BenchError as exc:
+            raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
+                                category="verifier_infra") from exc
+        if not task.paths.is_legacy:
+            await sandbox.exec(["sh", "-c", "[ -e /tests ] || ln -s /verifier /tests"], timeout=30)
+        for attempt in (1, 2):
+            outcome.attempts = attempt
+            result = await sandbox.exec(["sh", "-c", _RUN, script], user=config.user, env=env,
+                                        cwd=workdir, timeout=timeout)
+            outcome.return_code = result.return_code
+            if not result.timed_out:
+                break
+            wedged = not (await sandbox.exec(["sh", "-c", _HAS_OUTPUT], timeout=30)).success
+            if not (wedged and attempt == 1):
+                break
+            outcome.warnings.append("verifier timed out with no output; ran it once more")
+        await _download(sandbox, verifier_dir)
+        if result.timed_out:
+            outcome.error = f"verifier timed out after {timeout:g}s"
+            outcome.error_category = "verifier_timeout"
+            outcome.timeout_info = {"timeout_budget_sec": timeout,
+                                    "elapsed_sec": round(time.monotonic() - started, 1),
+                                    "task_name": task_name}
+            return outcome
+        _score(outcome, verifier_dir, config, result.return_code)
+    except RewardError as exc:
+        outcome.error, outcome.error_category = f"verifier crashed: {exc}", "verifier_failure"
+    except VerifierError as exc:
+        outcome.error, outcome.error_category = str(exc), exc.category
+    except BenchError as exc:
+        outcome.error, outcome.error_category = f"verifier crashed: {exc}", "verifier_infra"
+    finally:
+        outcome.elapsed_sec = round(time.monotonic() - started, 1)
+    return outcome
+
+
+async def _download(sandbox: Sandbox, verifier_dir: Path) -> None:
+    for name in ("reward.txt", "reward.json", "reward-details.json"):
+        (verifier_dir / name).unlink(missing_ok=True)
+    try:
+        await sandbox.get("/logs/verifier", verifier_dir)
+    except BenchError as exc:
+        raise VerifierError(f"verifier crashed: failed to download verifier directory: {exc}",
+                            category="verifier_infra") from exc
+
+
+def _score(outcome: VerifierOutcome, verifier_dir: Path, config: Any, return_code: int) -> None:
+    reward_range = tuple(config.reward_range) if config.reward_range else None
+    rewards = parse_reward_files(verifier_dir, reward_range)
+    if rewards is None:
+        where = "/logs/verifier/reward.txt or reward.json"
+        if return_code != 0:
+            outcome.error = f"verifier crashed: verifier exited with rc={return_code}; no reward file found at {where}"
+        else:
+            outcome.error = f"verifier crashed: No reward file found at {where}"
+        outcome.error_category = "verifier_failure"
+        return
+    if return_code != 0:
+        outcome.warnings.append(f"verifier exited with rc={return_code} but wrote a reward; scored")
+    outcome.rewards = rewards
