@@ -11,7 +11,12 @@
 #    docker import. Docker Hub is never contacted.
 #
 # A second run only checks and takes about a second.
-# Usage: scripts/docker-engine.sh [--no-images]
+#
+# --remote also starts a second, independent dockerd on
+# unix:///run/benchflow-remote-docker.sock (own data, exec root and pidfile)
+# and loads the base images into it, to test --sandbox remote-docker:
+#   BENCHFLOW_REMOTE_DOCKER_HOST=unix:///run/benchflow-remote-docker.sock
+# Usage: scripts/docker-engine.sh [--no-images] [--remote]
 set -euo pipefail
 
 log() { printf 'docker-engine: %s\n' "$*" >&2; }
@@ -72,10 +77,57 @@ make_image() {
   $SUDO rm -rf "$root"
 }
 
+REMOTE_SOCK=/run/benchflow-remote-docker.sock
+REMOTE_HOST=unix://$REMOTE_SOCK
+BASE_IMAGES=(debian:bookworm-slim benchflow/python:3.11-bookworm)
+
+remote_answers() { docker -H "$REMOTE_HOST" info >/dev/null 2>&1; }
+
+start_remote_engine() {
+  remote_answers && return 0
+  log "starting a second dockerd on $REMOTE_HOST"
+  local logfile=/var/log/benchflow-remote-dockerd.log
+  $SUDO mkdir -p /var/lib/benchflow-remote-docker /run/benchflow-remote-docker
+  $SUDO sh -c "nohup dockerd --host=$REMOTE_HOST --data-root=/var/lib/benchflow-remote-docker \
+    --exec-root=/run/benchflow-remote-docker --pidfile=/run/benchflow-remote-docker.pid \
+    --bridge=none --iptables=false --ip-masq=false >$logfile 2>&1 &"
+  for _ in $(seq 1 120); do
+    remote_answers && return 0
+    sleep 0.5
+  done
+  log "the second dockerd did not answer within 60 s; see $logfile"
+  tail -n 20 "$logfile" >&2 || true
+  return 1
+}
+
+load_remote_images() {
+  local image
+  for image in "${BASE_IMAGES[@]}"; do
+    docker -H "$REMOTE_HOST" image inspect "$image" >/dev/null 2>&1 && continue
+    log "loading $image into the second engine"
+    docker save "$image" | docker -H "$REMOTE_HOST" load >/dev/null
+  done
+}
+
+with_images=1
+with_remote=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-images) with_images=0 ;;
+    --remote) with_remote=1 ;;
+    *) log "unknown option $arg (use --no-images, --remote)"; exit 2 ;;
+  esac
+done
+
 install_packages
 start_engine
-if [ "${1:-}" != "--no-images" ]; then
+if [ $with_images = 1 ]; then
   make_image debian:bookworm-slim bookworm
   make_image benchflow/python:3.11-bookworm bookworm python3,python3-pytest
 fi
 log "engine ready: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+if [ $with_remote = 1 ]; then
+  start_remote_engine
+  [ $with_images = 1 ] && load_remote_images
+  log "second engine ready at $REMOTE_HOST (export BENCHFLOW_REMOTE_DOCKER_HOST=$REMOTE_HOST)"
+fi

@@ -13,6 +13,7 @@ from typing import Any
 __version__ = "0.10.0"
 
 _LAZY: dict[str, str] = {
+    "run": "benchflow.jobs.public",
     "load_job": "benchflow.results",
     "load_trial": "benchflow.results",
     "compare": "benchflow.results",

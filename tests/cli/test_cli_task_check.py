@@ -123,6 +123,16 @@ def test_levels(bench):
     assert_no_traceback(result)
 
 
+def test_runtime_capability_on_the_docker_backend(bench, tmp_path):
+    result = bench("check", "--level", "runtime-capability", "--sandbox", "docker", str(EXAMPLE))
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    task = make_task(tmp_path)
+    edit(task, "network_mode: no-network", "network_mode: allowlist, allowed_hosts: [pypi.org]")
+    result = bench("check", "--sandbox", "docker", str(task))
+    assert result.returncode == 1
+    assert "  - sandbox.network_mode 'allowlist' is not enforced on --sandbox docker" in result.stdout
+
+
 def test_check_without_tasks(bench, tmp_path):
     result = bench("tasks", "check", str(tmp_path))
     assert result.returncode == 1 and "No tasks under" in result.stderr

@@ -23,12 +23,12 @@ class FakeCapabilities:
     """A capability table test double (the real ones belong to the sandbox backends)."""
 
     network_modes: frozenset = frozenset({"no-network", "public"})
+    network_fallbacks: dict = field(default_factory=dict)
     snapshots: bool = False
     gpus: bool = False
     multi_service: bool = False
     build_from_dockerfile: bool = True
     resource_limits: bool = True
-    extra: dict = field(default_factory=dict)
 
 
 @pytest.fixture
@@ -146,6 +146,16 @@ def test_runtime_capability_refusals(task):
     roomy = FakeCapabilities(network_modes=frozenset({"no-network", "public", "allowlist"}), gpus=True)
     issues = check_task(task, level="runtime-capability", sandbox="fake", capabilities=roomy).issues
     assert [i.split(":")[0] for i in issues] == ["sandbox.os 'windows'"]
+
+
+def test_network_fallback_is_a_warning(task):
+    set_frontmatter(task, "network_mode: no-network", "network_mode: public")
+    offline = FakeCapabilities(network_modes=frozenset({"no-network"}),
+                               network_fallbacks={"public": "no-network"})
+    report = check_task(task, sandbox="fake", capabilities=offline)
+    assert report.ok and report.warnings == ["sandbox.network_mode 'public' runs as 'no-network' on --sandbox fake"]
+    strict = FakeCapabilities(network_modes=frozenset({"no-network"}))
+    assert not check_task(task, sandbox="fake", capabilities=strict).ok
 
 
 def test_runtime_capability_multi_service(task):

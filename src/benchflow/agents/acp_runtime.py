@@ -15,12 +15,13 @@ import asyncio
 import contextlib
 import json
 import logging
+from pathlib import Path
 from typing import IO, Any
 
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
-from benchflow.errors import BenchError
+from benchflow.errors import AgentError, BenchError
 from benchflow.sandbox.base import Process, Sandbox
 from benchflow.util.redact import is_secret_entry, redact_obj, redact_text
 
@@ -54,6 +55,19 @@ class AcpAgent:
 
     async def run(self, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         return await _AcpRun(self.config, sandbox, ctx).run()
+
+    async def handshake(self, sandbox: Sandbox, ctx: AgentContext, timeout_sec: float = 120.0) -> dict[str, Any]:
+        """Launch the agent and complete ACP ``initialize`` only: no session, no prompt, no model call.
+
+        For ``bench doctor --agent-start``: a broken install or login shows before a batch.
+
+        Returns:
+            The agent's ``initialize`` result (protocolVersion, agentInfo, agentCapabilities, authMethods).
+
+        Raises:
+            AgentError: the agent did not answer; category as for a run (pipe_closed, acp_error, ...).
+        """
+        return await _AcpRun(self.config, sandbox, ctx).handshake(timeout_sec)
 
 
 class _StepError(Exception):
@@ -89,15 +103,11 @@ class _AcpRun:
         out = self.outcome
         try:
             check_effort(self.config, self.ctx.effort)
-            await self._write_credentials()
-            self.process = await self.sandbox.exec_stream(
-                ["sh", "-c", f"exec {self.config.launch}"], user=self.ctx.user, env=self.env, cwd=self.ctx.workdir)
+            await self._launch()
         except BenchError as exc:
             out.error, out.error_category = str(exc), exc.category
             return out
-        log_file = (self.ctx.trial_dir / "agent" / f"{self.config.log_name}.txt")
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        with log_file.open("a", encoding="utf-8") as handle:
+        with self._log_file().open("a", encoding="utf-8") as handle:
             pump = asyncio.create_task(self._pump_stderr(self.process, handle))
             try:
                 await self._drive()
@@ -105,6 +115,35 @@ class _AcpRun:
                 await self._teardown(pump)
         self._finish_counts()
         return out
+
+    async def handshake(self, timeout_sec: float) -> dict[str, Any]:
+        await self._launch()
+        with self._log_file().open("a", encoding="utf-8") as handle:
+            pump = asyncio.create_task(self._pump_stderr(self.process, handle))
+            transport = ProcessTransport(self.process)
+            conn = connect_to_agent(self.client, transport)
+            try:
+                response = await asyncio.wait_for(self._initialize(conn), timeout_sec)
+            except Exception as exc:  # noqa: BLE001 - described below
+                if isinstance(exc, asyncio.TimeoutError):
+                    exc = RequestError(-32603, f"no initialize answer within {timeout_sec:g}s (timed out)")
+                self._describe_failure(_StepError("initialize", exc), transport)
+            finally:
+                await conn.close()
+                await self._teardown(pump)
+        if self.outcome.error:
+            raise AgentError(self.outcome.error, category=self.outcome.error_category)
+        return response.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def _launch(self) -> None:
+        await self._write_credentials()
+        self.process = await self.sandbox.exec_stream(
+            ["sh", "-c", f"exec {self.config.launch}"], user=self.ctx.user, env=self.env, cwd=self.ctx.workdir)
+
+    def _log_file(self) -> Path:
+        path = self.ctx.trial_dir / "agent" / f"{self.config.log_name}.txt"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     async def _write_credentials(self) -> None:
         home = self.env.get("HOME") or home_of(self.ctx.user)
@@ -150,11 +189,7 @@ class _AcpRun:
     async def _session(self, conn: Any) -> None:
         ctx = self.ctx
         try:
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False),
-                client_info=Implementation(name="benchflow", version=_version()))
+            await self._initialize(conn)
         except Exception as exc:  # noqa: BLE001 - classified by the caller
             raise _StepError("initialize", exc) from exc
         try:
@@ -177,6 +212,13 @@ class _AcpRun:
             self._add_usage(response.usage)
             if response.stop_reason == "cancelled":
                 return
+
+    async def _initialize(self, conn: Any) -> Any:
+        return await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False), terminal=False),
+            client_info=Implementation(name="benchflow", version=_version()))
 
     async def _select_model(self, conn: Any, options: list[Any]) -> None:
         cfg, ctx = self.config, self.ctx
@@ -206,8 +248,10 @@ class _AcpRun:
 
     def _record_session_result(self, session: asyncio.Task[None], transport: ProcessTransport) -> None:
         exc = session.exception()
-        if exc is None:
-            return
+        if exc is not None:
+            self._describe_failure(exc, transport)
+
+    def _describe_failure(self, exc: BaseException, transport: ProcessTransport) -> None:
         out = self.outcome
         step = exc.step if isinstance(exc, _StepError) else "run"
         cause = exc.cause if isinstance(exc, _StepError) else exc

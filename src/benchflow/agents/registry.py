@@ -106,10 +106,10 @@ def get_agent_config(name_or_path: str) -> AgentConfig:
     if _looks_like_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.is_file():
-            raise ConfigError(f"--agent {name_or_path}: no such agent file; give a registry name or an existing .toml")
+            raise ConfigError(f"agent file {name_or_path}: not found; give a registry name or an existing .toml")
         configs = _parse_file(path)
         if len(configs) != 1:
-            raise ConfigError(f"{path}: holds {len(configs)} agents; --agent needs a file with exactly one")
+            raise ConfigError(f"{path}: holds {len(configs)} agents; an agent file must define exactly one")
         return configs[0]
     configs = list_agents()
     for config in configs:
@@ -118,7 +118,8 @@ def get_agent_config(name_or_path: str) -> AgentConfig:
     for config in configs:
         if name_or_path in config.aliases:
             return config
-    raise ConfigError(f"--agent {name_or_path}: unknown agent; known agents: {_known_names(configs)}")
+    raise ConfigError(f"unknown agent {name_or_path!r}; known agents: {_known_names(configs)} "
+                      "(or a path to an agent .toml)")
 
 
 def resolve_agent(spec: str) -> Any:
@@ -131,7 +132,8 @@ def resolve_agent(spec: str) -> Any:
     """
     config = get_agent_config(spec)
     if config.protocol != "acp":
-        raise ConfigError(f"--agent {spec}: protocol {config.protocol!r} is not supported by this build; use an ACP agent")
+        raise ConfigError(f"agent {spec}: protocol {config.protocol!r} is not supported by this build; "
+                          "set protocol = \"acp\"")
     from .acp_runtime import AcpAgent
 
     return AcpAgent(config)

@@ -43,7 +43,7 @@ TASKS: dict[str, Lazy] = {
 }
 
 EVAL: dict[str, Lazy] = {
-    "smoke": Lazy("benchflow.cli.agents", "smoke_cmd", "Run a bundled hello-world task once per credentialed agent, one at a time."),
+    "smoke": Lazy("benchflow.cli.smoke", "smoke_cmd", "Run a bundled hello-world task once per credentialed agent, one at a time."),
     "run": Lazy(_RUN, "eval_run_cmd", "Run an evaluation; single task or batch."),
     "compare-lift": Lazy(_R, "compare_lift_cmd", "Compare paired baseline vs trained eval job directories."),
     "regrade": Lazy("benchflow.cli.regrade", "regrade_cmd", "Re-run the task's current verifier on each trial's frozen workspace."),

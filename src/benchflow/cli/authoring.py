@@ -20,7 +20,7 @@ export_cmd = typer.Typer(add_completion=False)
 @init_cmd.command(help="Scaffold a new benchmark task.")
 def init(
     name: str = typer.Argument(..., help="Task name"),
-    dir: Path = typer.Option(Path("tasks"), "--dir", help="Parent directory (default: tasks/)"),
+    dir: Path = typer.Option(Path("tasks"), "--dir", help="Parent directory (default: tasks/)", show_default=False),
     no_pytest: bool = typer.Option(False, "--no-pytest", help="Skip pytest template"),
     no_oracle: bool = typer.Option(False, "--no-oracle", "--no-solution", help="Skip oracle template"),
     format: str = typer.Option("task-md", "--format",

@@ -31,7 +31,7 @@ def run(args: list[str]) -> int:
 
     command = build_app()
     try:
-        command.main(args=args, prog_name="bench", standalone_mode=False)
+        code = command.main(args=args, prog_name="bench", standalone_mode=False)
     except KeyboardInterrupt:
         print("Interrupted.", file=sys.stderr)
         return 130
@@ -52,7 +52,7 @@ def run(args: list[str]) -> int:
             exc.show()
             return getattr(exc, "exit_code", 2)
         return crash(exc)
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def print_error(message: str) -> None:

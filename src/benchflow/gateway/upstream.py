@@ -37,6 +37,7 @@ class Provider:
     price_provider: str
     model_prefixes: tuple[str, ...] = ()
     openai_path: str = ""
+    stream_usage: bool = False
 
 
 @cache

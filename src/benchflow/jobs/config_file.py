@@ -30,6 +30,10 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "timeout_multiplier": ("timeout_multiplier", float), "freeze_workspace": ("freeze_workspace", bool),
     "keep_sandbox": ("keep_sandbox", str), "extra_instruction": ("extra_instruction", str),
     "job_name": ("job_name", str), "trials": ("trials", int), "ca_bundle": ("ca_bundle", str),
+    "targets": ("targets", list), "fresh": ("fresh", bool), "restart_changed": ("restart_changed", bool),
+    "prompt_list": ("prompts", list), "quiet": ("quiet", bool), "matrix": ("matrix", str),
+    "summary_out": ("summary_out", str), "task_manifest_out": ("task_manifest_out", str),
+    "run_config_out": ("run_config_out", str), "accept_deviations": ("accept_deviations", str),
     "max_rollouts": ("budget.max_rollouts", int), "max_sandbox_seconds": ("budget.max_sandbox_seconds", float),
     "max_cost_usd": ("budget.max_cost_usd", float), "max_tokens": ("budget.max_tokens", int),
     "token_budget": ("budget.token_budget", int), "turn_budget": ("budget.turn_budget", int),
@@ -122,6 +126,15 @@ def load_run_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{source}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a run config must be a mapping of keys to values")
+    return spec_fields(data, source)
+
+
+def spec_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """Map run-config keys (native or Harbor-style) onto nested RunSpec fields.
+
+    Raises:
+        ConfigError: unknown key or wrong type, naming ``source``.
+    """
     if "agents" in data or "datasets" in data or "orchestrator" in data:
         data = _harbor(data)
     out: dict[str, Any] = {}

@@ -25,6 +25,7 @@ A trial is finished when its ``result.json`` exists; resume trusts nothing else.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,8 +183,10 @@ class JobPaths:
         """Every trial folder (finished or not), sorted by name."""
         if not self.root.is_dir():
             return []
-        return [TrialPaths(p) for p in sorted(self.root.iterdir())
-                if p.is_dir() and not p.name.startswith(".") and "__" in p.name]
+        with os.scandir(self.root) as entries:  # d_type, no stat per entry: fast on 10,000 trials
+            names = sorted(e.name for e in entries
+                           if not e.name.startswith(".") and "__" in e.name and e.is_dir())
+        return [TrialPaths(self.root / name) for name in names]
 
     @staticmethod
     def is_job(path: Path) -> bool:

@@ -27,14 +27,21 @@ from .outcome import (assessment_of, classify_error, classify_verifier_error, cl
                       execution_of, outcome_of)
 
 
+_PROBE = TrialPaths(Path("/"))
+RESULT_NAME = _PROBE.result.relative_to("/").as_posix()
+CONFIG_NAME = _PROBE.config.relative_to("/").as_posix()
+"""File names inside a trial folder, as the layout owns them (strings: the hot loop skips pathlib)."""
+
+
 class Unreadable(Exception):
     """A record exists but cannot be used; the message is the note shown to the user."""
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path | str) -> Any:
     """The parsed file, ``None`` when it does not exist; ``Unreadable`` when it does not parse."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -69,7 +76,7 @@ def task_name_of(trial: TrialPaths, result: dict | None, config: dict | None) ->
                 return name
     if config and isinstance(config.get("task_path"), str) and config["task_path"]:
         return Path(config["task_path"]).name
-    return trial.name.rsplit("__", 1)[0]
+    return os.path.basename(os.fspath(trial.root)).rsplit("__", 1)[0]
 
 
 def reward_of(result: dict) -> tuple[float | None, dict | None]:
@@ -87,6 +94,7 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
     """A :class:`TrialSummary` from the parsed records; ``result=None`` means unfinished."""
     finished = result is not None
     result = result or {}
+    root = os.fspath(trial.root)
     reward, rewards = reward_of(result)
     error = _text(result.get("error"))
     verifier_error = _text(result.get("verifier_error"))
@@ -101,8 +109,8 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
     cost = agent_result.get("cost_usd")
     if cost is None:
         cost = usage.get("cost_usd", usage.get("cost_estimate"))
-    return TrialSummary.model_construct(
-        name=trial.name, path=str(trial.root), task_name=task, reward=reward, rewards=rewards,
+    return TrialSummary.model_validate(dict(
+        name=os.path.basename(root), path=root, task_name=task, reward=reward, rewards=rewards,
         outcome=outcome_of(reward, error, verifier_error, finished),
         execution=execution_of(error, error_category, finished),
         assessment=assessment_of(reward, verifier_error),
@@ -115,22 +123,23 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
         finished_at=_text(result.get("finished_at")),
         agent=_text(agent), model=_text(result.get("model") or (config or {}).get("model")),
         finished=finished, n_attempts=1, job=job,
-    )
+    ))
 
 
 def read_trial_summary(trial: TrialPaths, notes: list[str] | None = None, job: str | None = None,
                        ) -> tuple[TrialSummary, dict | None]:
     """Read one trial folder cheaply; returns the summary and the raw ``timing`` block."""
+    root = os.fspath(trial.root)
     result = config = None
     try:
-        result = read_json(trial.result)
+        result = read_json(os.path.join(root, RESULT_NAME))
     except Unreadable as exc:
         if notes is not None:
             notes.append(f"{exc}; read as unfinished")
     if not isinstance(result, dict):
         result = None
         try:
-            config = read_json(trial.config)
+            config = read_json(os.path.join(root, CONFIG_NAME))
         except Unreadable as exc:
             if notes is not None:
                 notes.append(str(exc))

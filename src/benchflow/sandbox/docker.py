@@ -148,7 +148,7 @@ class DockerSandbox:
             await self.build()
         network, self.network_note = container_network(self.spec.network_mode, self.url)
         if self.network_note:
-            log.warning("%s: %s", self.spec.name, self.network_note)
+            log.info("%s: %s", self.spec.name, self.network_note)
         self._container = await call(self._create_blocking, network)
         self._state = State.CREATED
         return self._container

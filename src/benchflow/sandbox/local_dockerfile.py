@@ -227,8 +227,8 @@ def parse_dockerfile(text: str, *, path: str = "environment/Dockerfile",
         if kw == "ARG":
             for word in shlex.split(rest):
                 name, eq, default = word.partition("=")
-                if name not in args or (eq and args.get(name) is None):
-                    args[name] = substitute(default, variables) if eq else args.get(name, "")
+                if name not in args:  # a --build-arg wins over the default
+                    args[name] = substitute(default, variables) if eq else ""
             continue
         if kw == "ENV":
             plan.env.update(_parse_env(rest, variables, path, ins))

@@ -58,8 +58,13 @@ def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list
     modes = {"sandbox.network_mode": cfg.sandbox.network_mode,
              "agent.network_mode": cfg.agent.network_mode,
              "verifier.network_mode": cfg.verifier.network_mode}
+    fallbacks = getattr(caps, "network_fallbacks", None) or {}
     for key, mode in modes.items():
-        if mode is not None and mode not in caps.network_modes:
+        if mode is None or mode in caps.network_modes:
+            continue
+        if mode in fallbacks:
+            warnings.append(f"{key} '{mode}' runs as '{fallbacks[mode]}' {on}")
+        else:
             issues.append(f"{key} '{mode}' is not enforced {on} (it supports "
                           f"{', '.join(sorted(caps.network_modes))}); pick another sandbox or mode")
     if (cfg.sandbox.gpus or cfg.sandbox.gpu_types) and not caps.gpus:

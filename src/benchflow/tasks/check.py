@@ -53,37 +53,44 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _schema(task_dir: Path, report: CheckReport) -> Task | None:
-    """The schema level; returns the loaded task when it passes."""
+def _schema_issues(task_dir: Path, report: CheckReport) -> None:
+    """Every schema problem of a task that did not load (load_task stops at the first)."""
     issues = report.issues
-    if not is_task_dir(task_dir):
-        issues.append(f"{task_dir}: not a task folder (no task.md or task.toml); create one with bench new NAME")
-        return None
     try:
         if (task_dir / "task.md").is_file():
             text = _read(task_dir / "task.md")
             if text is None:
                 issues.append("task.md: cannot be read as UTF-8 text; save it as UTF-8")
-                return None
+                return
             frontmatter, body = parse_task_md(text)
             document = normalize_frontmatter(frontmatter)
             issues += config_issues(document)[1] + document_issues(document, "task.md")[1]
-            if not issues and not split_sections(body)["instruction"]:
-                issues.append("task.md: the prompt is empty; write the instruction under '## prompt'")
-            if PLACEHOLDER in text:
-                issues.append(f"task.md: still contains a '{PLACEHOLDER} …]' placeholder; replace it")
+            if not issues:
+                split_sections(body)
         else:
-            report.warnings += read_legacy(task_dir).warnings
-            instruction = _read(task_dir / "instruction.md") or ""
-            if PLACEHOLDER in instruction:
-                issues.append(f"instruction.md: still contains a '{PLACEHOLDER} …]' placeholder; replace it")
-        if issues:
-            return None
-        task = load_task(task_dir)
+            read_legacy(task_dir)
     except TaskError as exc:
         issues.append(str(exc))
+
+
+def _schema(task_dir: Path, report: CheckReport) -> Task | None:
+    """The schema level; returns the loaded task when it passes."""
+    if not is_task_dir(task_dir):
+        report.issues.append(f"{task_dir}: not a task folder (no task.md or task.toml); "
+                             "create one with bench new NAME")
         return None
-    report.warnings += [w for w in task.warnings if w not in report.warnings]
+    try:
+        task = load_task(task_dir)
+    except TaskError as exc:
+        _schema_issues(task_dir, report)
+        if not report.issues:
+            report.issues.append(str(exc))
+        return None
+    report.warnings += task.warnings
+    prompt_file = "task.md" if task.layout == "task-md" else "instruction.md"
+    if PLACEHOLDER in (_read(task_dir / prompt_file) or ""):
+        report.issues.append(f"{prompt_file}: still contains a '{PLACEHOLDER} …]' placeholder; replace it")
+        return None
     return task
 
 

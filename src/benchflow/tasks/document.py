@@ -8,6 +8,7 @@ prompt headings in the body; ``render_task_md`` writes the canonical form that
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -22,6 +23,18 @@ SECTION = re.compile(
 ESCAPED = re.compile(r"^\\(##[ \t]+(?:prompt|role:\S+|scene:\S+|user-persona)[ \t]*)$",
                      re.IGNORECASE | re.MULTILINE)
 FLOW_LIST_WIDTH = 72
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
+
+
+def read_utf8(path: Path, label: str | None = None) -> str:
+    """A task file's text, or a TaskError naming it (not UTF-8, unreadable)."""
+    name = label or path.name
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise TaskError(f"{name}: is not UTF-8 text; save it as UTF-8") from None
+    except OSError as exc:
+        raise TaskError(f"{name}: cannot be read ({exc.strerror}); check that it is a readable file") from None
 
 
 def parse_task_md(text: str, source: str = "task.md") -> tuple[dict[str, Any], str]:
@@ -41,7 +54,7 @@ def parse_task_md(text: str, source: str = "task.md") -> tuple[dict[str, Any], s
                         "add a line '---' after the settings")
     raw = "\n".join(lines[1:end])
     try:
-        data = yaml.safe_load(raw)
+        data = yaml.load(raw, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]

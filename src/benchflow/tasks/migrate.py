@@ -52,8 +52,27 @@ def _task_dir(path: str | os.PathLike[str]) -> Path:
     return task_dir
 
 
-def render_migrated(task_dir: Path) -> tuple[str, Any, str, list[str]]:
-    """(task.md text, legacy TaskConfig, instruction, preserved unknown-key paths) of a legacy task.
+@dataclass
+class Draft:
+    """A rendered task.md and what it must reproduce when parsed back."""
+
+    text: str
+    config: Any
+    """The TaskConfig read from task.toml."""
+    instruction: str
+    compat: dict[str, Any] | None
+    """``benchflow.compat``: the unknown task.toml keys set aside."""
+
+
+def _require_legacy(task_dir: Path) -> None:
+    for name in ("task.toml", "instruction.md"):
+        if not (task_dir / name).is_file():
+            raise TaskError(f"{task_dir / name}: missing; bench import converts a task.toml + instruction.md "
+                            "task (a task.md task needs no import)")
+
+
+def render_migrated(task_dir: Path) -> Draft:
+    """The task.md of the legacy task at ``task_dir``, not yet verified or written.
 
     Raises:
         TaskError: task.toml or instruction.md is missing, does not parse, or
@@ -62,10 +81,7 @@ def render_migrated(task_dir: Path) -> tuple[str, Any, str, list[str]]:
     from benchflow.tasks import read_legacy, render_task_md
     from benchflow.tasks.document import escape_headings
 
-    for name in ("task.toml", "instruction.md"):
-        if not (task_dir / name).is_file():
-            raise TaskError(f"{task_dir / name}: missing; bench import converts a task.toml + instruction.md "
-                            "task (a task.md task needs no import)")
+    _require_legacy(task_dir)
     legacy = read_legacy(task_dir)
     try:
         instruction = (task_dir / "instruction.md").read_text(encoding="utf-8").strip()
@@ -79,18 +95,18 @@ def render_migrated(task_dir: Path) -> tuple[str, Any, str, list[str]]:
     if "solution" in declared:  # the native spelling; both parse to the same config
         declared["oracle"] = declared.pop("solution")
     frontmatter: dict[str, Any] = {"schema_version": legacy.config.schema_version, **declared}
-    paths: list[str] = []
+    compat = None
     if legacy.compat:
-        paths = list(legacy.compat.get("extra_paths") or [])
-        frontmatter["benchflow"] = {"compat": {"source": "legacy", "extra_paths": paths,
-                                               "extra": legacy.compat.get("extra") or {}}}
+        compat = {"source": "legacy", "extra_paths": list(legacy.compat.get("extra_paths") or []),
+                  "extra": legacy.compat.get("extra") or {}}
+        frontmatter["benchflow"] = {"compat": compat}
     body = "## prompt\n\n" + escape_headings(instruction) + "\n"
     try:
         text = render_task_md(frontmatter, body)
     except yaml.YAMLError as exc:
         raise TaskError(f"task.toml: a value cannot be written as YAML ({exc}); "
                         "replace TOML times/dates in it with strings, then import again") from None
-    return text, legacy.config, instruction, paths
+    return Draft(text=text, config=legacy.config, instruction=instruction, compat=compat)
 
 
 def first_difference(left: Any, right: Any, where: str = "") -> str | None:
@@ -112,8 +128,9 @@ def first_difference(left: Any, right: Any, where: str = "") -> str | None:
     return None if left == right else (where.rstrip(".") or "(root)")
 
 
-def verify_round_trip(text: str, config: Any, instruction: str) -> None:
-    """Parse ``text`` as a task.md in a scratch folder; refuse unless config and instruction survive.
+def verify_round_trip(draft: Draft) -> None:
+    """Parse the draft as a task.md in a scratch folder; refuse unless config, instruction
+    and the set-aside unknown keys all come back unchanged.
 
     Raises:
         TaskError: naming the first field that would change.
@@ -121,17 +138,19 @@ def verify_round_trip(text: str, config: Any, instruction: str) -> None:
     from benchflow.tasks import load_task
 
     with tempfile.TemporaryDirectory(prefix="bench-import-") as scratch:
-        atomic.write_text(Path(scratch) / "task.md", text)
+        atomic.write_text(Path(scratch) / "task.md", draft.text)
         try:
             parsed = load_task(scratch)
         except TaskError as exc:
             raise TaskError(f"refusing to import: the converted task.md would not load ({exc})") from None
-    before, after = config.model_dump(mode="json"), parsed.config.model_dump(mode="json")
+    before = {**draft.config.model_dump(mode="json"), "benchflow": {"compat": draft.compat}}
+    after = {**parsed.config.model_dump(mode="json"),
+             "benchflow": {"compat": (parsed.document.get("benchflow") or {}).get("compat")}}
     diff = first_difference(before, after)
     if diff is not None:
         raise TaskError(f"refusing to import: task.md would change '{diff}' "
                         f"({_at(before, diff)!r} -> {_at(after, diff)!r}); the conversion would be lossy")
-    if parsed.instruction != instruction:
+    if parsed.instruction != draft.instruction:
         raise TaskError("refusing to import: task.md would not reproduce instruction.md exactly "
                         "(it holds text that reads as a reserved '## prompt/role/scene' heading); "
                         "reword those lines and import again")
@@ -163,13 +182,14 @@ def migrate_task(path: str | os.PathLike[str], *, overwrite: bool = False,
         TaskError: the legacy files are missing or invalid, or the conversion is lossy.
     """
     task_dir = _task_dir(path)
+    _require_legacy(task_dir)
     target = task_dir / "task.md"
     if target.exists() and not overwrite:
         raise UserError(f"{target}: already exists; pass --overwrite to replace it")
-    text, config, instruction, paths = render_migrated(task_dir)
-    verify_round_trip(text, config, instruction)
-    atomic.write_text(target, text)
-    result = MigrateResult(task_md=target, preserved_extra=paths)
+    draft = render_migrated(task_dir)
+    verify_round_trip(draft)
+    atomic.write_text(target, draft.text)
+    result = MigrateResult(task_md=target, preserved_extra=list((draft.compat or {}).get("extra_paths", [])))
     if remove_legacy:
         _remove_legacy(task_dir, result)
     return result

@@ -11,7 +11,7 @@ from benchflow.errors import TaskError
 from .config import CONFIG_KEYS, TaskConfig
 from .digest import task_digest
 from .discovery import is_task_dir
-from .document import parse_task_md, split_sections
+from .document import parse_task_md, read_utf8, split_sections
 from .legacy import read_legacy
 from .paths import TaskPaths
 from .profiles import normalize_frontmatter
@@ -51,15 +51,6 @@ class Task:
         return task_digest(self.path)
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise TaskError(f"{path.name}: is not UTF-8 text; save it as UTF-8") from None
-    except OSError as exc:
-        raise TaskError(f"{path.name}: cannot be read ({exc.strerror}); check its permissions") from None
-
-
 def top_level_issues(document: dict[str, Any], source: str = "task.md") -> list[str]:
     """Unknown top-level keys of a normalized task.md frontmatter."""
     allowed = CONFIG_KEYS | DOCUMENT_KEYS
@@ -90,7 +81,7 @@ def config_issues(document: dict[str, Any], source: str = "task.md") -> tuple[Ta
 
 
 def _load_task_md(task_dir: Path) -> Task:
-    frontmatter, body = parse_task_md(_read_text(task_dir / "task.md"))
+    frontmatter, body = parse_task_md(read_utf8(task_dir / "task.md"))
     document = normalize_frontmatter(frontmatter)
     config, problems = config_issues(document)
     doc_model, doc_problems = document_issues(document, "task.md")
@@ -115,7 +106,7 @@ def _load_task_toml(task_dir: Path) -> Task:
     if not instruction_file.is_file():
         raise TaskError("instruction.md: missing; a task.toml task keeps its prompt in instruction.md "
                         "next to task.toml")
-    instruction = _read_text(instruction_file).strip()
+    instruction = read_utf8(instruction_file).strip()
     if not instruction:
         raise TaskError("instruction.md: is empty; write the task's instruction in it")
     document = dict(legacy.declared)

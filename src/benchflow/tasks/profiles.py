@@ -92,6 +92,16 @@ def _relative_dir(value: str, key: str, source: str) -> str:
     return value if value.endswith("/") else value + "/"
 
 
+def _block(data: dict[str, Any], path: tuple[str, ...], source: str) -> dict[str, Any]:
+    """The mapping at ``path`` inside ``data``, created when absent."""
+    node = data
+    for depth, key in enumerate(path):
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise TaskError(f"{source}: '{'.'.join(path[:depth + 1])}' must be a mapping of settings")
+    return node
+
+
 def normalize_frontmatter(frontmatter: dict[str, Any], source: str = "task.md") -> dict[str, Any]:
     """Expand profiles and shorthands into canonical keys; the input is not modified.
 
@@ -108,20 +118,20 @@ def normalize_frontmatter(frontmatter: dict[str, Any], source: str = "task.md") 
     # String shorthands first, so a profile's verifier/oracle settings still merge under them.
     if isinstance(data.get("verifier"), str):
         path = _relative_dir(data.pop("verifier"), "verifier", source)
-        target = data.setdefault("benchflow", {}).setdefault("verifier", {})
+        target = _block(data, ("benchflow", "verifier"), source)
         target.setdefault("path", path)
         target.setdefault("spec", path + "verifier.md")
         target.setdefault("entrypoint", path + "test.sh")
     if isinstance(data.get("oracle"), str):
         path = _relative_dir(data.pop("oracle"), "oracle", source)
-        data.setdefault("benchflow", {}).setdefault("oracle", {}).setdefault("path", path)
+        _block(data, ("benchflow", "oracle"), source).setdefault("path", path)
 
     if profiles:
         merged: dict[str, Any] = {}
         for name in profiles:
             merged = deep_merge(merged, PROFILES[name])
         data = deep_merge(merged, data)
-        data.setdefault("benchflow", {})["authoring"] = {"profiles": profiles, "normalized": True}
+        _block(data, ("benchflow",), source)["authoring"] = {"profiles": profiles, "normalized": True}
 
     name = data.pop("name", None)
     if name is not None:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from benchflow.errors import TaskError
 
+from .document import read_utf8
 from .validation import issues_of
 
 DOCUMENT_KEYS = frozenset({"agents", "scenes", "user", "benchflow"})
@@ -89,7 +90,7 @@ def read_sidecars(task_dir: Path) -> dict[str, Any]:
     if not folder.is_dir():
         return out
     for path in sorted(folder.glob("*.md")):
-        text = path.read_text(encoding="utf-8").strip()
+        text = read_utf8(path, f"prompts/{path.name}").strip()
         stem = path.stem
         if stem == "user-persona":
             out["user_persona"] = text

@@ -7,6 +7,7 @@ e.g. ``task.md: unknown key 'agent.timeout' (did you mean 'timeout_sec'?)``.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from typing import Any
@@ -109,7 +110,7 @@ def describe(error: dict[str, Any], source: str, model: type[BaseModel], prefix:
     if kind == "missing":
         return f"{source}: '{key}' is required; add it"
     message = str(error.get("msg", "invalid value"))
-    message = message.removeprefix("Value error, ")
+    message = re.sub(r" or instance of \w+", "", message.removeprefix("Value error, "))
     got = error.get("input")
     shown = f" (got {got!r})" if kind not in ("value_error", "assertion_error") and not isinstance(got, dict) else ""
     if kind in ("greater_than", "greater_than_equal") and "timeout" in key:

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from benchflow.errors import TaskError
 
-from .document import parse_task_md, split_sections
+from .document import parse_task_md, read_utf8, split_sections
 from .validation import issues_of
 
 StrategyType = Literal["script", "llm-judge", "reward-kit", "agent-judge", "ors-episode"]
@@ -107,7 +107,7 @@ def load_verifier_md(path: Path) -> tuple[VerifierDocument, dict[str, Any], dict
         TaskError: the file does not parse or a strategy is incomplete.
     """
     source = f"{path.parent.name}/{path.name}"
-    frontmatter, body = parse_task_md(path.read_text(encoding="utf-8"), source=source)
+    frontmatter, body = parse_task_md(read_utf8(path, source), source=source)
     try:
         doc = VerifierDocument.model_validate(frontmatter)
     except ValidationError as exc:

@@ -106,8 +106,9 @@
     search.value = state.q;
 
     function update() {
-      BF.replaceParams("job", {id, failed: state.failed ? 1 : "", cat: state.cat, q: state.q,
-                               sort: state.sort, desc: state.desc ? 1 : ""});
+      const here = {id, failed: state.failed ? 1 : "", cat: state.cat, q: state.q, sort: state.sort, desc: state.desc ? 1 : ""};
+      BF.replaceParams("job", here);
+      BF.lastJob = {id, href: link("job", here)};  // the trial page's way back keeps these filters
       const rows = sortRows(filterRows(job.trials, state), state);
       const visible = state.all ? rows : rows.slice(0, ROW_CAP);
       tbody.replaceChildren(...visible.map((t) => trialRow(t, job)));

@@ -38,7 +38,8 @@
   function crumbs(id, overview) {
     if (overview.kind !== "job" && overview.kind !== "jobs") return null;
     const parent = id.includes("/") ? id.slice(0, id.lastIndexOf("/")) : ".";
-    return el("div", {class: "crumbs"}, el("a", {href: link("job", {id: parent}), id: "back-to-job", text: "← job"}));
+    const href = BF.lastJob && BF.lastJob.id === parent ? BF.lastJob.href : link("job", {id: parent});
+    return el("div", {class: "crumbs"}, el("a", {href, id: "back-to-job", text: "← job"}));
   }
 
   function header(doc) {

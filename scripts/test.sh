@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install everything the test suite needs, then run the whole suite.
+#   - a virtualenv in .venv with BenchFlow and its test dependencies
+#   - a Docker engine (started offline) with the base images the fixture tasks use,
+#     and a second engine on another socket for the remote-docker tests
+#   - Chromium for the viewer's browser tests
+# Idempotent: a second run only checks what is already there.
+# Extra arguments go to pytest (e.g. scripts/test.sh tests/unit -x).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
+
+bash scripts/docker-engine.sh
+bash scripts/docker-engine.sh --remote
+if [ -f scripts/install-browser.sh ]; then
+  bash scripts/install-browser.sh
+fi
+
+# pytest exits 5 when no test ran: that is a failure too.
+exec .venv/bin/python -m pytest -q "$@"

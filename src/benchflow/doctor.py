@@ -1,0 +1,147 @@
+"""``bench doctor``: can this machine run evals?
+
+Checks, each ``ok``, ``warn`` or ``fail`` with a one-line detail:
+
+- Python version (required: 3.11+) and whether ``uv`` is installed (info);
+- every sandbox backend and whether it works here: a real engine ping for
+  ``docker``/``remote-docker``, the local backend's own probe; the one named by
+  ``--sandbox`` is required;
+- credentials, by name and source only (environment or ``.env``), never values;
+- network probes (short TCP connects to model providers and package registries)
+  unless ``offline``; a failed probe is a warning, never required.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+CREDENTIAL_VARS = (
+    "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+    "OPENROUTER_API_KEY", "AZURE_API_KEY", "GITHUB_TOKEN", "DAYTONA_API_KEY",
+)
+PROBES = (("api.anthropic.com", 443), ("api.openai.com", 443), ("generativelanguage.googleapis.com", 443),
+          ("pypi.org", 443))
+PROBE_TIMEOUT_SEC = 2.0
+BACKENDS = ("docker", "remote-docker", "local")
+
+
+@dataclass
+class Check:
+    group: str
+    name: str
+    status: str
+    """ok, warn or fail."""
+    detail: str
+    required: bool = False
+
+
+@dataclass
+class DoctorReport:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.required and c.status == "fail" for c in self.checks)
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "checks": [asdict(c) for c in self.checks]}
+
+
+def _python() -> list[Check]:
+    version = ".".join(map(str, sys.version_info[:3]))
+    good = sys.version_info >= (3, 11)
+    checks = [Check("python", "python", "ok" if good else "fail",
+                    f"Python {version} at {sys.executable}" + ("" if good else "; BenchFlow needs 3.11+"),
+                    required=True)]
+    uv = shutil.which("uv")
+    checks.append(Check("python", "uv", "ok" if uv else "warn",
+                        uv or "not installed (optional: installs agents faster)"))
+    return checks
+
+
+def _backend(name: str, required: bool) -> Check:
+    from benchflow.sandbox import get_backend
+
+    try:
+        works, reason = get_backend(name).available()
+    except ImportError:
+        works, reason = False, "not part of this build yet"
+    except Exception as exc:  # noqa: BLE001 - a probe that breaks means "does not work here"
+        works, reason = False, f"{type(exc).__name__}: {exc}"
+    if works and name in ("docker", "remote-docker"):
+        reason += _network_note(name)
+    status = "ok" if works else ("fail" if required else "warn")
+    return Check("sandbox", name, status, reason, required=required)
+
+
+def _network_note(name: str) -> str:
+    from benchflow.sandbox import get_backend
+
+    caps = get_backend(name).capabilities
+    if "public" in caps.network_modes:
+        return "; public-network tasks get a network"
+    return "; no bridge network: public-network tasks run with no network"
+
+
+def _dotenv(path: Path) -> set[str]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return set()
+    names = set()
+    for line in lines:
+        line = line.strip()
+        if line and not line.startswith("#") and "=" in line:
+            key, _, value = line.removeprefix("export ").partition("=")
+            if value.strip().strip("'\""):
+                names.add(key.strip())
+    return names
+
+
+def _credentials(cwd: Path) -> list[Check]:
+    in_dotenv = _dotenv(cwd / ".env")
+    checks = []
+    for name in CREDENTIAL_VARS:
+        if os.environ.get(name):
+            checks.append(Check("credentials", name, "ok", "set in the environment"))
+        elif name in in_dotenv:
+            checks.append(Check("credentials", name, "ok", f"set in {cwd / '.env'}"))
+    if not checks:
+        checks.append(Check("credentials", "model credentials", "warn",
+                            "none found (" + ", ".join(CREDENTIAL_VARS[:5]) + ", …); "
+                            "only the oracle and nop agents can run"))
+    return checks
+
+
+def _probe(host: str, port: int) -> Check:
+    try:
+        with socket.create_connection((host, port), timeout=PROBE_TIMEOUT_SEC):
+            pass
+    except OSError as exc:
+        return Check("network", f"{host}:{port}", "warn", f"unreachable ({exc.__class__.__name__}: {exc})")
+    return Check("network", f"{host}:{port}", "ok", "reachable")
+
+
+def run_doctor(*, sandbox: str = "docker", offline: bool = False, cwd: Path | None = None) -> DoctorReport:
+    """Run every check; the backend named ``sandbox`` is required to work."""
+    from benchflow.errors import ConfigError
+    from benchflow.sandbox import BACKENDS as KNOWN
+
+    if sandbox not in KNOWN:
+        raise ConfigError(f"--sandbox {sandbox}: unknown sandbox; use one of: {', '.join(KNOWN)}")
+    report = DoctorReport(_python())
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        backends = [pool.submit(_backend, name, name == sandbox) for name in BACKENDS]
+        probes = [] if offline else [pool.submit(_probe, host, port) for host, port in PROBES]
+        report.checks += [f.result() for f in backends]
+        report.checks += _credentials(cwd or Path.cwd())
+        report.checks += [f.result() for f in probes]
+    if offline:
+        report.checks.append(Check("network", "probes", "ok", "skipped (--offline)"))
+    return report

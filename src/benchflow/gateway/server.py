@@ -1,0 +1,253 @@
+"""The proxy itself: a Starlette app that checks, forwards, counts and records.
+
+Every request under ``/__benchflow/<trial>/<provider mount>/…`` is checked
+against the trial's key, refused if the trial's budget is spent, forwarded to
+the provider's real base URL with the real key, and streamed back as it
+arrives. Model calls (Chat Completions, Responses, Messages, Gemini
+``generateContent``) are counted, priced and recorded; anything else under the
+mount (model lists, token counting) is passed through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from benchflow.gateway.budget import JobBudget
+from benchflow.gateway.pricing import Price, price_call
+from benchflow.gateway.recorder import Exchange, Recorder
+from benchflow.gateway.routes import TrialRoute
+from benchflow.gateway.streams import StreamAssembler
+from benchflow.gateway.upstream import Upstream, Upstreams
+from benchflow.gateway.usage import CHAT, GEMINI, MESSAGES, CallUsage, api_kind, model_from_body, usage_from_body
+
+_HOP_HEADERS = frozenset({
+    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+    "proxy-authorization", "proxy-connection", "accept-encoding", "authorization", "x-api-key", "x-goog-api-key",
+})
+_DROP_RESPONSE_HEADERS = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding",
+                                    "content-encoding"})
+
+
+@dataclass
+class ProxyState:
+    """What the app needs: the upstreams, the registered trials, the shared client."""
+
+    upstreams: Upstreams
+    recorder: Recorder
+    job_budget: JobBudget
+    routes: dict[str, TrialRoute] = field(default_factory=dict)
+    client: httpx.AsyncClient | None = None
+
+
+@dataclass
+class _Call:
+    """Bookkeeping of one model call while it is in flight."""
+
+    route: TrialRoute
+    upstream: Upstream
+    kind: str
+    path: str
+    request: dict[str, Any]
+    started: float
+    metadata: dict[str, Any]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+def _error(status: int, message: str, kind: str | None, error_type: str) -> JSONResponse:
+    """An error in the shape the agent's SDK expects for its API."""
+    if kind == MESSAGES:
+        body: dict[str, Any] = {"type": "error", "error": {"type": error_type, "message": message}}
+    else:
+        body = {"error": {"message": message, "type": error_type, "code": error_type}}
+    return JSONResponse(body, status_code=status)
+
+
+def _presented_key(request: Request) -> tuple[str | None, str]:
+    """The key the agent sent and where it put it."""
+    headers = request.headers
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        return auth[7:].strip(), "authorization"
+    for name in ("x-api-key", "x-goog-api-key"):
+        if headers.get(name):
+            return headers[name], name
+    if request.query_params.get("key"):
+        return request.query_params["key"], "query"
+    return None, ""
+
+
+def _response_headers(headers: httpx.Headers) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _DROP_RESPONSE_HEADERS}
+
+
+class Proxy:
+    """The request handler; one per gateway."""
+
+    def __init__(self, state: ProxyState) -> None:
+        self.state = state
+
+    async def handle(self, request: Request) -> Response:
+        raw_path = request.scope.get("raw_path") or request.url.path.encode()
+        parts = raw_path.decode("latin-1").split("/", 3)
+        if len(parts) < 4 or parts[1] != "__benchflow":
+            return _error(404, "BenchFlow gateway: not a gateway path", None, "not_found")
+        route = self.state.routes.get(parts[2])
+        match = self.state.upstreams.match("/" + parts[3])
+        kind = api_kind(match[1]) if match else None
+        presented, slot = _presented_key(request)
+        if route is None or presented is None or not route.key_matches(presented):
+            return _error(401, "BenchFlow gateway: unknown trial or wrong per-trial key", kind, "authentication_error")
+        if match is None:
+            return _error(404, f"BenchFlow gateway: no provider configured on the host for /{parts[3]}",
+                          kind, "not_found")
+        upstream, rest = match
+        body = await request.body()
+        url, auth = upstream.prepare(rest, request.url.query, slot)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        headers.update(auth)
+        headers["accept-encoding"] = "identity"
+        if kind is None:
+            return await self._pass_through(request.method, url, headers, body, kind)
+        visible_path = "/" + parts[3].partition("/")[2]
+        return await self._model_call(request, route, upstream, kind, rest, url, headers, body, visible_path)
+
+    async def _pass_through(self, method: str, url: str, headers: dict[str, str], body: bytes,
+                            kind: str | None) -> Response:
+        assert self.state.client is not None
+        try:
+            resp = await self.state.client.request(method, url, headers=headers, content=body)
+        except httpx.HTTPError as exc:
+            return _error(502, f"BenchFlow gateway: upstream unreachable ({type(exc).__name__})", kind, "api_error")
+        return Response(resp.content, status_code=resp.status_code, headers=_response_headers(resp.headers))
+
+    async def _model_call(self, request: Request, route: TrialRoute, upstream: Upstream, kind: str, rest: str,
+                          url: str, headers: dict[str, str], body: bytes, visible_path: str) -> Response:
+        started = time.perf_counter()
+        parsed: Any = None
+        try:
+            parsed = json.loads(body) if body else None
+        except ValueError:
+            parsed = None
+        request_model = parsed.get("model") if isinstance(parsed, dict) else None
+        if request_model is None and kind == GEMINI and "/models/" in rest:
+            request_model = rest.split("/models/", 1)[1].split(":", 1)[0]
+        stream = (isinstance(parsed, dict) and parsed.get("stream") is True) or ":streamGenerateContent" in rest
+        metadata: dict[str, Any] = {"trial_id": route.trial_id, "provider": upstream.name, "call_type": kind,
+                                    "call_purpose": "agent", "request_model": request_model, "stream": stream}
+        record_request = {"timestamp": _now(), "method": request.method, "path": visible_path,
+                          "headers": dict(request.headers), "body": parsed if parsed is not None else body}
+        call = _Call(route, upstream, kind, rest, record_request, started, metadata)
+
+        refusal = route.budget.try_start()
+        if refusal:
+            route.record_refusal()
+            metadata["refused"] = refusal
+            reply = _error(400, route.budget.describe(refusal), kind, "budget_exceeded")
+            self._record(call, reply.status_code, dict(reply.headers), json.loads(reply.body))
+            return reply
+
+        if stream and kind == CHAT and upstream.provider.stream_usage and isinstance(parsed, dict) \
+                and "stream_options" not in parsed:
+            body = json.dumps({**parsed, "stream_options": {"include_usage": True}}).encode()
+            metadata["stream_usage_added"] = True
+
+        assert self.state.client is not None
+        try:
+            upstream_request = self.state.client.build_request(request.method, url, headers=headers, content=body)
+            resp = await self.state.client.send(upstream_request, stream=True)
+        except httpx.HTTPError as exc:
+            message = f"BenchFlow gateway: upstream unreachable ({type(exc).__name__})"
+            metadata["gateway_error"] = message
+            self._finish(call, 502, {}, {"error": {"message": message}}, None)
+            return _error(502, message, kind, "api_error")
+
+        if resp.headers.get("content-type", "").startswith("text/event-stream"):
+            return StreamingResponse(self._relay(call, resp), status_code=resp.status_code,
+                                     headers=_response_headers(resp.headers))
+        try:
+            data = await resp.aread()
+        except httpx.HTTPError as exc:
+            data = b""
+            metadata["gateway_error"] = f"upstream response cut ({type(exc).__name__})"
+        finally:
+            await resp.aclose()
+        try:
+            response_body: Any = json.loads(data) if data else None
+        except ValueError:
+            response_body = data
+        usage = usage_from_body(kind, response_body) if resp.status_code < 400 else None
+        self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)
+        return Response(data, status_code=resp.status_code, headers=_response_headers(resp.headers))
+
+    async def _relay(self, call: _Call, resp: httpx.Response):
+        """Yield the upstream stream to the agent, reassembling a copy for the record."""
+        assembler = StreamAssembler(call.kind)
+        first_byte: float | None = None
+        try:
+            async for chunk in resp.aiter_bytes():
+                if first_byte is None:
+                    first_byte = time.perf_counter()
+                try:
+                    assembler.feed(chunk)
+                except Exception:  # noqa: BLE001 - a parsing slip must never cut the agent's stream
+                    call.metadata["stream_parse_error"] = True
+                yield chunk
+        except httpx.HTTPError as exc:
+            call.metadata["gateway_error"] = f"upstream stream cut ({type(exc).__name__})"
+        finally:
+            with anyio.CancelScope(shield=True):
+                await resp.aclose()
+            if first_byte is not None:
+                call.metadata["ttfb_ms"] = round((first_byte - call.started) * 1000, 3)
+            call.metadata["n_stream_events"] = assembler.n_events
+            body = assembler.body()
+            usage = usage_from_body(call.kind, body) if resp.status_code < 400 else None
+            self._finish(call, resp.status_code, dict(resp.headers), body, usage)
+
+    def _finish(self, call: _Call, status: int, headers: dict[str, str], body: Any, usage: CallUsage | None) -> None:
+        """Count, price and record a call that the budget admitted."""
+        provider_model = model_from_body(body) if isinstance(body, dict) else None
+        model = provider_model or call.metadata.get("request_model")
+        price = price_call(model, usage, call.upstream.provider.price_provider) if usage else Price(None, None)
+        call.route.record_call(status, usage, price, model)
+        tokens = usage.total if usage else 0
+        call.route.budget.finish(tokens)
+        self.state.job_budget.add(tokens, price.cost_usd)
+        call.metadata.update({"provider_model": provider_model, "usage": usage.as_dict() if usage else None,
+                              "cost_usd": price.cost_usd, "price_source": price.price_source,
+                              "priced_model": price.priced_model})
+        self._record(call, status, headers, body)
+
+    def _record(self, call: _Call, status: int, headers: dict[str, str], body: Any) -> None:
+        response = {"timestamp": _now(), "status_code": status, "headers": headers, "body": body}
+        secrets = (*self.state.upstreams.secrets(), call.route.key)
+        self.state.recorder.submit(Exchange(call.route.llm_trajectory_path, call.request, response,
+                                            (time.perf_counter() - call.started) * 1000, call.metadata, secrets))
+
+
+async def _health(request: Request) -> Response:
+    return JSONResponse({"ok": True})
+
+
+def build_app(state: ProxyState) -> Starlette:
+    """The gateway's ASGI app over ``state``."""
+    proxy = Proxy(state)
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    return Starlette(routes=[
+        Route("/__health", _health, methods=["GET"]),
+        Route("/__benchflow/{rest:path}", proxy.handle, methods=methods),
+    ])

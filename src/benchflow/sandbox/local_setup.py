@@ -1,0 +1,146 @@
+"""Preparing a ``local`` sandbox's own folders at start: roots, users, ownership.
+
+Mirrors what the Docker backend's setup script does inside a container
+(``/logs/*`` 0777, ``/tmp`` 1777, the sandbox user created with the next free
+uid from 1000 and owning the workspace), but from the host side, on the
+sandbox's private folders.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchflow.sandbox.local_layer import LocalImage
+from benchflow.sandbox.local_view import Layout, is_whiteout
+
+STANDARD_ROOTS = ("/tmp", "/root", "/home", "/logs")
+LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    uid: int
+    gid: int
+    home: str
+
+
+ROOT = User("root", 0, 0, "/root")
+
+
+def resolve_workdir(spec_workdir: str | None, image_workdir: str | None) -> str:
+    """The task's workdir, else the image's WORKDIR; ``/`` becomes ``/root``."""
+    chosen = spec_workdir or image_workdir or "/"
+    return "/root" if chosen.rstrip("/") == "" else chosen.rstrip("/")
+
+
+def initial_roots(image: LocalImage, workdir: str) -> list[str]:
+    roots = list(STANDARD_ROOTS)
+    for name in image.layer_only:
+        if f"/{name}" not in roots:
+            roots.append(f"/{name}")
+    probe = Layout(fs=Path("/"), mounts=Path("/"), roots=roots)
+    if probe.covering_root(workdir) is None:
+        roots.append(workdir)
+    return roots
+
+
+def populate(layout: Layout, image: LocalImage) -> None:
+    """Create every private root, seeded with what the image layer holds at that path."""
+    for root in layout.roots:
+        target = layout.private(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        seed = Path(image.layer, root.lstrip("/")) if image.layer else None
+        if seed is not None and os.path.lexists(seed) and not is_whiteout(seed):
+            if seed.is_dir() and not seed.is_symlink():
+                target.mkdir(parents=True, exist_ok=True)
+                _copy_tree(seed, target)
+            else:
+                subprocess.run(["cp", "-a", str(seed), str(target)], check=True)
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+    for d in LOG_DIRS:
+        layout.private(d).mkdir(parents=True, exist_ok=True)
+        os.chmod(layout.private(d), 0o777)
+    os.chmod(layout.private("/tmp"), 0o1777)
+    os.chmod(layout.private("/root"), 0o700)
+    os.chmod(layout.private("/home"), 0o755)
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """``cp -a`` (owners, modes, links, xattrs kept) minus overlay whiteouts."""
+    subprocess.run(["cp", "-a", f"{source}/.", f"{target}/"], check=True)
+    for dirpath, dirnames, filenames in os.walk(target):
+        for name in filenames + dirnames:
+            path = Path(dirpath, name)
+            if is_whiteout(path):
+                path.unlink()
+
+
+def _read_table(layout: Layout, name: str) -> list[str]:
+    path = layout.locate(f"/etc/{name}")
+    if path is None or not path.is_file():
+        return []
+    return path.read_text(errors="replace").splitlines()
+
+
+def ensure_user(layout: Layout, name: str, workdir: str) -> User:
+    """``name`` as the image knows it, or added to private copies of ``/etc/passwd`` and ``/etc/group``."""
+    passwd = _read_table(layout, "passwd")
+    top = 999
+    for line in passwd:
+        fields = line.split(":")
+        if len(fields) < 7:
+            continue
+        if fields[0] == name:
+            user = User(name, int(fields[2]), int(fields[3]), fields[5] or "/")
+            _own(layout, user, workdir)
+            return user
+        if fields[2].isdigit() and 999 < int(fields[2]) < 60000:
+            top = max(top, int(fields[2]))
+    uid = top + 1
+    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    group = _read_table(layout, "group")
+    for table, lines, entry in (("passwd", passwd, f"{name}:x:{uid}:{uid}::/home/{name}:{shell}"),
+                                ("group", group, f"{name}:x:{uid}:")):
+        target = layout.private(f"/etc/{table}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("\n".join([*lines, entry]) + "\n")
+        os.chmod(target, 0o644)
+        layout.roots.append(f"/etc/{table}")
+    user = User(name, uid, uid, f"/home/{name}")
+    _own(layout, user, workdir)
+    return user
+
+
+def _own(layout: Layout, user: User, workdir: str) -> None:
+    home = layout.private(user.home) if layout.covering_root(user.home) else None
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        os.chown(home, user.uid, user.gid)
+    if workdir != "/" and layout.covering_root(workdir):
+        top = layout.private(workdir)
+        top.mkdir(parents=True, exist_ok=True)
+        for dirpath, dirnames, filenames in os.walk(top):
+            os.lchown(dirpath, user.uid, user.gid)
+            for name in dirnames + filenames:
+                os.lchown(os.path.join(dirpath, name), user.uid, user.gid)
+
+
+def copy_in(source: Path, target: Path) -> None:
+    """Host-side ``put``: ``target`` becomes ``source`` (a file replaces, a folder merges), links kept."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir() and not source.is_symlink():
+        if target.is_symlink() or (target.exists() and not target.is_dir()):
+            target.unlink()
+        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        return
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.is_symlink():
+        target.unlink()
+    shutil.copy2(source, target, follow_symlinks=False)

@@ -1,0 +1,245 @@
+"""``bench view`` end to end in a real headless Chromium (Debian's package, driven by Playwright).
+
+Each test starts the real CLI (``bench view … --port 0``) as a subprocess,
+reads the URL it prints, and drives the page. Without chromium or the
+playwright package the tests skip with the reason (and fail under CI=true);
+``scripts/install-browser.sh`` installs both.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fixtures.viewer_jobs import TOOL_OUTPUT, XSS_SCRIPT, XSS_TASK, XSS_TOOL, Jobs, make_jobs, write_big_trial
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+URL_RE = re.compile(r"http://127\.0\.0\.1:\d+/")
+
+
+def _browser_missing() -> str | None:
+    if not CHROMIUM.exists():
+        return "chromium is not installed (/usr/bin/chromium); run scripts/install-browser.sh"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright Python package is not installed; run scripts/install-browser.sh"
+    return None
+
+
+class Viewer:
+    """A running ``bench view`` subprocess: its URL, and its output once it stopped."""
+
+    def __init__(self, target: Path, *extra: str) -> None:
+        env = {**os.environ, "BENCHFLOW_NO_BROWSER": "1", "NO_COLOR": "1"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "view", str(target), "--port", "0", *extra],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[str] = []
+        self._url = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self._url.wait(30):
+            self.proc.kill()
+            pytest.fail(f"bench view printed no URL: {self.lines} {self.proc.stderr.read()}")
+        self.url = next(URL_RE.search(line).group(0) for line in self.lines if URL_RE.search(line))
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+            if URL_RE.search(line):
+                self._url.set()
+
+    def wait(self, timeout: float = 20) -> int:
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory: pytest.TempPathFactory) -> Jobs:
+    made = make_jobs(tmp_path_factory.mktemp("viewer"))
+    write_big_trial(made.b)
+    return made
+
+
+@pytest.fixture(scope="module")
+def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser tests: {missing} (CI is set, so this fails instead of skipping)")
+        pytest.skip(missing)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=LAUNCH_ARGS, viewport={"width": 1280, "height": 900})
+        yield context
+        context.close()
+
+
+@pytest.fixture
+def page(browser_context):
+    page = browser_context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda dialog: (errors.append(f"dialog: {dialog.message}"), dialog.dismiss()))
+    page.errors = errors
+    yield page
+    page.close()
+
+
+@pytest.fixture
+def serve():
+    started: list[Viewer] = []
+
+    def start(target: Path, *extra: str) -> Viewer:
+        viewer = Viewer(target, *extra)
+        started.append(viewer)
+        return viewer
+
+    yield start
+    for viewer in started:
+        viewer.stop()
+
+
+def rows(page) -> list[str]:
+    return page.locator("#trials-table tbody tr td:first-child a").all_text_contents()
+
+
+def test_job_filter_trial_and_tool_output(jobs: Jobs, page, serve, tmp_path: Path) -> None:
+    viewer = serve(jobs.a)
+    page.goto(viewer.url)
+    page.wait_for_selector("#trials-table tbody tr")
+    assert len(rows(page)) == 5
+    assert page.locator("#score").inner_text().count("%") >= 1
+    assert "claude-agent-acp" in page.locator(".kv").first.inner_text()
+
+    page.check("#filter-failed")
+    assert "hello-world" not in rows(page) and len(rows(page)) == 4
+    page.select_option("#filter-category", "idle_timeout")
+    assert rows(page) == ["flaky-net"]
+    page.select_option("#filter-category", "")
+    page.fill("#filter-text", "regex")
+    assert rows(page) == ["regex-log"]
+
+    page.click("text=regex-log")
+    page.wait_for_selector("#acp-events .event")
+    outputs = page.locator("#acp-events .tool-output").all_text_contents()
+    assert any(TOOL_OUTPUT in text for text in outputs)
+    long_output = page.locator("#acp-events details.long").first
+    assert long_output.get_attribute("open") is None  # 400 lines start collapsed
+    long_output.locator("summary").click()
+    assert long_output.get_attribute("open") is not None
+
+    shot = tmp_path / "trial.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+    page.click("#back-to-job")
+    page.wait_for_selector("#trials-table tbody tr")
+    assert rows(page) == ["regex-log"]  # the filter survived the round trip (kept in the URL)
+    assert page.errors == []
+
+
+def test_sort_and_explain_link(jobs: Jobs, page, serve) -> None:
+    page.goto(serve(jobs.a).url)
+    page.wait_for_selector("#trials-table tbody tr")
+    plain = ["broken-tests", "flaky-net", "hello-world", "regex-log"]
+    page.click("#trials-table th[data-key=task_name]")
+    assert [name for name in rows(page) if name != XSS_TASK] == plain
+    page.click("#trials-table th[data-key=task_name]")
+    assert [name for name in rows(page) if name != XSS_TASK] == plain[::-1]
+    page.click("#trials-table th[data-key=reward]")
+    rewards = page.locator("#trials-table tbody tr td:nth-child(2)").all_text_contents()
+    assert rewards == ["0", "0", "1", "—", "—"]  # unscored last
+
+    page.click("a.category:text('idle_timeout')")
+    page.wait_for_selector("#explain-entry")
+    entry = page.locator("#explain-entry").inner_text()
+    assert "idle watchdog" in entry and "--agent-idle-timeout" in entry
+
+
+def test_trial_tabs_regrade_and_llm(jobs: Jobs, page, serve) -> None:
+    page.goto(serve(jobs.trial(jobs.a, "hello-world")).url)
+    page.wait_for_selector("#trial-header")
+    page.click("[data-tab=llm]")
+    assert "tokens in 1,234 · out 56" in page.locator("#llm-events").inner_text()
+    page.click("[data-tab=verifier]")
+    assert page.locator("#regrade").is_visible() and page.locator("#reward-original").is_visible()
+    assert "1 passed" in page.locator(".verifier-file").first.inner_text() + page.locator(".verifier-file").last.inner_text()
+    page.click("[data-tab=timing]")
+    assert "agent execution" in page.locator("#timing").inner_text()
+    page.click("[data-tab=instruction]")
+    assert "Print hello world" in page.locator("#instruction").inner_text()
+    assert page.errors == []
+
+
+def test_xss_in_trajectory_and_task_name_stays_text(jobs: Jobs, page, serve) -> None:
+    page.goto(serve(jobs.a).url)
+    page.wait_for_selector("#trials-table tbody tr")
+    assert XSS_TASK in rows(page)
+    page.click(f"#trials-table a:text-is('{XSS_TASK}')")
+    page.wait_for_selector("#acp-events .event")
+    assert XSS_TASK in page.locator("#trial-header h1").inner_text()
+    assert XSS_SCRIPT in page.locator("#acp-events").inner_text()
+    assert any(XSS_TOOL in text for text in page.locator("#acp-events .tool-output").all_text_contents())
+    for tab in ("instruction", "verifier"):
+        page.click(f"[data-tab={tab}]")
+        assert XSS_SCRIPT in page.locator("#tab-panel").inner_text()
+    # Escaped, not merely blocked: no element came out of the hostile strings.
+    assert page.locator("main img, main script, main b").count() == 0
+    assert page.evaluate("window.__xss") is None
+    assert page.errors == []
+
+
+def test_large_trajectory_is_paged(jobs: Jobs, page, serve) -> None:
+    page.goto(serve(jobs.b).url)
+    page.click("text=big-task")
+    page.wait_for_selector("#acp-events .event")
+    assert page.locator("#acp-events .event").count() == 200
+    assert "1–200 of 10,000" in page.locator(".pager .range").first.inner_text()
+    page.locator(".pager button:text('Last »')").first.click()
+    page.wait_for_selector("#acp-events .event:first-child .idx:text-is('#9801')")
+    assert page.locator("#acp-events .event").count() == 200
+    assert "9801–10000 of 10,000" in page.locator(".pager .range").first.inner_text()
+
+
+def test_compare_two_jobs(jobs: Jobs, page, serve) -> None:
+    page.goto(serve(jobs.root).url)
+    page.wait_for_selector("#jobs-table tbody tr")
+    for box in page.locator("#jobs-table tbody input[type=checkbox]").all():
+        box.check()
+    page.click("#compare-selected")
+    page.wait_for_selector("#compare-table tbody tr")
+    text = page.locator("#compare-table").inner_text()
+    assert "regex-log" in text and "only_a" in text
+
+
+@pytest.mark.parametrize(("button", "decision", "code"), [("#confirm-approve", "approved", 0),
+                                                          ("#confirm-reject", "rejected", 3)])
+def test_confirm_bar_decides_exit(jobs: Jobs, page, serve, button: str, decision: str, code: int) -> None:
+    viewer = serve(jobs.trial(jobs.a, "hello-world"), "--confirm", "--redaction-summary", "2 API keys, 1 bearer token")
+    page.goto(viewer.url)
+    page.wait_for_selector("#confirm-bar:not([hidden])")
+    assert "Masked for you: 2 API keys, 1 bearer token" in page.locator("#confirm-bar").inner_text()
+    page.click(button)
+    page.wait_for_selector(f"#confirm-status:has-text('{decision}')")
+    assert viewer.wait() == code
+    assert f"DECISION: {decision}" in viewer.lines
