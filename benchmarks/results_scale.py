@@ -80,7 +80,7 @@ for name in os.listdir(job):
 LOAD_JOB = """
 import sys
 opened = []
-sys.addaudithook(lambda event, args: opened.append(args[0]) if event == "open" and "trajectory" in str(args[0]) else None)
+sys.addaudithook(lambda event, args: opened.append(args[0]) if event == "open" and "/trajectory/" in str(args[0]) else None)
 import benchflow as bf
 doc = bf.load_job(sys.argv[1])
 print(len(doc.trials), len(opened))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,20 @@ def test_new_scaffolds_under_tasks(bench, tmp_path: Path) -> None:
     assert (tmp_path / "tasks/hello/environment/Dockerfile").read_text().count("FROM ubuntu:24.04") == 1
 
     assert_user_error(bench("new", "hello", cwd=tmp_path), "tasks/hello", "already exists")
+
+
+def test_new_task_fails_check_only_on_placeholders(bench, tmp_path: Path) -> None:
+    assert bench("new", "todo", "--dir", str(tmp_path)).returncode == 0
+    task_dir = tmp_path / "todo"
+    proc = bench("check", str(task_dir))
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    issues = [line for line in proc.stdout.splitlines() if line.strip().startswith("- ")]
+    assert issues and all("[REPLACE: …]" in line or "placeholder" in line for line in issues), proc.stdout
+    for path in task_dir.rglob("*"):
+        if path.is_file():
+            path.write_text(re.sub(r"\[REPLACE:[^\]]*\]", "filled in", path.read_text()))
+    proc = bench("check", str(task_dir), "--level", "publication-grade")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
 
 
 def test_tasks_init_with_flags(bench, tmp_path: Path) -> None:

@@ -135,7 +135,9 @@ def test_runtime_capability_on_the_docker_backend(bench, tmp_path):
 
 def test_check_without_tasks(bench, tmp_path):
     result = bench("tasks", "check", str(tmp_path))
-    assert result.returncode == 1 and "No tasks under" in result.stderr
+    assert result.returncode == 2 and "No tasks under" in result.stderr
+    result = bench("check", str(tmp_path / "missing"))
+    assert result.returncode == 2 and "no such file or folder" in result.stderr
 
 
 def hand_digest(root: Path) -> str:

@@ -10,6 +10,7 @@ no-network sandbox started from that image.
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -49,11 +50,20 @@ async def started(spec: SandboxSpec):
     return box
 
 
+def host_ca_bundle() -> Path | None:
+    """The host's CA bundle: builds behind a TLS-intercepting proxy need it to reach the registry."""
+    for candidate in (os.environ.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
+
+
 def spec_for(image: str | None = IMAGE, environment_dir: Path | None = None, cache_key: str = "acp-install",
-             build_timeout_sec: float = 600) -> SandboxSpec:
+             build_timeout_sec: float = 600, ca_bundle: Path | None = None) -> SandboxSpec:
     return SandboxSpec(name=f"acp-install-{uuid.uuid4().hex[:6]}", environment_dir=environment_dir,
                        cache_key=cache_key, image=image, network_mode="no-network", workdir="/app",
-                       build_timeout_sec=build_timeout_sec, labels={"benchflow.test": "acp-install"})
+                       build_timeout_sec=build_timeout_sec, ca_bundle=ca_bundle,
+                       labels={"benchflow.test": "acp-install"})
 
 
 @pytest.fixture
@@ -100,6 +110,21 @@ async def test_handshake_answers_initialize_without_a_session(sandbox, tmp_path)
     assert "got initialize" in log and "session/new" not in log
 
 
+async def test_subscription_login_is_copied_for_the_agent_user_only_without_a_key(sandbox, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    (home / ".fake").mkdir(parents=True)
+    (home / ".fake" / "login.json").write_text('{"token": "t"}')
+    monkeypatch.setenv("HOME", str(home))
+    login = {"host_files": ["~/.fake/login.json"], "container_dir": ".fake", "replaces_env": ["FAKE_API_KEY"]}
+    agent = AcpAgent(config_of(subscription=login))
+    await agent.handshake(sandbox, ctx_for(tmp_path / "a", {"FAKE_API_KEY": "set"}))
+    missing = await sandbox.exec(["test", "-e", "/home/agent/.fake/login.json"])
+    assert missing.return_code == 1
+    await agent.handshake(sandbox, ctx_for(tmp_path / "b"))
+    stat = await sandbox.exec(["stat", "-c", "%U %a", "/home/agent/.fake/login.json"])
+    assert stat.stdout.strip() == "agent 600"
+
+
 async def test_handshake_with_a_dying_agent_is_a_closed_pipe(sandbox, tmp_path):
     ctx = ctx_for(tmp_path, {"FAKE_ACP_SCRIPT": '{"on": {"initialize": "exit"}}'})
     with pytest.raises(AgentError) as err:
@@ -125,7 +150,7 @@ async def test_real_claude_agent_acp_installs_from_npm_and_completes_initialize(
     (env_dir / "Dockerfile").write_text(f"FROM {IMAGE}\nCOPY install.sh /tmp/benchflow-install.sh\n"
                                         "RUN bash /tmp/benchflow-install.sh\n")
     spec = spec_for(image=None, environment_dir=env_dir, cache_key=f"agent-{config.name}-{config.install.version}",
-                    build_timeout_sec=config.install.timeout_sec)
+                    build_timeout_sec=config.install.timeout_sec, ca_bundle=host_ca_bundle())
     box = await started(spec)
     try:
         ctx = ctx_for(tmp_path)

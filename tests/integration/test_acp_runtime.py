@@ -120,6 +120,15 @@ async def test_full_session_merges_chunks_and_writes_workspace(sandbox, agent, t
     assert "got initialize" in log and "fake-agent: bye" in log and "uid 0 " not in log
 
 
+async def test_model_falls_back_to_set_model_without_advertised_options(sandbox, agent, tmp_path):
+    ctx = make_ctx(tmp_path, {"prompts": [[{"op": "report_config"}]]}, ["go"], model="m2", effort="low",
+                   timeout_sec=60, idle_timeout_sec=30)
+    outcome = await agent.run(sandbox, ctx)
+
+    assert outcome.error is None, outcome.error
+    assert read_events(ctx)[-1]["text"] == 'config:{"effort": "low", "set_model": "m2"}'
+
+
 async def test_idle_timeout_cancels_and_is_recorded(sandbox, agent, tmp_path):
     script = {"prompts": [[{"op": "message", "text": "working"}, {"op": "sleep", "sec": 60}]]}
     ctx = make_ctx(tmp_path, script, ["go"], idle_timeout_sec=2, timeout_sec=60)

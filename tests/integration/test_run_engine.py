@@ -124,12 +124,18 @@ def test_kill_9_loses_no_finished_trial_and_reruns_none(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "benchflow.cli", "run", str(tmp_path / "tasks"), "-s", "docker", "-j", "1",
            "--jobs-dir", str(jobs)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def running_trial() -> bool:
+        """One trial finished and another has its sandbox up (sandbox.json, no result.json yet)."""
+        started = [p.parent for p in jobs.rglob("sandbox.json")]
+        return bool(list(jobs.rglob("result.json"))) and any(not (t / "result.json").exists() for t in started)
+
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not list(jobs.rglob("result.json")):
-        time.sleep(0.2)
-    time.sleep(0.5)
+    while time.monotonic() < deadline and not running_trial():
+        time.sleep(0.1)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    assert containers_of(job_dir(jobs)), "the killed run left no sandbox: the test did not kill mid-trial"
     before = {p.parent.name: p.stat().st_mtime for p in jobs.rglob("result.json")}
     assert before, "no trial finished before the kill"
     job = job_dir(jobs)

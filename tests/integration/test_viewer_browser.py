@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from fixtures.viewer_jobs import TOOL_OUTPUT, XSS_SCRIPT, XSS_TASK, XSS_TOOL, Jobs, make_jobs, write_big_trial
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -219,6 +218,15 @@ def test_large_trajectory_is_paged(jobs: Jobs, page, serve) -> None:
     page.wait_for_selector("#acp-events .event:first-child .idx:text-is('#9801')")
     assert page.locator("#acp-events .event").count() == 200
     assert "9801–10000 of 10,000" in page.locator(".pager .range").first.inner_text()
+
+
+def test_lone_trajectory_file(jobs: Jobs, page, serve) -> None:
+    page.goto(serve(jobs.trial(jobs.a, "regex-log") / "trajectory" / "acp_trajectory.jsonl").url)
+    page.wait_for_selector("#acp-events .event")
+    assert page.locator("#acp-events .event").count() == 5
+    assert page.locator("[data-tab]").all_text_contents() == ["Trajectory (5 events)", "Model calls (0)"]
+    assert TOOL_OUTPUT in page.locator("#acp-events").inner_text()
+    assert page.errors == []
 
 
 def test_compare_two_jobs(jobs: Jobs, page, serve) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from benchflow.agents.agent_env import (check_effort, credential_file_script, format_model, gateway_env,
-                                        process_env)
+                                        gateway_env_from, process_env)
 from benchflow.agents.install import install_script
 from benchflow.agents.registry import get_agent_config
 from benchflow.errors import ConfigError
@@ -20,6 +20,19 @@ def test_gateway_env_maps_onto_the_agents_own_variables():
                    "ANTHROPIC_MODEL": "claude-x"}
     openhands = get_agent_config("openhands")
     assert gateway_env(openhands, base_url="u", api_key="k", model="gpt-5")["LLM_MODEL"] == "benchflow/gpt-5"
+
+
+def test_gateway_env_from_the_gateways_route_variables():
+    route_vars = {"ANTHROPIC_BASE_URL": "http://gw/anthropic", "ANTHROPIC_API_KEY": "trial-key",
+                  "OPENAI_BASE_URL": "http://gw/openai/v1", "OPENAI_API_KEY": "trial-key",
+                  "BENCHFLOW_PROVIDER_BASE_URL": "http://gw/openrouter/v1", "BENCHFLOW_PROVIDER_API_KEY": "trial-key",
+                  "BENCHFLOW_PROVIDER_MODEL": "qwen/qwen3-coder"}
+    claude = gateway_env_from(get_agent_config("claude"), route_vars, "claude-x")
+    assert claude["ANTHROPIC_BASE_URL"] == "http://gw/anthropic" and claude["ANTHROPIC_AUTH_TOKEN"] == "trial-key"
+    hands = gateway_env_from(get_agent_config("openhands"), route_vars, "openrouter/qwen/qwen3-coder")
+    assert (hands["LLM_BASE_URL"], hands["LLM_MODEL"]) == ("http://gw/openrouter/v1", "qwen/qwen3-coder")
+    assert hands["OPENAI_BASE_URL"] == "http://gw/openai/v1"  # the gateway's own variables stay
+    assert gateway_env_from(get_agent_config("gemini"), {}, "m") == {}
 
 
 def test_model_format_keeps_provider_prefixed_ids():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchflow.agents.watchdog import Activity, Watchdog, poll_interval
+from benchflow.agents.watchdog import Activity, Watchdog, default_idle_timeout_sec, poll_interval
 
 
 class Clock:
@@ -59,3 +59,7 @@ def test_no_budget_never_trips(budgets):
     (600, None, 30), (8, None, 2), (2, 3, 1), (None, None, 30), (None, 40, 10)])
 def test_poll_interval(idle, timeout, expected):
     assert poll_interval(idle, timeout) == expected
+
+
+def test_default_idle_timeout_is_longer_at_high_effort():
+    assert [default_idle_timeout_sec(e) for e in (None, "high", "xhigh", "max")] == [600, 600, 1800, 1800]

@@ -219,3 +219,10 @@ def test_legacy_task_exports_too(tmp_path: Path) -> None:
     assert report.selected_entrypoint == "task.toml" and report.selected_prompt == "instruction.md"
     assert report.selected_oracle_dir is None and report.selected_verifier_dir == "tests"
     assert read_legacy(tmp_path / "out").config == read_legacy(legacy).config
+
+
+def test_unwritable_destination_is_a_user_error(tmp_path: Path) -> None:
+    task_dir = make_task(tmp_path / "t")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="cannot write the export there"):
+        export_task(task_dir, tmp_path / "file" / "out")

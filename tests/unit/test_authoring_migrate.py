@@ -203,6 +203,9 @@ def test_normalize_errors(tmp_path: Path) -> None:
     legacy = make_legacy(tmp_path / "legacy")
     with pytest.raises(TaskError, match="bench import"):
         normalize_task(legacy)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="cannot be written"):
+        normalize_task(task_dir, output=tmp_path / "file" / "task.md")
     broken = write_task_md(tmp_path / "broken", "---\nprofile: no-such-profile\n---\nHi\n")
     with pytest.raises(TaskError, match="unknown profile"):
         normalize_task(broken, write=True)

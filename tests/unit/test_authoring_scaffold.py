@@ -149,3 +149,9 @@ def test_parent_that_is_a_file_is_refused(tmp_path: Path) -> None:
     parent.write_text("x")
     with pytest.raises(UserError, match="not a directory"):
         scaffold_task("demo", parent)
+
+
+def test_unwritable_parent_is_a_user_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="cannot create the task there"):
+        scaffold_task("demo", tmp_path / "file" / "sub")

@@ -213,3 +213,18 @@ def test_legacy_toml_syntax_error(tmp_path):
 def test_not_a_task_folder(tmp_path):
     with pytest.raises(TaskError, match="not a task folder"):
         load_task(tmp_path)
+
+
+@pytest.mark.parametrize("profiles", [["code-change"], ["multi-agent", "leaderboard-local"],
+                                      ["harbor-compatible", "reward-kit", "acceptance-live"]])
+def test_normalize_is_idempotent(profiles):
+    once = normalize_frontmatter({"profiles": profiles, "name": "x", "image": "debian:bookworm-slim"})
+    assert normalize_frontmatter(once) == once
+
+
+def test_verifier_shorthand_moves_the_verifier_dir(tmp_path):
+    root = write_task(tmp_path / "t", "verifier: checks/\noracle: reference\n")
+    task = load_task(root)
+    assert task.paths.verifier_dir == root / "checks"
+    assert task.paths.solve_path == root / "reference" / "solve.sh"
+    assert task.config.verifier.timeout_sec == 600.0

@@ -146,7 +146,8 @@ class BenchClient:
     async def request_permission(self, options: list[PermissionOption], session_id: str, tool_call: Any,
                                  **kwargs: Any) -> RequestPermissionResponse:
         self.activity.touch()
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choose_permission(options)))
+        choice = choose_permission(options)
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice))
 
     async def _refuse(self, method: str) -> Any:
         raise RequestError.method_not_found(method)

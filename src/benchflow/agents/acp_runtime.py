@@ -136,6 +136,7 @@ class _AcpRun:
         return response.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     async def _launch(self) -> None:
+        await self._copy_subscription_login()
         await self._write_credentials()
         self.process = await self.sandbox.exec_stream(
             ["sh", "-c", f"exec {self.config.launch}"], user=self.ctx.user, env=self.env, cwd=self.ctx.workdir)
@@ -144,6 +145,25 @@ class _AcpRun:
         path = self.ctx.trial_dir / "agent" / f"{self.config.log_name}.txt"
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
+
+    async def _copy_subscription_login(self) -> None:
+        """Copy the host's subscription login files in when no API key stands in for them."""
+        login = self.config.subscription
+        if login is None or any(self.env.get(name) for name in login.replaces_env):
+            return
+        files = [Path(p).expanduser() for p in login.host_files]
+        files = [f for f in files if f.is_file()]
+        if not files:
+            return
+        target = f"{self.env.get('HOME') or home_of(self.ctx.user)}/{login.container_dir}"
+        for path in files:
+            await self.sandbox.put(path, f"{target}/{path.name}")
+        owner = self.ctx.user or "root"
+        fix = 'chown -R "$1" "$2" && chmod -R go-rwx "$2"'
+        result = await self.sandbox.exec(["sh", "-c", fix, "sh", owner, target], timeout=60)
+        if not result.success:
+            raise BenchError(f"Agent {self.config.name} setup failed copying its login to {target}: "
+                             f"{result.stderr.strip()[-300:]}")
 
     async def _write_credentials(self) -> None:
         home = self.env.get("HOME") or home_of(self.ctx.user)
@@ -158,7 +178,10 @@ class _AcpRun:
 
     async def _pump_stderr(self, process: Process, handle: IO[str]) -> None:
         while True:
-            line = await process.stderr.readline()
+            try:
+                line = await process.stderr.readline()
+            except ValueError:  # a line longer than the reader's limit: take what is there
+                line = await process.stderr.read(1 << 16)
             if not line:
                 return
             text = redact_text(line.decode("utf-8", "replace"), self.secrets)

@@ -28,6 +28,27 @@ def gateway_env(config: AgentConfig, *, base_url: str, api_key: str, model: str 
     return env
 
 
+_URL_SOURCE = {"anthropic-messages": "ANTHROPIC_BASE_URL", "gemini": "GOOGLE_GEMINI_BASE_URL"}
+
+
+def gateway_env_from(config: AgentConfig, gateway_vars: Mapping[str, str], model: str | None) -> dict[str, str]:
+    """``gateway_vars`` (``benchflow.gateway`` route ``agent_env(model)``) plus the agent's own spellings.
+
+    The URL is the gateway mount for the agent's wire protocol: Anthropic and Gemini mounts by
+    their standard variables, OpenAI-style agents the ``BENCHFLOW_PROVIDER_BASE_URL`` of the
+    provider serving ``model`` (else ``OPENAI_BASE_URL``). The key is the per-trial gateway key.
+    """
+    env = dict(gateway_vars)
+    source = _URL_SOURCE.get(config.gateway.api)
+    url = env.get(source) if source else env.get("BENCHFLOW_PROVIDER_BASE_URL") or env.get("OPENAI_BASE_URL")
+    key = env.get("BENCHFLOW_PROVIDER_API_KEY") or next(
+        (v for k, v in env.items() if k.endswith("_API_KEY")), None)
+    if url and key:
+        env.update(gateway_env(config, base_url=url, api_key=key,
+                               model=env.get("BENCHFLOW_PROVIDER_MODEL") or model))
+    return env
+
+
 def format_model(config: AgentConfig, model: str) -> str:
     """The model id as the agent expects it (``provider/model`` agents get ``benchflow/<m>`` for bare ids)."""
     if config.model.format == "provider/model" and "/" not in model:

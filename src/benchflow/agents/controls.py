@@ -11,8 +11,10 @@ from benchflow.sandbox.base import Sandbox
 
 from .base import AgentContext, AgentOutcome
 
+# Runs solve.sh (bash when the image has it), logs to oracle.txt, and prints the log's tail for the
+# trajectory event in the same round trip.
 _SOLVE = ('s="$0"; if command -v bash >/dev/null 2>&1; then bash "$s"; else sh "$s"; fi '
-          '> /logs/agent/oracle.txt 2>&1')
+          '> /logs/agent/oracle.txt 2>&1; rc=$?; tail -c 2000 /logs/agent/oracle.txt; exit $rc')
 
 
 class OracleAgent:
@@ -28,11 +30,8 @@ class OracleAgent:
         env = {"DEBIAN_FRONTEND": "noninteractive", **dict(ctx.oracle_env)}
         result = await sandbox.exec(["sh", "-c", _SOLVE, script], user=None, env=env, cwd=ctx.workdir,
                                     timeout=ctx.timeout_sec)
-        local_log = ctx.trial_dir / "agent" / "oracle.txt"
-        await sandbox.get("/logs/agent/oracle.txt", local_log)
-        tail = local_log.read_bytes()[-2000:].decode("utf-8", "replace") if local_log.is_file() else ""
         ctx.trajectory.emit({"type": "oracle", "command": f"{ctx.oracle_dir.lstrip('/')}/solve.sh",
-                             "return_code": result.return_code, "stdout": tail})
+                             "return_code": result.return_code, "stdout": result.stdout[-2000:]})
         outcome = AgentOutcome(n_prompts=len(ctx.prompts), return_code=result.return_code,
                                trajectory_source="oracle")
         if result.timed_out:

@@ -16,6 +16,11 @@ from datetime import datetime, timezone
 from typing import Any
 
 
+def default_idle_timeout_sec(effort: str | None) -> float:
+    """``--agent-idle-timeout`` default: 10 minutes, 30 at effort xhigh/max (long silent thinking)."""
+    return 1800.0 if effort in ("xhigh", "max") else 600.0
+
+
 def poll_interval(idle_timeout_sec: float | None, timeout_sec: float | None) -> float:
     """``max(1, min(30, idle/4, timeout/4))`` seconds, over the budgets that are set."""
     candidates = [30.0] + [b / 4 for b in (idle_timeout_sec, timeout_sec) if b]

@@ -174,7 +174,8 @@ def compare(
                                           "(repeatable)"),
     solve_threshold: Optional[float] = typer.Option(None, "--solve-threshold", help=_THRESHOLD),
 ) -> None:
-    from benchflow.results.compare import SettingMismatchError, compare as compare_jobs
+    from benchflow.results.compare import SettingMismatchError
+    from benchflow.results.compare import compare as compare_jobs
 
     try:
         comparison = compare_jobs(job_a, job_b, by=by, vary=vary or (), on_mismatch=on_mismatch,
@@ -203,7 +204,8 @@ def compare_lift(
                                           help="Allow duplicate healthy task rollouts and keep the first by "
                                                "deterministic path order."),
 ) -> None:
-    from benchflow.results.lift import compare_lift as lift, write_reports
+    from benchflow.results.lift import compare_lift as lift
+    from benchflow.results.lift import write_reports
 
     report = lift(baseline, trained, samples=bootstrap_samples, seed=bootstrap_seed,
                   allow_duplicates=allow_duplicates)

@@ -60,7 +60,7 @@ def check(
     typer.echo(f"{len(reports)} {noun} checked at level {level.value}: "
                f"{len(reports) - failed} ok, {failed} with issues")
     if failed:
-        raise SystemExit(1)  # typer.Exit(1) would be returned, not raised, by main.run
+        raise typer.Exit(1)
 
 
 @digest_cmd.command(

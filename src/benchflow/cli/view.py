@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import typer
 
 view_cmd = typer.Typer(add_completion=False)
@@ -20,7 +18,7 @@ def view(
         False, "--confirm",
         help="Show an Approve & submit / Not this one bar on the page; print DECISION: approved|rejected "
              "and exit 0 on approve, 3 on reject."),
-    redaction_summary: Optional[str] = typer.Option(
+    redaction_summary: str | None = typer.Option(
         None, "--redaction-summary",
         help="Masked-secret breakdown shown in the --confirm bar, e.g. '2 API keys, 1 bearer token' "
              "(lift it from bench traj upload PATH --dry-run). Display-only; no effect without --confirm."),

@@ -119,8 +119,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     write_evaluation(job, spec.redacted(), {"agent": agent.name, "model": spec.model}, plan.tasks_dir)
     atomic.write_json(paths.run_card, plan.card.document(plan))
     job_label = str(paths.root.resolve())
-    if hasattr(backend, "cleanup_orphans"):
-        await asyncio.to_thread(backend.cleanup_orphans, job=job_label)
+    await asyncio.to_thread(_remove_leftovers, plan.sandbox, job_label)
     todo = [t for t in plan.tasks if t.name not in job.finished]
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
           "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(plan.tasks),
@@ -162,6 +161,18 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     _write_side_files(spec, plan, outcome)
     emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
     return outcome
+
+
+def _remove_leftovers(backend_name: str, job_label: str) -> None:
+    """Remove the sandboxes a killed earlier run of this job left behind (their owner is gone)."""
+    if backend_name not in {"docker", "remote-docker"}:
+        return
+    from benchflow.sandbox import docker_engine, orphans
+
+    url = docker_engine.remote_url() if backend_name == "remote-docker" else None
+    leftovers = [row.id for row in orphans.list_owned(url) if row.job == job_label and row.owner_alive is False]
+    if leftovers:
+        orphans.cleanup([url], max_age_sec=0, ids=leftovers)
 
 
 def exit_code(spec: RunSpec, summary: dict[str, Any],

@@ -132,15 +132,16 @@ def _select(tasks: list[PlannedTask], spec: RunSpec) -> list[PlannedTask]:
     return chosen
 
 
-def choose_sandbox(spec: RunSpec) -> tuple[str, str]:
-    from benchflow.sandbox import default_backend_name, get_backend
+def choose_sandbox(spec: RunSpec) -> tuple[str, str, tuple[bool, str]]:
+    """(backend name, why it was chosen, its availability)."""
+    from benchflow.sandbox import get_backend
 
     if spec.sandbox:
-        get_backend(spec.sandbox)  # unknown names fail here, with the list
-        return spec.sandbox, "--sandbox"
-    name = default_backend_name()
-    reason = "a Docker engine answers" if name == "docker" else "no Docker engine answers"
-    return name, f"default ({reason})"
+        return spec.sandbox, "--sandbox", get_backend(spec.sandbox).available()
+    docker = get_backend("docker").available()
+    if docker[0]:
+        return "docker", "default: a Docker engine answers", docker
+    return "local", "default: no Docker engine answers", get_backend("local").available()
 
 
 def make_plan(spec: RunSpec) -> Plan:
@@ -154,19 +155,19 @@ def make_plan(spec: RunSpec) -> Plan:
     chosen = _select(loaded, spec)
     if not chosen:
         raise UserError("no task selected: check --include/--exclude against the task folder names")
-    sandbox, why = choose_sandbox(spec)
+    sandbox, why, availability = choose_sandbox(spec)
     plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped)
-    plan.card = judge(plan)
+    plan.card = judge(plan, availability)
     return plan
 
 
-def judge(plan: Plan) -> RunCard:
+def judge(plan: Plan, availability: tuple[bool, str]) -> RunCard:
     from benchflow.sandbox import get_backend
     from benchflow.tasks.capability import runtime_issues
 
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)
     backend = get_backend(plan.sandbox)
-    ok, reason = backend.available()
+    ok, reason = availability
     if not ok:
         card.refusals.append(f"sandbox {plan.sandbox} cannot run here: {reason}")
     expected = plan.spec.selection.expected_tasks

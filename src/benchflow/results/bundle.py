@@ -20,6 +20,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+
 from pydantic import BaseModel, Field
 
 from benchflow.errors import JobFolderError

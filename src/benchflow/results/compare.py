@@ -86,9 +86,9 @@ def trial_settings(path: str | Path) -> dict[str, Any]:
         prompts = read_json(trial.prompts)
     except Unreadable:
         prompts = None
-    prompt_hash = None
+    prompt_hash = config.get("prompts_sha256")
     if prompts is not None:
-        prompt_hash = "sha256:" + hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest()[:12]
+        prompt_hash = "sha256:" + hashlib.sha256(json.dumps(prompts).encode()).hexdigest()
     env = config.get("agent_env")
     return {
         "task_digest": digest, "model": config.get("model") or result.get("model"), "harness": harness,

@@ -7,11 +7,11 @@ Named codes are the primary keys; R-numbers are aliases.
 from __future__ import annotations
 
 import difflib
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
+import tomllib
 from pydantic import BaseModel
 
 from benchflow.errors import UserError

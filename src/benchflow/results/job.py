@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import glob as globlib
 import math
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Literal
 
@@ -13,8 +15,18 @@ from benchflow.jobs.layout import JobPaths, TrialPaths
 from . import metrics
 from .documents import JobDocument, TrialSummary
 from .outcome import category_counts, denominators
-from .reader import (group_by_task, is_job_dir, is_trial_dir, job_is_running, job_settings, mtime,
-                     note_unfinished, read_results_jsonl, read_trial_summary, require_dir)
+from .reader import (
+    group_by_task,
+    is_job_dir,
+    is_trial_dir,
+    job_is_running,
+    job_settings,
+    mtime,
+    note_unfinished,
+    read_results_jsonl,
+    read_trial_summary,
+    require_dir,
+)
 
 Attempts = Literal["best", "all"]
 GROUP_KEYS = ("agent", "model", "task_name", "control", "outcome", "execution", "error_category", "job")
@@ -130,13 +142,27 @@ def read_trials(path: Path, notes: list[str]) -> tuple[list[TrialSummary], dict[
     if is_trial_dir(path):
         add(TrialPaths(path), path.parent.name)
         return trials, timings, "job", JobPaths(path.parent)
-    if not is_job_dir(path):
+    jobs = JobPaths(path)
+    folders = jobs.trials()
+    if not any(f.result.is_file() or f.config.is_file() for f in folders) and not is_job_dir(path):
         raise JobFolderError(f"{path}: not a job folder (no evaluation.json, summary.json or <task>__<id> trial "
                              "folders); give one job, or use `bench eval list` for a folder of jobs")
-    jobs = JobPaths(path)
-    for folder in jobs.trials():
+    for folder in folders:
         add(folder, None)
     return trials, timings, "job", jobs
+
+
+@contextmanager
+def paused_gc():
+    """Pause the cycle collector while reading: parsed JSON has no cycles, and on 10,000
+    trials the collector's repeated passes over the growing heap cost as much as the parsing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def load_job(path: str | Path, *, attempts: str = "best", include_controls: bool = False,
@@ -157,7 +183,12 @@ def load_job(path: str | Path, *, attempts: str = "best", include_controls: bool
     """
     attempts = check_attempts(attempts)
     keys = parse_by(by)
-    path = Path(path)
+    with paused_gc():
+        return _load_job(Path(path), attempts, include_controls, keys, ks, solve_threshold)
+
+
+def _load_job(path: Path, attempts: Attempts, include_controls: bool, keys: list[str],
+              ks: Iterable[int] | None, solve_threshold: float | None) -> JobDocument:
     notes: list[str] = []
     trials, timings, source, jobs = read_trials(path, notes)
     running = job_is_running(jobs) if jobs else False

@@ -23,9 +23,15 @@ from benchflow.errors import JobFolderError
 from benchflow.jobs.layout import JobPaths, TrialPaths
 
 from .documents import TrialSummary
-from .outcome import (assessment_of, classify_error, classify_verifier_error, clean_reward, control_of,
-                      execution_of, outcome_of)
-
+from .outcome import (
+    assessment_of,
+    classify_error,
+    classify_verifier_error,
+    clean_reward,
+    control_of,
+    execution_of,
+    outcome_of,
+)
 
 _PROBE = TrialPaths(Path("/"))
 RESULT_NAME = _PROBE.result.relative_to("/").as_posix()
@@ -168,7 +174,7 @@ def is_job_dir(path: Path) -> bool:
     for trial in jobs.trials():
         if trial.result.is_file() or trial.config.is_file():
             return True
-    return jobs.summary.is_file() and not any(is_job_dir(child) for child in _subdirs(path))
+    return jobs.summary.is_file() and not any(find_jobs(child, 3) for child in _subdirs(path))
 
 
 def _subdirs(path: Path) -> list[Path]:
@@ -217,7 +223,7 @@ def job_is_running(jobs: JobPaths) -> bool:
 _SETTING_KEYS = ("job_name", "agent", "model", "reasoning_effort", "harness_mode", "sandbox", "environment",
                  "tasks_dir", "dataset_name", "dataset_version", "concurrency", "timeout_sec",
                  "agent_idle_timeout_sec", "sandbox_user", "started_at", "benchflow_version", "source")
-_NESTED = ("spec", "run", "run_spec", "config", "settings")
+_NESTED = ("identity", "run_config", "spec", "run", "run_spec", "config", "settings")
 
 
 def _pick(record: Any, into: dict[str, Any]) -> None:

@@ -19,7 +19,9 @@ from .documents import Comparison, JobDocument, TrialDocument, TrialSummary
 
 def to_json(document: BaseModel | dict[str, Any] | list[Any]) -> str:
     """Strict JSON (NaN/Inf become null), indented, with a trailing newline."""
-    data = document.model_dump(mode="json") if isinstance(document, BaseModel) else document
+    if isinstance(document, BaseModel):
+        return document.model_dump_json(indent=2) + "\n"  # pydantic writes NaN/Inf as null
+    data = document
     try:
         return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     except ValueError:
@@ -129,7 +131,7 @@ def render_comparison(c: Comparison) -> str:
              f"Tasks: {s['tasks']} ({s['paired']} paired, {s['only_a']} only A, {s['only_b']} only B); "
              f"both scored {s['both_scored']}: B higher {s['b_higher']}, lower {s['b_lower']}, same "
              f"{s['same_reward']}; mean delta {num(s['mean_delta'])}",
-             f"Paired A: " + outcomes_line(c.a_paired), f"Paired B: " + outcomes_line(c.b_paired)]
+             "Paired A: " + outcomes_line(c.a_paired), "Paired B: " + outcomes_line(c.b_paired)]
     for side in ("a", "b"):
         ks = ", ".join(f"pass@{k} {pct(v)}" for k, v in c.pass_at_k[side]["pass_at_k"].items())
         lines.append(f"Paired {side.upper()}: {ks}")

@@ -111,7 +111,8 @@ def collect_metrics(jobs_dir: str | Path, *, benchmark: str | None = None, agent
             continue
         for trial in doc.trials:
             if _matches(trial.agent, agent) and _matches(trial.model, model):
-                pooled.append((_setting(doc.settings, trial), trial.model_copy(update={"job": doc.name}), doc.name))
+                trial.job = doc.name
+                pooled.append((_setting(doc.settings, trial), trial, doc.name))
     counted, excluded = split_controls([t for _, t, _ in pooled], include_controls)
     kept = {id(t) for t in counted}
     by_setting: dict[tuple[Any, ...], tuple[list[TrialSummary], list[str]]] = {}

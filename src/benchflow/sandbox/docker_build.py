@@ -209,7 +209,7 @@ async def _build(api, spec: SandboxSpec, tag: str, labels: dict[str, str]) -> Bu
         error = await asyncio.wait_for(asyncio.shield(worker), spec.build_timeout_sec)
     except asyncio.TimeoutError:
         for response in response_box:
-            response.close()
+            abort(response)
         await asyncio.gather(worker, return_exceptions=True)
         raise BuildError(f"{spec.name}: image build timed out after {spec.build_timeout_sec:g}s "
                          "(sandbox.build_timeout_sec)", log_tail=_tail(lines)) from None
@@ -218,12 +218,29 @@ async def _build(api, spec: SandboxSpec, tag: str, labels: dict[str, str]) -> Bu
     finally:
         if not worker.done():  # cancelled from outside: stop the engine's build too
             for response in response_box:
-                response.close()
+                abort(response)
         context.close()
     log = "".join(lines)
     if error is not None:
         raise BuildError(f"{spec.name}: image build failed: {error.strip()}", log_tail=_tail(lines))
     return BuildOutcome(tag=tag, cached=False, log=log)
+
+
+def abort(response) -> None:
+    """Cut a streaming HTTP response so a thread blocked reading it wakes up (the engine
+    then cancels the request's work)."""
+    import socket
+
+    fp = getattr(getattr(response.raw, "_fp", None), "fp", None)
+    candidates = [getattr(getattr(fp, "raw", None), "_sock", None), getattr(fp, "raw", None),
+                  getattr(getattr(response.raw, "_connection", None), "sock", None)]
+    for sock in candidates:
+        if hasattr(sock, "shutdown"):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+    response.close()
 
 
 def _tail(lines: list[str]) -> str:

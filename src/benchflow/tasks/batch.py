@@ -13,17 +13,17 @@ from .discovery import discover_tasks, is_task_dir
 
 
 class NoTasksError(UserError):
-    """A path that holds no task folders; ``bench tasks digest`` exits 1 on it."""
+    """A path that holds no task folders; ``bench tasks digest`` exits 1 on it (contracts §1.9)."""
 
     exit_code = 1
 
 
-def _tasks_under(path: Path) -> list[Path]:
+def _tasks_under(path: Path, error: type[UserError] = UserError) -> list[Path]:
     if not path.exists():
-        raise NoTasksError(f"{path}: no such file or folder; give a task folder or a folder of tasks")
+        raise error(f"{path}: no such file or folder; give a task folder or a folder of tasks")
     tasks = discover_tasks(path)
     if not tasks:
-        raise NoTasksError(f"No tasks under {path}: a task folder holds task.md or task.toml")
+        raise error(f"No tasks under {path}: a task folder holds task.md or task.toml")
     return tasks
 
 
@@ -31,7 +31,7 @@ def check_tasks(path: str | Path, level: str = "structural", sandbox: str | None
     """Check the task at ``path``, or each task in the folder ``path`` (sorted by name).
 
     Raises:
-        NoTasksError: nothing to check.
+        UserError: nothing to check.
         ConfigError: a level or sandbox this build cannot check.
     """
     return [check_task(t, level=level, sandbox=sandbox) for t in _tasks_under(Path(path))]
@@ -53,7 +53,7 @@ def digest_tasks(path: str | Path) -> DigestResult:
         NoTasksError: ``path`` is missing or holds no task.
     """
     root = Path(path)
-    tasks = _tasks_under(root)
+    tasks = _tasks_under(root, NoTasksError)
     result = DigestResult(single=is_task_dir(root))
     for task in tasks:
         try:

@@ -22,10 +22,13 @@ import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchflow.errors import TaskError, UserError
 from benchflow.util import atomic
+
+if TYPE_CHECKING:
+    from benchflow.tasks import Task, TaskConfig
 
 TARGETS = {"task-toml": "harbor", "harbor": "harbor"}
 """``--target`` spellings -> the name recorded in the report."""
@@ -131,7 +134,7 @@ def task_toml_data(document: dict[str, Any], losses: list[Loss]) -> tuple[dict[s
     return data, restored
 
 
-def document_losses(task: Any) -> list[Loss]:
+def document_losses(task: Task) -> list[Loss]:
     """What the task.md document holds that task.toml + instruction.md cannot."""
     from benchflow.tasks import parse_task_md, split_sections
     from benchflow.tasks.roles import read_sidecars
@@ -159,7 +162,7 @@ def document_losses(task: Any) -> list[Loss]:
     return losses
 
 
-def layout_losses(task: Any) -> list[Loss]:
+def layout_losses(task: Task) -> list[Loss]:
     """Alias collisions and verifier documents the split layout handles differently."""
     root, paths, losses = task.path, task.paths, []
     for native, legacy in (("oracle", "solution"), ("verifier", "tests")):
@@ -182,7 +185,7 @@ def layout_losses(task: Any) -> list[Loss]:
     return losses
 
 
-def _config_losses(staged: Path, config: Any) -> list[Loss]:
+def _config_losses(staged: Path, config: TaskConfig) -> list[Loss]:
     from benchflow.tasks import read_legacy
     from benchflow.tasks.migrate import first_difference
 
@@ -194,7 +197,7 @@ def _config_losses(staged: Path, config: Any) -> list[Loss]:
     return [] if diff is None else [Loss(diff, "this setting does not survive the task.toml layout")]
 
 
-def _stage(task: Any, staging: Path, report: ExportReport) -> None:
+def _stage(task: Task, staging: Path, report: ExportReport) -> None:
     import tomli_w
 
     data, report.restored_extension_paths = task_toml_data(task.document, report.losses)
@@ -276,7 +279,7 @@ def export_task(path: str | os.PathLike[str], output_dir: str | os.PathLike[str]
     return report
 
 
-def _prompt_source(task: Any) -> str:
+def _prompt_source(task: Task) -> str:
     if task.layout != "task-md":
         return "instruction.md"
     from benchflow.tasks import parse_task_md, split_sections
@@ -285,10 +288,14 @@ def _prompt_source(task: Any) -> str:
     return "task.md#prompt" if split_sections(body)["has_prompt_section"] else "task.md body"
 
 
-def _publish(task: Any, output: Path, report: ExportReport) -> None:
+def _publish(task: Task, output: Path, report: ExportReport) -> None:
     """Stage beside ``output``, then swap it into place (the old export is removed last)."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".export", dir=output.parent))
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".export", dir=output.parent))
+    except OSError as exc:
+        raise UserError(f"{output}: cannot write the export there ({exc.strerror}); "
+                        "pick an OUTPUT_DIR you can write to") from None
     old: Path | None = None
     try:
         _stage(task, staging, report)

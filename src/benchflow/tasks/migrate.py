@@ -15,12 +15,15 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from benchflow.errors import TaskError, UserError
 from benchflow.util import atomic
+
+if TYPE_CHECKING:
+    from benchflow.tasks import TaskConfig
 
 _ALIAS_DIRS = (("tests", "verifier"), ("solution", "oracle"))
 
@@ -57,8 +60,8 @@ class Draft:
     """A rendered task.md and what it must reproduce when parsed back."""
 
     text: str
-    config: Any
-    """The TaskConfig read from task.toml."""
+    config: TaskConfig
+    """What task.toml parses to."""
     instruction: str
     compat: dict[str, Any] | None
     """``benchflow.compat``: the unknown task.toml keys set aside."""
@@ -188,11 +191,18 @@ def migrate_task(path: str | os.PathLike[str], *, overwrite: bool = False,
         raise UserError(f"{target}: already exists; pass --overwrite to replace it")
     draft = render_migrated(task_dir)
     verify_round_trip(draft)
-    atomic.write_text(target, draft.text)
+    _write(target, draft.text)
     result = MigrateResult(task_md=target, preserved_extra=list((draft.compat or {}).get("extra_paths", [])))
     if remove_legacy:
         _remove_legacy(task_dir, result)
     return result
+
+
+def _write(path: Path, text: str) -> Path:
+    try:
+        return atomic.write_text(path, text)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot be written ({exc.strerror}); check the folder's permissions") from None
 
 
 def _remove_legacy(task_dir: Path, result: MigrateResult) -> None:
@@ -237,10 +247,10 @@ def normalize_task(path: str | os.PathLike[str], *, output: str | os.PathLike[st
     frontmatter, body = parse_task_md(source.read_text(encoding="utf-8"))
     text = render_task_md(normalize_frontmatter(frontmatter), body)
     if write:
-        return NormalizeResult(text=text, written=atomic.write_text(source, text))
+        return NormalizeResult(text=text, written=_write(source, text))
     if output is not None:
         out = Path(output)
         if out.is_dir():
             out = out / "task.md"
-        return NormalizeResult(text=text, written=atomic.write_text(out, text))
+        return NormalizeResult(text=text, written=_write(out, text))
     return NormalizeResult(text=text)

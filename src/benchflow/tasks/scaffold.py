@@ -77,10 +77,13 @@ def scaffold_task(name: str, parent_dir: str | os.PathLike[str] = "tasks", *,
         raise UserError(f"{target}: already exists; choose another name or remove it first")
     if parent.exists() and not parent.is_dir():
         raise UserError(f"--dir {parent}: is not a directory; pass a folder to create the task in")
-    parent.mkdir(parents=True, exist_ok=True)
-
     files = _template_files(name, pytest=pytest, oracle=oracle)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".new", dir=parent))
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".new", dir=parent))
+    except OSError as exc:
+        raise UserError(f"--dir {parent}: cannot create the task there ({exc.strerror}); "
+                        "pick a folder you can write to") from None
     try:
         for rel, (text, executable) in files.items():
             path = atomic.write_text(staging / rel, text)

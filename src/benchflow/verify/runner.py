@@ -34,6 +34,8 @@ if [ -n "$u" ]; then
   fi
 fi
 rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 777 /logs/verifier
+[ "$2" = link ] && { [ -e /tests ] || [ -L /tests ] || ln -s /verifier /tests; }
+exit 0
 """
 
 _RUN = 'chmod +x "$0" && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
@@ -68,14 +70,13 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     script = f"{remote_dir}/test.sh"
     try:
         env = pinned_env(resolve_templates(dict(config.env or {})), verifier_dir=remote_dir, workdir=workdir)
-        await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or ""], timeout=60)
+        link = "no" if task.paths.is_legacy else "link"  # native tasks also answer at /tests
+        await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or "", link], timeout=60)
         try:
             await sandbox.put(task.paths.verifier_dir, remote_dir)
         except BenchError as exc:
             raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
                                 category="verifier_infra") from exc
-        if not task.paths.is_legacy:
-            await sandbox.exec(["sh", "-c", "[ -e /tests ] || ln -s /verifier /tests"], timeout=30)
         for attempt in (1, 2):
             outcome.attempts = attempt
             result = await sandbox.exec(["sh", "-c", _RUN, script], user=config.user, env=env,

@@ -20,9 +20,10 @@ Endpoints (all GET unless noted)::
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -36,7 +37,7 @@ from starlette.staticfiles import StaticFiles
 from .sources import ViewSource, is_trial, is_trial_dir
 
 STATIC_DIR = Path(__file__).parent / "static"
-LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost"]
 PAGE_LIMIT_MAX = 1000
 """Largest trajectory page one request may ask for; the page asks for 200."""
 
@@ -250,30 +251,6 @@ def _guard(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:
     return wrapped
 
 
-async def index(request: Request) -> Response:
-    return FileResponse(STATIC_DIR / "index.html")
-
-
-def create_app(source: ViewSource, *, confirm: ConfirmState | None = None,
-               allowed_hosts: list[str] | None = None) -> Starlette:
-    """The viewer app for ``source``; only requests naming a loopback host are answered."""
-    viewer = Viewer(source, confirm)
-    routes = [
-        Route("/", index),
-        Route("/api/overview", _guard(viewer.overview)),
-        Route("/api/job", _guard(viewer.job)),
-        Route("/api/trial", _guard(viewer.trial)),
-        Route("/api/trajectory", _guard(viewer.trajectory)),
-        Route("/api/compare", _guard(viewer.compare)),
-        Route("/api/explain", _guard(viewer.explain)),
-        Route("/api/decision", _guard(viewer.decision), methods=["POST"]),
-        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
-    ]
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts or LOOPBACK_HOSTS),
-                  Middleware(SecurityHeaders)]
-    return Starlette(routes=routes, middleware=middleware)
-
-
 class SecurityHeaders:
     """ASGI middleware adding :data:`SECURITY_HEADERS` to every response (static files too)."""
 
@@ -294,3 +271,30 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+async def index(request: Request) -> Response:
+    return FileResponse(STATIC_DIR / "index.html")
+
+
+def create_app(source: ViewSource, *, confirm: ConfirmState | None = None) -> Starlette:
+    """The viewer app for ``source``.
+
+    Only requests whose Host names the loopback address are answered, so a web
+    page elsewhere cannot reach the viewer through DNS rebinding.
+    """
+    viewer = Viewer(source, confirm)
+    routes = [
+        Route("/", index),
+        Route("/api/overview", _guard(viewer.overview)),
+        Route("/api/job", _guard(viewer.job)),
+        Route("/api/trial", _guard(viewer.trial)),
+        Route("/api/trajectory", _guard(viewer.trajectory)),
+        Route("/api/compare", _guard(viewer.compare)),
+        Route("/api/explain", _guard(viewer.explain)),
+        Route("/api/decision", _guard(viewer.decision), methods=["POST"]),
+        Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
+    ]
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS),
+                  Middleware(SecurityHeaders)]
+    return Starlette(routes=routes, middleware=middleware)

@@ -1,14 +1,15 @@
 """What ``bench view ROLLOUT_DIR`` points at, and which folders under it may be served.
 
-Which folder is a job is decided by ``benchflow.results`` (one classification
-for every command). The browser names jobs and trials by their path relative to the folder the
-user gave; :meth:`ViewSource.resolve` turns such an id back into a path and
-refuses anything outside that folder, so a page can never make the server read
-elsewhere on disk.
+Which folder is a job or a trial is decided by ``benchflow.results`` (one
+classification for every command). The browser names jobs and trials by their
+path relative to the folder the user gave; :meth:`ViewSource.resolve` turns
+such an id back into a path and refuses anything outside that folder, so a
+page can never make the server read elsewhere on disk.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
@@ -26,7 +27,7 @@ def is_trial(path: Path) -> bool:
 
 @dataclass(frozen=True)
 class ViewSource:
-    """The resolved ROLLOUT_DIR: its kind and its absolute root."""
+    """The resolved ROLLOUT_DIR: its kind and its absolute root (symlinks resolved)."""
 
     kind: Kind
     root: Path
@@ -37,28 +38,43 @@ class ViewSource:
         return self.root.parent if self.kind == "trajectory" else self.root
 
     def ident(self, path: Path) -> str:
-        """The id the browser uses for ``path``: POSIX path relative to :attr:`base` ("." for the base)."""
-        rel = Path(path).resolve().relative_to(self.base)
+        """The id the browser uses for ``path``: its POSIX path relative to :attr:`base` ("." for the base).
+
+        Raises:
+            ValueError: ``path`` is not under :attr:`base`.
+        """
+        rel = Path(os.path.abspath(path)).relative_to(self.base)
         return rel.as_posix() or "."
 
     def resolve(self, ident: str) -> Path:
-        """Turn an id back into a path inside :attr:`base`; raise ``LookupError`` otherwise."""
-        parts = PurePosixPath(ident or ".").parts
-        if any(part == ".." for part in parts) or PurePosixPath(ident or ".").is_absolute():
+        """Turn an id back into its path; ``LookupError`` unless it exists inside the folder.
+
+        "Inside" is checked on the real path (symlinks followed): under
+        :attr:`base`, or under one of the listed jobs (a jobs folder may link to
+        jobs kept elsewhere). A link to anywhere else is refused.
+        """
+        pure = PurePosixPath(ident or ".")
+        if pure.is_absolute() or ".." in pure.parts:
             raise LookupError(ident)
-        path = (self.base / Path(*parts)).resolve() if parts else self.base
-        if path != self.base and self.base not in path.parents:
-            raise LookupError(ident)
+        path = self.base.joinpath(*pure.parts)
         if not path.exists():
+            raise LookupError(ident)
+        real = path.resolve()
+        if not _within(real, self.base) and not any(_within(real, job.resolve()) for job in self.jobs()):
             raise LookupError(ident)
         return path
 
     def jobs(self) -> list[Path]:
+        """Every job this source shows (paths as found under :attr:`root`, links not resolved)."""
         if self.kind == "job":
             return [self.root]
         if self.kind == "jobs":
-            return [path.resolve() for path in find_jobs(self.root)]
+            return [Path(os.path.abspath(path)) for path in find_jobs(self.root)]
         return []
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def resolve_source(target: str) -> ViewSource:

@@ -235,7 +235,8 @@
       el("div", {class: "side-by-side"}, side(doc.a), side(doc.b)),
       el("div", {class: "card"}, el("h2", {text: "Summary"}), kv(Object.entries(doc.summary).map(([k, v]) => [k, fmt.json(v)]))),
       doc.setting_mismatches.length ? el("div", {class: "card notes"}, el("h2", {text: "Setting mismatches"}),
-        el("ul", {}, doc.setting_mismatches.map((m) => el("li", {text: fmt.json(m)})))) : null,
+        el("ul", {}, doc.setting_mismatches.map((m) => el("li", {text: m.task + ": " + m.setting + " differs — A " +
+                                                              JSON.stringify(m.a) + " · B " + JSON.stringify(m.b)})))) : null,
       doc.caveats.length ? el("ul", {class: "notes"}, doc.caveats.map((c) => el("li", {text: c}))) : null,
       el("table", {class: "data", id: "compare-table"},
         el("thead", {}, el("tr", {}, ["Task", "Status", "Reward A", "Reward B", "Δ"].map((l) => el("th", {text: l})))),

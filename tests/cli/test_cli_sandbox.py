@@ -1,0 +1,113 @@
+"""``bench sandbox create|list|attach|release|cleanup`` as a user types them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+TASK_MD = """---
+schema_version: '1.3'
+agent: {timeout_sec: 60.0}
+verifier: {timeout_sec: 30.0}
+sandbox: {network_mode: no-network, cpus: 0.5, memory_mb: 512}
+---
+
+## prompt
+
+Write `done` into /app/answer.txt.
+"""
+
+
+def make_task(root: Path, marker: str) -> Path:
+    task = root / "cli-sandbox-task"
+    (task / "environment").mkdir(parents=True)
+    (task / "task.md").write_text(TASK_MD)
+    (task / "environment" / "Dockerfile").write_text(
+        f"FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo {marker} > /app/marker\n")
+    return task
+
+
+@pytest.mark.docker
+def test_create_list_and_cleanup_by_id(bench, tmp_path):
+    created = bench("sandbox", "create", str(make_task(tmp_path, "m1")))
+    assert created.returncode == 0, created.stderr
+    assert "not started" in created.stdout
+    short = created.stdout.split("--id ")[-1].strip()
+    listed = bench("sandbox", "list", "--json")
+    rows = [row for row in json.loads(listed.stdout) if row["id"].startswith(short)]
+    assert len(rows) == 1 and rows[0]["state"] == "created" and rows[0]["owner"] == "none"
+    assert rows[0]["task"] == "cli-sandbox-task"
+    table = bench("sandbox", "list")
+    assert short in table.stdout and "NAME" in table.stdout
+    removed = bench("sandbox", "cleanup", "--id", short)
+    assert removed.returncode == 0 and f"Removed" in removed.stdout
+    after = json.loads(bench("sandbox", "list", "--json").stdout)
+    assert not [row for row in after if row["id"].startswith(short)]
+
+
+@pytest.mark.docker
+def test_cleanup_with_an_unknown_id_fails(bench):
+    result = bench("sandbox", "cleanup", "--id", "no-such-sandbox-0000")
+    assert result.returncode == 1
+    assert "no BenchFlow sandbox" in result.stderr
+
+
+@pytest.mark.docker
+def test_attach_runs_a_command_as_root_and_release_deletes(bench, tmp_path):
+    from benchflow.sandbox import SandboxSpec, get_backend
+    import asyncio
+
+    spec = SandboxSpec(name="kept-cli", environment_dir=None, cache_key="x", image="debian:bookworm-slim",
+                       network_mode="no-network")
+    box = get_backend("docker").create(spec)
+
+    async def keep() -> dict:
+        await box.start()
+        return await box.keep()
+
+    record = asyncio.run(keep())
+    trial = tmp_path / "trial-1"
+    trial.mkdir()
+    (trial / "kept-sandbox.json").write_text(json.dumps(record | {"trial": "trial-1", "created_at": "x"}))
+    try:
+        result = bench("sandbox", "attach", str(trial), "--", "sh", "-c", "id -un; echo oops >&2; exit 5")
+        assert result.returncode == 5, result.stderr
+        assert result.stdout.strip() == "root" and "oops" in result.stderr
+        direct = bench("sandbox", "attach", str(trial / "kept-sandbox.json"), "--", "true")
+        assert direct.returncode == 0
+        listed = json.loads(bench("sandbox", "list", "--json").stdout)
+        assert any(row["id"] == record["sandbox_id"] and row["kept"] for row in listed)
+        released = bench("sandbox", "release", str(trial))
+        assert released.returncode == 0, released.stderr
+        assert not (trial / "kept-sandbox.json").exists()
+        from docker.errors import NotFound
+
+        with pytest.raises(NotFound):
+            box.api.inspect_container(record["sandbox_id"])
+    finally:
+        asyncio.run(box.stop())
+        box.api.remove_container(record["sandbox_id"], force=True) if _exists(box, record) else None
+
+
+def _exists(box, record) -> bool:
+    from docker.errors import NotFound
+
+    try:
+        box.api.inspect_container(record["sandbox_id"])
+    except NotFound:
+        return False
+    return True
+
+
+def test_attach_without_a_kept_sandbox_is_a_one_line_user_error(bench, tmp_path):
+    result = bench("sandbox", "attach", str(tmp_path), "--", "true")
+    assert result.returncode == 2
+    assert "kept-sandbox.json" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_create_refuses_an_unknown_backend(bench, tmp_path):
+    result = bench("sandbox", "create", str(make_task(tmp_path, "m2")), "--sandbox", "daytona")
+    assert result.returncode == 2
+    assert "--sandbox daytona" in result.stderr

@@ -1,0 +1,151 @@
+"""Docker-specific container shape, networks, keeping, and orphan cleanup after kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchflow.sandbox import SandboxSpec, get_backend
+from benchflow.sandbox import docker_engine as eng
+from benchflow.sandbox.orphans import cleanup, list_owned
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def prebuilt(name: str, **overrides) -> SandboxSpec:
+    fields = dict(name=name, environment_dir=None, cache_key="prebuilt", image="debian:bookworm-slim",
+                  network_mode="no-network", cpus=0.5, memory_mb=256,
+                  labels={eng.JOB: "job-x", eng.TRIAL: f"{name}-{os.getpid()}"})
+    fields.update(overrides)
+    return SandboxSpec(**fields)
+
+
+async def test_container_has_labels_limits_init_and_no_network():
+    box = get_backend("docker").create(prebuilt("shape"))
+    await box.start()
+    try:
+        info = box.api.inspect_container(box.sandbox_id)
+        labels = info["Config"]["Labels"]
+        assert labels[eng.OWNED] == "true" and labels[eng.JOB] == "job-x"
+        assert labels[eng.TRIAL] == f"shape-{os.getpid()}"
+        assert labels[eng.PID] == str(os.getpid()) and labels[eng.HOST]
+        assert labels[eng.PID_START] == eng.process_start_ticks(os.getpid())
+        assert labels[eng.CREATED]
+        host = info["HostConfig"]
+        assert host["Init"] is True
+        assert host["NetworkMode"] == "none"
+        assert host["NanoCpus"] == 500_000_000 and host["Memory"] == 256 << 20
+        assert box.workdir == "/root"  # the image has no WORKDIR
+        started = time.monotonic()
+    finally:
+        await box.stop()
+    assert time.monotonic() - started < 5, "removal must not wait out a stop grace period"
+
+
+async def test_root_sandbox_user_creates_no_account():
+    box = get_backend("docker").create(prebuilt("rootonly", sandbox_user=None))
+    await box.start()
+    try:
+        result = await box.exec(["sh", "-c", "grep -c '^agent:' /etc/passwd || true"])
+        assert result.stdout.strip() == "0"
+    finally:
+        await box.stop()
+
+
+async def test_public_network_without_a_bridge_runs_isolated_with_a_note(monkeypatch):
+    monkeypatch.delenv(eng.PUBLIC_NETWORK_ENV, raising=False)
+    backend = get_backend("docker")
+    if eng.facts(None).has_bridge:
+        pytest.skip("this engine has a bridge network, so public tasks get it")
+    assert backend.capabilities.network_for("public") == "no-network"
+    box = backend.create(prebuilt("public", network_mode="public"))
+    await box.start()
+    try:
+        assert box.network_note and eng.PUBLIC_NETWORK_ENV in box.network_note
+        assert box.api.inspect_container(box.sandbox_id)["HostConfig"]["NetworkMode"] == "none"
+    finally:
+        await box.stop()
+
+
+async def test_kept_sandbox_survives_stop_and_cleanup():
+    box = get_backend("docker").create(prebuilt("kept"))
+    await box.start()
+    record = await box.keep()
+    try:
+        assert record["sandbox_id"] == box.sandbox_id and record["backend"] == "docker"
+        await box.stop()
+        assert box.api.inspect_container(box.sandbox_id)["State"]["Running"]
+        report = cleanup([None], max_age_sec=0, dry_run=True)
+        assert box.sandbox_id not in {entry["id"] for entry in report.removed}
+    finally:
+        box.api.remove_container(box.sandbox_id, force=True)
+
+
+CHILD = """
+import asyncio, sys
+from benchflow.sandbox import SandboxSpec, get_backend
+spec = SandboxSpec(name="orphan", environment_dir=None, cache_key="x", image="debian:bookworm-slim",
+                   network_mode="no-network", labels={"benchflow.trial": sys.argv[1]})
+async def main():
+    box = get_backend("docker").create(spec)
+    await box.start()
+    print(box.sandbox_id, flush=True)
+    await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+async def test_cleanup_removes_what_a_killed_process_left_and_spares_live_runs(bench):
+    live = get_backend("docker").create(prebuilt("live"))
+    await live.start()
+    child = subprocess.Popen([sys.executable, "-c", CHILD, f"orphan-{os.getpid()}"], stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT)
+    try:
+        orphan_id = child.stdout.readline().strip()
+        assert orphan_id, "the child process did not start its sandbox"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        rows = {row.id: row for row in list_owned()}
+        assert rows[orphan_id].owner_alive is False
+        assert rows[live.sandbox_id].owner_alive is True
+        result = bench("sandbox", "cleanup")
+        assert result.returncode == 0, result.stderr
+        assert orphan_id[:12] in result.stdout
+        ids = {row.id for row in list_owned()}
+        assert orphan_id not in ids
+        assert live.sandbox_id in ids, "a live run's sandbox must not be touched"
+    finally:
+        if child.poll() is None:
+            child.kill()
+        await live.stop()
+
+
+def test_an_unowned_container_goes_only_after_max_age():
+    api = eng.client()
+    labels = eng.owner_labels({eng.TRIAL: "unowned"})
+    for key in (eng.PID, eng.PID_START, eng.HOST):
+        labels.pop(key)
+    created = api.create_container("debian:bookworm-slim", command=["true"], labels=labels)["Id"]
+    try:
+        young = cleanup([None], max_age_sec=3600, dry_run=True)
+        assert created not in {e["id"] for e in young.removed}
+        assert any(e["id"] == created and "younger" in e["reason"] for e in young.kept)
+        old = cleanup([None], max_age_sec=0, dry_run=True)
+        assert created in {e["id"] for e in old.removed}
+        named = cleanup([None], max_age_sec=3600, ids=[created[:12]])
+        assert [e["id"] for e in named.removed] == [created]
+    finally:
+        from docker.errors import NotFound
+
+        try:
+            api.remove_container(created, force=True)
+        except NotFound:
+            pass
