@@ -17,6 +17,7 @@ import argparse
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -87,19 +88,19 @@ print(len(doc.trials), len(opened))
 """
 
 
-def measure(argv: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MB) and stdout of one fresh process."""
+def measure(argv: list[str]) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (user + system), peak RSS (MB) and stdout of one fresh process."""
     start = time.perf_counter()
     with tempfile.TemporaryFile() as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL, env={**os.environ, "COLUMNS": "200"})
         _, status, usage = os.wait4(proc.pid, 0)
         elapsed = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}")
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise SystemExit(f"{' '.join(argv)} exited {code}")
         out.seek(0)
         text = out.read().decode()
-    return elapsed, usage.ru_maxrss / 1024, text
+    return elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, text
 
 
 def main() -> None:
@@ -107,7 +108,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10_000)
     parser.add_argument("--dir", type=Path, default=None, help="reuse/create the job here (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the generated job")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per command; the best is reported")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per command (medians and the best wall time are reported)")
     args = parser.parse_args()
     base = args.dir or Path(tempfile.mkdtemp(prefix="bf-scale-"))
     job = base / "scale-job"
@@ -124,19 +125,26 @@ def main() -> None:
         ("bench eval metrics JOB", [*bench, "eval", "metrics", str(job)]),
         ("bf.load_job(JOB)", [py, "-c", LOAD_JOB, str(job)]),
     ]
-    rows = []
-    for label, argv in cases:
-        runs = [measure(argv) for _ in range(args.repeat)]
-        seconds = min(r[0] for r in runs)
-        rss = max(r[1] for r in runs)
-        rows.append((label, seconds, rss, runs[-1][2]))
-    floor = rows[0][1]
-    print(f"\n{'command':38} {'seconds':>8} {'x baseline':>10} {'peak MB':>8}  budget (<= {BUDGET_SEC:g} s, "
-          f"<= {BUDGET_MB:g} MB)")
-    for label, seconds, rss, _ in rows:
-        ok = "ok" if seconds <= BUDGET_SEC and rss <= BUDGET_MB else "OVER"
-        print(f"{label:38} {seconds:8.2f} {seconds / floor:10.2f} {rss:8.1f}  {ok if rows[0][0] != label else '-'}")
-    trials, opened = rows[-1][3].split()
+    runs: dict[str, list[tuple[float, float, float, str]]] = {label: [] for label, _ in cases}
+    for _ in range(args.repeat):  # round-robin, so every command sees the same machine load
+        for label, argv in cases:
+            runs[label].append(measure(argv))
+    floor_wall = statistics.median(r[0] for r in runs[cases[0][0]])
+    floor_cpu = statistics.median(r[1] for r in runs[cases[0][0]])
+    load = os.getloadavg()[0]
+    print(f"\n{args.repeat} runs each, round-robin; load average {load:.1f} on {os.cpu_count()} CPUs "
+          "(wall time on a shared machine is noisy: CPU time is the steadier figure)")
+    print(f"{'command':34} {'wall med':>8} {'wall min':>8} {'cpu med':>8} {'x base':>7} {'peak MB':>8}  "
+          f"budget (<= {BUDGET_SEC:g} s, <= {BUDGET_MB:g} MB)")
+    for label, _ in cases:
+        wall = statistics.median(r[0] for r in runs[label])
+        cpu = statistics.median(r[1] for r in runs[label])
+        rss = max(r[2] for r in runs[label])
+        best = min(r[0] for r in runs[label])
+        verdict = "-" if label == cases[0][0] else ("ok" if best <= BUDGET_SEC and rss <= BUDGET_MB else "OVER")
+        print(f"{label:34} {wall:8.2f} {best:8.2f} {cpu:8.2f} {cpu / floor_cpu:7.2f} {rss:8.1f}  {verdict}")
+    print(f"(baseline wall median {floor_wall:.2f} s)")
+    trials, opened = runs[cases[-1][0]][-1][3].split()
     print(f"\nbf.load_job read {trials} trials (best attempt per task) and opened {opened} trajectory files")
     if not args.keep and args.dir is None:
         shutil.rmtree(base)

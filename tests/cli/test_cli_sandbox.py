@@ -42,7 +42,7 @@ def test_create_list_and_cleanup_by_id(bench, tmp_path):
     table = bench("sandbox", "list")
     assert short in table.stdout and "NAME" in table.stdout
     removed = bench("sandbox", "cleanup", "--id", short)
-    assert removed.returncode == 0 and f"Removed" in removed.stdout
+    assert removed.returncode == 0 and "Removed" in removed.stdout
     after = json.loads(bench("sandbox", "list", "--json").stdout)
     assert not [row for row in after if row["id"].startswith(short)]
 
@@ -56,8 +56,9 @@ def test_cleanup_with_an_unknown_id_fails(bench):
 
 @pytest.mark.docker
 def test_attach_runs_a_command_as_root_and_release_deletes(bench, tmp_path):
-    from benchflow.sandbox import SandboxSpec, get_backend
     import asyncio
+
+    from benchflow.sandbox import SandboxSpec, get_backend
 
     spec = SandboxSpec(name="kept-cli", environment_dir=None, cache_key="x", image="debian:bookworm-slim",
                        network_mode="no-network")
@@ -87,18 +88,7 @@ def test_attach_runs_a_command_as_root_and_release_deletes(bench, tmp_path):
         with pytest.raises(NotFound):
             box.api.inspect_container(record["sandbox_id"])
     finally:
-        asyncio.run(box.stop())
-        box.api.remove_container(record["sandbox_id"], force=True) if _exists(box, record) else None
-
-
-def _exists(box, record) -> bool:
-    from docker.errors import NotFound
-
-    try:
-        box.api.inspect_container(record["sandbox_id"])
-    except NotFound:
-        return False
-    return True
+        bench("sandbox", "cleanup", "--id", record["sandbox_id"])  # after a failure only; fails harmlessly
 
 
 def test_attach_without_a_kept_sandbox_is_a_one_line_user_error(bench, tmp_path):

@@ -85,7 +85,12 @@ class FakeModelServer:
 
     # --- lifecycle -----------------------------------------------------------------
     def start(self) -> FakeModelServer:
-        sock = socket.create_server((self.host, self.port))
+        # proto=IPPROTO_TCP so asyncio sets TCP_NODELAY on each connection (create_server
+        # leaves proto 0, and keep-alive replies then wait ~40 ms for a delayed ACK).
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        sock.listen(1024)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, lifespan="off", log_level="warning", access_log=False, http="h11",
                                 loop="asyncio")

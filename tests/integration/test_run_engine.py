@@ -255,3 +255,30 @@ def test_python_api_is_the_same_code(tmp_path: Path) -> None:
     make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
     outcome = bf.run(str(tmp_path / "tasks"), sandbox="docker", jobs_dir=str(tmp_path / "jobs"))
     assert outcome.exit_code == 0 and outcome.summary["passed"] == 1
+
+
+@pytest.mark.docker
+def test_eval_run_and_eval_resume_finish_only_the_unfinished(tmp_path: Path) -> None:
+    import fcntl
+    import shutil
+
+    for name in ("a", "b"):
+        make_task(tmp_path / "tasks", name, solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    done = run_bench("eval", "run", "--tasks-dir", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs))
+    assert done.returncode == 0, done.stderr
+    job = job_dir(jobs)
+    keep = next(job.glob("a__*"))
+    shutil.rmtree(next(job.glob("b__*")))  # as if the run died before b finished
+    kept_mtime = (keep / "result.json").stat().st_mtime
+
+    with open(job / ".lock", "a+") as handle:  # a live run holds the job
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        busy = run_bench("eval", "resume", str(job))
+        assert busy.returncode == 2 and "still running" in busy.stderr
+
+    resumed = run_bench("eval", "resume", str(job))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 to run, 1 reused" in resumed.stderr
+    assert (keep / "result.json").stat().st_mtime == kept_mtime
+    assert sorted(results(jobs)) == ["a", "b"]

@@ -169,3 +169,11 @@ def test_load_trial_document(tmp_path):
     assert bf.load_trial(trial, verifier=False).verifier_files == {}
     with pytest.raises(JobFolderError):
         bf.load_trial(tmp_path)
+
+
+def test_regrade_summary_is_read(job):
+    (job / "regrade-summary.json").write_text(json.dumps({"regraded": 3, "changed": 1}))
+    assert bf.load_job(job).regrade_summary == {"regraded": 3, "changed": 1}
+    (job / "regrade-summary.json").write_text("{oops")
+    doc = bf.load_job(job)
+    assert doc.regrade_summary is None and any("regrade-summary.json" in n for n in doc.notes)

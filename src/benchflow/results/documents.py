@@ -82,6 +82,8 @@ class JobDocument(BaseModel):
     timing_totals: dict[str, float] = Field(default_factory=dict)
     total_tokens: int | None = None
     cost_usd: float | None = None
+    regrade_summary: dict[str, Any] | None = None
+    """``regrade-summary.json`` as ``bench regrade`` wrote it (per-trial blocks are in each trial's regrade.json)."""
     notes: list[str] = Field(default_factory=list)
     """What the reader could not read, in plain words (never silently skipped)."""
     trials: list[TrialSummary] = Field(default_factory=list)

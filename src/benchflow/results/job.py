@@ -16,6 +16,7 @@ from . import metrics
 from .documents import JobDocument, TrialSummary
 from .outcome import category_counts, denominators
 from .reader import (
+    Unreadable,
     group_by_task,
     is_job_dir,
     is_trial_dir,
@@ -23,6 +24,7 @@ from .reader import (
     job_settings,
     mtime,
     note_unfinished,
+    read_json,
     read_results_jsonl,
     read_trial_summary,
     require_dir,
@@ -107,6 +109,15 @@ def _totals(trials: list[TrialSummary], timings: dict[str, dict]) -> tuple[dict[
         if trial.cost_usd is not None:
             cost = (cost or 0.0) + trial.cost_usd
     return {k: round(v, 1) for k, v in phases.items()}, tokens, cost
+
+
+def _optional_record(path: Path, notes: list[str]) -> dict[str, Any] | None:
+    try:
+        record = read_json(path)
+    except Unreadable as exc:
+        notes.append(str(exc))
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def read_trials(path: Path, notes: list[str]) -> tuple[list[TrialSummary], dict[str, dict], str, JobPaths | None]:
@@ -194,6 +205,7 @@ def _load_job(path: Path, attempts: Attempts, include_controls: bool, keys: list
     running = job_is_running(jobs) if jobs else False
     first = next((TrialPaths(Path(t.path)) for t in trials if t.finished), None)
     settings = job_settings(jobs, first, notes) if jobs else {}
+    regrade = _optional_record(jobs.regrade_summary, notes) if jobs else None
     if not trials:
         notes.append(f"{path}: no trial folders yet")
     note_unfinished(trials, notes, running)
@@ -211,5 +223,5 @@ def _load_job(path: Path, attempts: Attempts, include_controls: bool, keys: list
         denominators_with_controls=denominators(selected) if excluded else None,
         controls_excluded=excluded, groups=groups_of(counted, keys), solve_rates=solve,
         error_categories=errors, verifier_error_categories=verifier_errors, timing_totals=phases,
-        total_tokens=tokens, cost_usd=cost, notes=notes, trials=selected,
+        total_tokens=tokens, cost_usd=cost, regrade_summary=regrade, notes=notes, trials=selected,
     )

@@ -7,8 +7,10 @@ Estimators (unbiased, per task with n trials and c successes)::
 
 Both are ``None`` when n < k; a job value is the mean over tasks with n >= k
 (``math.fsum``), the others are counted in ``tasks_short_at_k``.
-Python integers make ``comb`` exact and int/int true division rounds once,
-so large n loses nothing.
+Both are computed as one exact integer ratio (pass@k as
+``(C(n, k) - C(n-c, k)) / C(n, k)``): Python's int/int division rounds once,
+correctly, so large n loses nothing and the orderings the math guarantees
+(pass^k <= pass@k, monotone in k and c) hold for the floats too.
 
 Two views are reported because versions disagreed (§4.2): the main block
 counts every trial, an unscored one as a fail; ``scored_only`` (present when
@@ -43,7 +45,8 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
     _check(n, c, k)
     if n < k:
         return None
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+    total = math.comb(n, k)
+    return (total - math.comb(n - c, k)) / total
 
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:

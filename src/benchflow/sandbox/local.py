@@ -33,6 +33,7 @@ from benchflow.sandbox import local_exec
 from benchflow.sandbox.base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from benchflow.sandbox.local_dockerfile import DEFAULT_PATH, SUGGESTION, ImagePlan, parse_dockerfile
 from benchflow.sandbox.local_layer import LocalImage, ensure_image
+from benchflow.sandbox.local_unshare import tool, wrap
 from benchflow.sandbox.local_setup import ROOT, User, copy_in, ensure_user, initial_roots, populate, resolve_workdir
 from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount
 from benchflow.util import atomic
@@ -214,8 +215,8 @@ class LocalSandbox:
         if self._fs_args is None:
             self._fs_args = filesystem_args(layout)
         assert self._id is not None and self._image is not None
-        argv = [*premount(layout), "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc",
-                "--unshare-uts", "--hostname", self._id[-20:]]
+        argv = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                "--hostname", self._id[-20:]]
         if self.spec.network_mode == "no-network":
             argv.append("--unshare-net")
         if os.geteuid() != 0:
@@ -231,7 +232,8 @@ class LocalSandbox:
         if who.uid != 0 and os.geteuid() == 0:
             argv += ["setpriv", f"--reuid={who.uid}", f"--regid={who.gid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--"]
-        return argv + list(cmd)
+        assert self._state is not None
+        return [*premount(layout), *wrap(argv + list(cmd), self._state / "newroot")]
 
     async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
                    cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,

@@ -27,6 +27,7 @@ from pathlib import Path
 from benchflow.errors import BuildError, CapabilityError
 from benchflow.sandbox import local_exec
 from benchflow.sandbox.local_dockerfile import SUGGESTION, CopyStep, ImagePlan, MkdirStep, RunStep
+from benchflow.sandbox.local_unshare import wrap
 from benchflow.sandbox.local_view import SPECIAL, is_whiteout
 from benchflow.util import atomic
 
@@ -119,8 +120,7 @@ class _Builder:
                network: str) -> list[str]:
         opts = f"lowerdir=/,upperdir={self.upper},workdir={self.ovl_work}"
         script = 'mount -t overlay overlay -o "$1" "$2" || exit 125; shift 2; exec "$@"'
-        cmd = ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", opts,
-               str(self.merged), "bwrap", "--bind", str(self.merged), "/", "--proc", "/proc", "--dev", "/dev",
+        cmd = ["--bind", str(self.merged), "/", "--proc", "/proc", "--dev", "/dev",
                "--tmpfs", "/dev/shm", "--ro-bind", "/sys", "/sys", "--tmpfs", "/tmp",
                "--ro-bind", str(self.stage), STAGE_MOUNT, "--unshare-pid", "--unshare-ipc",
                "--die-with-parent", "--clearenv"]
@@ -135,7 +135,8 @@ class _Builder:
             uid, gid = _passwd_ids(self.upper, user)
             cmd += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
                     "--bounding-set=-all", "--"]
-        return cmd + argv
+        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", opts,
+                str(self.merged), *wrap(cmd + argv, self.work / "newroot")]
 
     async def _in_layer(self, argv: list[str], what: str, cwd: str, *, env: dict[str, str] | None = None,
                         user: str | None = None, network: str | None = None) -> None:
@@ -255,7 +256,7 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
             shutil.rmtree(work, ignore_errors=True)
             raise
         atomic.write_text(work / "build.log", "\n".join(builder.log))
-        for scratch in (builder.ovl_work, builder.merged, builder.stage):
+        for scratch in (builder.ovl_work, builder.merged, builder.stage, work / "newroot"):
             shutil.rmtree(scratch, ignore_errors=True)
         image = LocalImage(**{**asdict(plain), "layer": str(target / "layer"), **_summarise(builder.upper)})
         atomic.write_text(work / "image.json", json.dumps(asdict(image), indent=2))

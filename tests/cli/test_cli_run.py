@@ -1,0 +1,83 @@
+"""``bench run`` / ``bench eval resume`` as a user types them: bad input gets one line and exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+
+
+@pytest.fixture
+def tasks(tmp_path: Path) -> Path:
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    return tmp_path / "tasks"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--keep-sandbox", "sometimes"], "keep_sandbox"),
+    (["--retry-policy", "always"], "retry.policy"),
+    (["-j", "0"], "concurrency"),
+    (["--fail-under", "2"], "fail_under"),
+    (["--fail-on", "crash"], "fail_on"),
+    (["--agent-env", "NOEQUALS"], "KEY=VALUE"),
+    (["--agent-idle-timeout", "soon"], "--agent-idle-timeout"),
+    (["--sandbox", "moon"], "unknown sandbox"),
+    (["--sandbox", "modal"], "not available in this build"),
+    (["--config-override", "{\"verifier\": {}}"], "only agent, sandbox and metadata"),
+])
+def test_bad_flag_values_are_one_line_and_exit_2(bench, tasks: Path, args: list[str], needle: str) -> None:
+    done = bench("run", str(tasks), "--dry-run", *args)
+    assert done.returncode == 2, done.stderr
+    assert needle in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_target_and_empty_selection(bench, tmp_path: Path, tasks: Path) -> None:
+    missing = bench("run", str(tmp_path / "nope"), "--dry-run")
+    assert missing.returncode == 2 and "no such folder" in missing.stderr
+    nothing = bench("run", "--dry-run")
+    assert nothing.returncode == 2 and "no tasks" in nothing.stderr
+    empty = bench("run", str(tasks), "--dry-run", "-i", "zzz*")
+    assert empty.returncode == 2 and "no task selected" in empty.stderr
+
+
+def test_unknown_agent_lists_known_ones(bench, tasks: Path, tmp_path: Path) -> None:
+    done = bench("run", str(tasks), "-a", "no-such-agent", "--jobs-dir", str(tmp_path / "jobs"))
+    assert done.returncode == 2
+    assert "no-such-agent" in done.stderr and "oracle" in done.stderr
+
+
+def test_run_config_unknown_key_names_file_and_key(bench, tasks: Path, tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("agent: oracle\nconcurency: 2\n")
+    done = bench("run", str(tasks), "--config", str(config), "--dry-run")
+    assert done.returncode == 2
+    assert "run.yaml: unknown key 'concurency' (did you mean 'concurrency'?)" in done.stderr
+
+
+def test_run_config_is_the_whole_run_and_flags_win(bench, tasks: Path, tmp_path: Path) -> None:
+    import json
+
+    config = tmp_path / "run.yaml"
+    config.write_text(f"tasks_dir: {tasks}\nagent: nop\nconcurrency: 3\nexclude: [other]\nprompts: [null, 'Check your work.']\n")
+    plan = bench("run", "--config", str(config), "--dry-run", "-j", "2")
+    assert plan.returncode in (0, 1), plan.stderr
+    doc = json.loads(plan.stdout)
+    assert doc["agent"] == "nop" and doc["concurrency"] == 2
+    assert [t["name"] for t in doc["tasks"]] == ["hello"]
+
+
+def test_resume_refuses_a_folder_that_is_not_a_job(bench, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    done = bench("eval", "resume", str(tmp_path / "empty"))
+    assert done.returncode == 2 and "not a job folder" in done.stderr
+
+
+def test_help_all_shows_the_hidden_run_flags(bench) -> None:
+    short = bench("run", "--help")
+    full = bench("run", "--help-all")
+    assert short.returncode == 0 and full.returncode == 0
+    assert "--retry-attempts" not in short.stdout and "--retry-attempts" in full.stdout
+    assert "--ca-bundle" in full.stdout
