@@ -140,3 +140,9 @@ def test_import_benchflow_is_light_and_lazy():
         import benchflow
 
         benchflow.no_such_name  # noqa: B018
+
+
+def test_explain_a_trial(bench, jobs):
+    trial = next((jobs / "job-a").glob("t3__*"))
+    proc = bench("explain", str(trial))
+    assert proc.returncode == 0 and proc.stdout.startswith("idle_timeout:") and "--agent-idle-timeout" in proc.stdout

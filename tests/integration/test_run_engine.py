@@ -282,3 +282,24 @@ def test_eval_run_and_eval_resume_finish_only_the_unfinished(tmp_path: Path) -> 
     assert "1 to run, 1 reused" in resumed.stderr
     assert (keep / "result.json").stat().st_mtime == kept_mtime
     assert sorted(results(jobs)) == ["a", "b"]
+
+
+@pytest.mark.docker
+def test_seeds_run_every_task_once_per_seed_and_resume_per_seed(tmp_path: Path) -> None:
+    # The verifier passes only odd seeds: BENCHFLOW_SEED reaches it.
+    make_task(tmp_path / "tasks", "seeded", test='[ $((BENCHFLOW_SEED % 2)) = 1 ] && r=1 || r=0; echo $r > /logs/verifier/reward.txt')
+    jobs = tmp_path / "jobs"
+    args = ["run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs), "--seeds", "0-3", "-j", "4"]
+    done = run_bench(*args)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((job_dir(jobs) / "summary.json").read_text())
+    assert summary["total"] == 4 and summary["passed"] == 2
+    stats = summary["seeds"]["seeded"]
+    assert stats["n"] == 4 and stats["mean_reward"] == 0.5 and stats["variance"] == 0.25
+    assert stats["pass_at_k"]["1"] == 0.5 and stats["pass_at_k"]["4"] == 1.0
+    seeds = sorted(json.loads(p.read_text())["seed"] for p in jobs.rglob("result.json"))
+    assert seeds == [0, 1, 2, 3]
+    again = run_bench(*args)
+    assert "0 to run, 4 reused" in again.stderr
+    bad = run_bench(*args[:-2], "--seeds", "3-1")
+    assert bad.returncode == 2 and "--seeds" in bad.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchflow.results.metrics import pass_at_k, pass_hat_k
@@ -16,6 +16,7 @@ def nck(draw):
     return n, c, k
 
 
+@settings(max_examples=400)
 @given(nck())
 def test_bounds_and_order(args):
     n, c, k = args
@@ -23,6 +24,7 @@ def test_bounds_and_order(args):
     assert 0.0 <= hat <= at <= 1.0
 
 
+@settings(max_examples=400)
 @given(nck())
 def test_pass_at_k_monotone_in_k(args):
     n, c, k = args
@@ -31,6 +33,7 @@ def test_pass_at_k_monotone_in_k(args):
         assert pass_hat_k(n, c, k + 1) <= pass_hat_k(n, c, k)
 
 
+@settings(max_examples=400)
 @given(nck())
 def test_pass_at_k_monotone_in_c(args):
     n, c, k = args
@@ -39,6 +42,7 @@ def test_pass_at_k_monotone_in_c(args):
         assert pass_hat_k(n, c + 1, k) >= pass_hat_k(n, c, k)
 
 
+@settings(max_examples=400)
 @given(nck())
 def test_k_equal_one_is_the_success_fraction(args):
     n, c, _ = args

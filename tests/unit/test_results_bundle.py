@@ -98,3 +98,16 @@ def test_bad_paths(tmp_path, job):
         bundle(tmp_path / "missing")
     with pytest.raises(JobFolderError):
         bundle(job, job / "inside.zip")
+
+
+def test_private_keys_url_credentials_and_jwts_are_masked(tmp_path):
+    pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----"
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV"
+    job = write_job(tmp_path, "job", [TrialSpec("t", 1.0, files={
+        "agent/claude_agent_acp.txt": f"{pem}\ngit clone https://bob:hunter2hunter@git.example/x\n{jwt}\n"})])
+    out = tmp_path / "b.zip"
+    report = bundle(job, out)
+    text = b"".join(_zip_bytes(out).values())
+    for secret in (b"b3BlbnNzaC1rZXktdjEAAAAA", b"hunter2hunter", jwt.encode()):
+        assert secret not in text
+    assert next(f for f in report.files if f.path.endswith("claude_agent_acp.txt")).masked == 3

@@ -63,3 +63,21 @@ def test_code_for_a_result(result, code):
     assert explain.code_for(result) == code
     if code:
         explain.lookup(code)
+
+
+def test_explain_a_trial_folder(tmp_path):
+    from fixtures.jobgen import TrialSpec, write_trial
+
+    job = tmp_path / "job"
+    bad = write_trial(job, TrialSpec("t", None, verifier_error="Verifier timed out after 60s",
+                                     verifier_error_category="verifier_timeout"))
+    code, entry = explain.explain_trial(bad)
+    assert code == "verifier_timeout" and entry.code == "verifier_timeout"
+    assert explain.explain_trial(write_trial(job, TrialSpec("ok", 1.0))) == (None, None)
+    with pytest.raises(errors.UserError):
+        explain.explain_trial(write_trial(job, TrialSpec("running", finished=False)))
+
+
+def test_code_for_a_0_7_result_without_categories():
+    assert explain.code_for({"rewards": None, "error": "Agent idle for 600s"}) == "idle_timeout"
+    assert explain.code_for({"rewards": None, "verifier_error": "Verifier timed out"}) == "verifier_timeout"

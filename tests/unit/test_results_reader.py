@@ -113,6 +113,7 @@ def test_0_7_job_without_optional_files(tmp_path):
     assert trials["regex-log"].error_category == "idle_timeout" and trials["regex-log"].duration_sec is None
     assert trials["broken"].finished is False
     assert any("broken__00000000/result.json: not valid JSON" in note for note in doc.notes)
+    assert any("no evaluation.json" in note for note in doc.notes)
 
 
 def test_not_a_job_is_a_one_line_user_error(tmp_path):

@@ -219,7 +219,8 @@ def compare_lift(
                           "is the one the run summary names; without one, every code is listed.")
 def explain(
     code: Optional[str] = typer.Argument(None, help="The code the run summary names, such as R212 or "
-                                         "verifier_failure (omit to list every code)."),
+                                         "verifier_failure (omit to list every code); or a trial folder, to "
+                                         "explain that trial."),
     as_json: bool = typer.Option(False, "--json", help="Print the page, or the list, as JSON."),
 ) -> None:
     from benchflow.results import explain as catalogue
@@ -234,7 +235,13 @@ def explain(
                              [[e.code + (f" ({', '.join(e.aliases)})" if e.aliases else ""), e.fault, e.label]
                               for e in entries]))
         return
-    entry = catalogue.lookup(code)
+    if Path(code).is_dir():
+        _, entry = catalogue.explain_trial(Path(code))
+        if entry is None:
+            typer.echo(f"{code}: scored, with no error to explain")
+            return
+    else:
+        entry = catalogue.lookup(code)
     if as_json:
         typer.echo(to_json(catalogue.as_json(entry)), nl=False)
         return

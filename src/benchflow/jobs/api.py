@@ -92,10 +92,12 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
 
     agent = agents.resolve(spec.agent)
     backend = get_backend(plan.sandbox)
-    if spec.build_concurrency and hasattr(backend, "set_build_concurrency"):
-        backend.set_build_concurrency(spec.build_concurrency)
+    if plan.sandbox in {"docker", "remote-docker"}:
+        from benchflow.sandbox.docker_build import set_build_concurrency
+
+        set_build_concurrency(spec.build_concurrency or spec.concurrency)
     ca_bundle = _ca_bundle(spec.ca_bundle)
-    expected = {t.name: _expected(spec, agent.name, t) for t in plan.tasks}
+    expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
     job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
                         identity={"agent": agent.name, "model": spec.model}, expected=expected,
                         restart_changed=spec.restart_changed)
@@ -120,16 +122,18 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     atomic.write_json(paths.run_card, plan.card.document(plan))
     job_label = str(paths.root.resolve())
     await asyncio.to_thread(_remove_leftovers, plan.sandbox, job_label)
-    todo = [t for t in plan.tasks if t.name not in job.finished]
+    units = plan.units
+    todo = [t for t in units if t.key not in job.finished]
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
-          "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(plan.tasks),
-          "reused": len(plan.tasks) - len(todo), "todo": [t.name for t in todo]})
+          "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(units),
+          "reused": len(units) - len(todo), "todo": [t.key for t in todo]})
     budget = BudgetKeeper(spec.budget)
     labels = {"benchflow.job": job_label}
 
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
         return TrialRequest(task=planned.task, digest=planned.digest, job=paths, spec=spec, agent=agent,
                             backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
+                            seed=planned.seed,
                             ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 
@@ -149,10 +153,10 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError):
             pass
-    results = {t.name: read_json(job.finished[t.name].result) for t in plan.tasks if t.name in job.finished}
+    results = {t.key: read_json(job.finished[t.key].result) for t in units if t.key in job.finished}
     results.update(fresh)
     summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
-                            results={t.name: results.get(t.name) for t in plan.tasks},
+                            results={t.key: results.get(t.key) for t in units},
                             elapsed_sec=time.monotonic() - started, budget=budget.document())
     atomic.write_json(paths.summary, summary)
     atomic.write_json(paths.root.parent / "summary.json", summary)

@@ -21,7 +21,7 @@ from benchflow.errors import JobFolderError
 from benchflow.util import atomic
 from benchflow.util.redact import drop_secrets
 
-from .layout import JobPaths, TrialPaths
+from .layout import JobPaths, TrialPaths, unit_key
 
 IDENTITY_KEYS = ("agent", "model")
 """Settings whose change makes a plain rerun start a new job instead of resuming."""
@@ -116,7 +116,7 @@ def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, dict[str, Any]
         result = read_json(trial.result)
         if not is_finished_result(result):
             continue
-        task = str(result.get("task_name") or trial.name.rsplit("__", 1)[0])
+        task = unit_key(str(result.get("task_name") or trial.name.rsplit("__", 1)[0]), result.get("seed"))
         mtime = trial.result.stat().st_mtime
         if task not in best or mtime > best[task][2]:
             best[task] = (trial, result, mtime)

@@ -89,6 +89,11 @@ class TrialPaths:
         return self.root / "regrade.json"
 
     @property
+    def regrade_verifier_dir(self) -> Path:
+        """Verifier outputs of the latest ``bench regrade`` (the trial's own verifier/ is never touched)."""
+        return self.root / "regrade" / "verifier"
+
+    @property
     def agent_dir(self) -> Path:
         return self.root / "agent"
 
@@ -195,6 +200,11 @@ class JobPaths:
             return True
         return any((child / "result.json").is_file() or (child / "config.json").is_file()
                    for child in path.iterdir() if child.is_dir()) if path.is_dir() else False
+
+
+def unit_key(task_name: str, seed: int | None) -> str:
+    """What a job schedules and resumes by: the task name, or ``<task>@seed<N>`` with --seeds."""
+    return task_name if seed is None else f"{task_name}@seed{seed}"
 
 
 def trial_name(task_name: str, suffix: str) -> str:

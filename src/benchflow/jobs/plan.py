@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from benchflow.errors import ConfigError, TaskError, UserError
 from benchflow.util.match import select
 
+from .layout import unit_key
 from .spec import RunSpec
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,11 @@ class PlannedTask:
     path: Path
     task: Any
     digest: str
+    seed: int | None = None
+
+    @property
+    def key(self) -> str:
+        return unit_key(self.name, self.seed)
 
 
 @dataclass
@@ -58,13 +64,20 @@ class Plan:
     skipped: list[tuple[str, str]] = field(default_factory=list)
     card: RunCard = field(default_factory=RunCard)
 
+    @property
+    def units(self) -> list[PlannedTask]:
+        """What runs: every task, once per seed with ``--seeds``."""
+        if not self.spec.seeds:
+            return self.tasks
+        return [replace(t, seed=seed) for t in self.tasks for seed in self.spec.seeds]
+
     def document(self) -> dict[str, Any]:
         """The plan as ``--dry-run`` prints it."""
         spec = self.spec
         return {"schema_version": 1, "kind": "benchflow.plan", "agent": spec.agent, "model": spec.model,
                 "reasoning_effort": spec.reasoning_effort, "sandbox": self.sandbox,
                 "sandbox_reason": self.sandbox_reason, "jobs_dir": spec.jobs_dir, "tasks_dir": self.tasks_dir,
-                "concurrency": spec.concurrency, "warm_pool": spec.effective_warm_pool, "trials": spec.trials,
+                "seeds": spec.seeds, "concurrency": spec.concurrency, "warm_pool": spec.effective_warm_pool, "trials": spec.trials,
                 "budget": spec.budget.model_dump(), "retry": spec.retry.model_dump(),
                 "tasks": [{"name": t.name, "path": str(t.path), "digest": t.digest} for t in self.tasks],
                 "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
@@ -99,13 +112,41 @@ def _task_dirs(spec: RunSpec) -> tuple[list[Path], str | None]:
     return dirs, tasks_dir
 
 
-def _load(dirs: list[Path]) -> tuple[list[PlannedTask], list[tuple[str, str]]]:
+def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in patch.items():
+        out[key] = deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def apply_override(task: Any, override: dict[str, Any] | None) -> None:
+    """Deep-merge ``--config-override`` into the task's resolved config (agent, sandbox, metadata only).
+
+    Raises:
+        ConfigError: the patched config is not valid; the message names the key.
+    """
+    if not override:
+        return
+    from pydantic import ValidationError
+
+    from benchflow.tasks import TaskConfig
+
+    merged = deep_merge(task.config.model_dump(by_alias=True), override)
+    try:
+        task.config = TaskConfig.model_validate(merged)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"--config-override: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+
+
+def _load(dirs: list[Path], override: dict[str, Any] | None = None) -> tuple[list[PlannedTask], list[tuple[str, str]]]:
     from benchflow.tasks import load_task
 
     loaded, skipped = [], []
     for path in dirs:
         try:
             task = load_task(path)
+            apply_override(task, override)
         except TaskError as exc:
             if len(dirs) == 1:
                 raise
@@ -151,7 +192,7 @@ def make_plan(spec: RunSpec) -> Plan:
         UserError: bad targets, an unreadable single task, or an empty selection.
     """
     dirs, tasks_dir = _task_dirs(spec)
-    loaded, skipped = _load(dirs)
+    loaded, skipped = _load(dirs, spec.config_override)
     chosen = _select(loaded, spec)
     if not chosen:
         raise UserError("no task selected: check --include/--exclude against the task folder names")

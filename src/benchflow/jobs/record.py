@@ -52,6 +52,7 @@ def build_config(req: "TrialRequest", started_at: dt.datetime, prompts: list[str
         "agent_idle_timeout_sec": spec.agent_idle_timeout_sec,
         "started_at": str(started_at),
         "attempt": req.attempt,
+        "seed": req.seed,
         "benchflow_version": __version__,
     }
 
@@ -157,5 +158,6 @@ def build_result(req: "TrialRequest", name: str, started_at: dt.datetime, timing
         "sandbox_id": state.sandbox_id,
         "environment": req.backend_name,
         "attempt": req.attempt,
+        "seed": req.seed,
         "verifier_warnings": verifier.warnings if verifier else [],
     }

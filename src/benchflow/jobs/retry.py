@@ -10,20 +10,20 @@ from typing import Any
 
 RETRYABLE = frozenset({"install_failure", "pipe_closed", "idle_timeout", "infra_failure", "sandbox_setup",
                        "acp_error"})
-NEVER = frozenset({"timeout", "provider_auth", "provider_rate_limit", "provider_rejected", "usage_limit",
-                   "suspected_api_error", "other"})
+PERMANENT = frozenset({"timeout", "provider_auth", "provider_rate_limit", "provider_rejected", "usage_limit"})
+"""Never retried, whatever the policy: another attempt would fail the same way or spend quota."""
 
 
 def is_retryable(result: dict[str, Any], policy: str = "default") -> bool:
     if result.get("rewards") is not None or result.get("verifier_error"):
         return False
     category = result.get("error_category")
-    if category in NEVER:
+    if category in PERMANENT:
         return False
     if (result.get("sandbox_startup_info") or {}).get("reason") == "build_failed":
         return False  # the same Dockerfile fails the same way
     if policy == "unscored-only":
-        return True
+        return True  # every unscored trial gets another attempt
     if category == "api_error":
         return "/transient]" in str(result.get("error") or "")
     return category in RETRYABLE

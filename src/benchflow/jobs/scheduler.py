@@ -36,7 +36,7 @@ class Scheduler:
         """Task name -> final result (None when it never finished: budget or cancellation)."""
         self._pool = asyncio.Semaphore(self.concurrency + self.warm_pool)
         self._run_slots = asyncio.Semaphore(self.concurrency)
-        results: dict[str, dict[str, Any] | None] = {t.name: None for t in tasks}
+        results: dict[str, dict[str, Any] | None] = {t.key: None for t in tasks}
         self._running: dict[str, asyncio.Task] = {}
         watcher = asyncio.create_task(self._watch_budget())
         try:
@@ -60,32 +60,32 @@ class Scheduler:
             for attempt in range(1, self.retry_attempts + 2):
                 if attempt > 1:
                     delay = backoff_sec(attempt, base)
-                    self.emit({"type": "retry", "task": planned.name, "attempt": attempt, "delay_sec": delay})
+                    self.emit({"type": "retry", "task": planned.key, "attempt": attempt, "delay_sec": delay})
                     await asyncio.sleep(delay)
                 if not self.budget.may_start():
-                    self.budget.not_started.append(planned.name)
-                    self.emit({"type": "not_started", "task": planned.name, "reason": self.budget.stopped})
+                    self.budget.not_started.append(planned.key)
+                    self.emit({"type": "not_started", "task": planned.key, "reason": self.budget.stopped})
                     return
                 request = self.make_request(planned, attempt)
                 request.run_slot = self._run_slots
-                key = f"{planned.name}#{attempt}"
+                key = f"{planned.key}#{attempt}"
                 self.budget.begin(key)
-                self.emit({"type": "trial_started", "task": planned.name, "attempt": attempt})
+                self.emit({"type": "trial_started", "task": planned.key, "attempt": attempt})
                 runner = asyncio.create_task(run_trial(request))
                 self._running[key] = runner
                 try:
                     result = await runner
                 except asyncio.CancelledError:
                     if key in self.budget.cancelled and not _self_cancelled():
-                        self.emit({"type": "trial_cancelled", "task": planned.name, "reason": self.budget.stopped})
+                        self.emit({"type": "trial_cancelled", "task": planned.key, "reason": self.budget.stopped})
                         return
                     raise
                 finally:
                     self._running.pop(key, None)
                     self.budget.end(key)
-                results[planned.name] = result
+                results[planned.key] = result
                 retry = attempt <= self.retry_attempts and is_retryable(result, self.retry_policy)
-                self.emit({"type": "trial_finished", "task": planned.name, "attempt": attempt,
+                self.emit({"type": "trial_finished", "task": planned.key, "attempt": attempt,
                            "result": result, "will_retry": retry})
                 if not retry:
                     return

@@ -99,6 +99,8 @@ class RunSpec(BaseModel):
     retry: Retry = Field(default_factory=Retry)
     gates: Gates = Field(default_factory=Gates)
     trials: int = Field(default=1, ge=1)
+    seeds: list[int] | None = None
+    """Run every task once per seed (``BENCHFLOW_SEED`` is set for the agent and the verifier)."""
     matrix: str | None = None
     quiet: bool = False
     accept_deviations: str | None = None
@@ -113,6 +115,11 @@ class RunSpec(BaseModel):
             if not key or "=" in key:
                 raise ValueError(f"agent env name {key!r} is not a variable name")
         return value
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds(cls, value: Any) -> Any:
+        return parse_seeds(value) if isinstance(value, (str, int)) else value
 
     def redacted(self) -> dict[str, Any]:
         """The spec as stored on disk: secret-looking agent env values dropped."""
@@ -135,5 +142,22 @@ class RunSpec(BaseModel):
                 "patch": self.config_override}
 
 
-def jobs_root(spec: RunSpec) -> Path:
-    return Path(spec.jobs_dir).expanduser()
+def parse_seeds(text: str | int) -> list[int]:
+    """``0-4`` -> [0..4]; ``0,3,7`` -> [0, 3, 7]."""
+    out: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part[1:]:
+            lo, hi = part.split("-", 1)
+            if not (lo.isdigit() and hi.isdigit()) or int(hi) < int(lo):
+                raise ValueError(f"--seeds {text!r}: give a range like 0-4 or a list like 0,3,7")
+            out.extend(range(int(lo), int(hi) + 1))
+        elif part.isdigit():
+            out.append(int(part))
+        else:
+            raise ValueError(f"--seeds {text!r}: give a range like 0-4 or a list like 0,3,7")
+    if not out:
+        raise ValueError(f"--seeds {text!r}: no seed given")
+    return sorted(set(out))

@@ -9,6 +9,7 @@ trials are left out of the score's denominator in ``score_excl_errors``.
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from typing import Any
 
@@ -62,7 +63,33 @@ def build_summary(*, job_name: str, spec: Any, sandbox: str, results: dict[str, 
         "elapsed_sec": round(elapsed_sec, 1),
         "budget": budget,
         "trials": {task: (r or {}).get("trial_name") for task, r in sorted(results.items())},
+        "seeds": seed_stats(results) if getattr(spec, "seeds", None) else None,
     }
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """Unbiased pass@k: 1 - C(n-c, k) / C(n, k); None when n < k."""
+    if n < k:
+        return None
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def seed_stats(results: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+    """Per task over its seeds: n, mean reward, population variance, pass@1 and pass@n."""
+    per_task: dict[str, list[float]] = {}
+    for key, result in results.items():
+        task = key.split("@seed", 1)[0]
+        reward = ((result or {}).get("rewards") or {}).get("reward")
+        per_task.setdefault(task, [])
+        if reward is not None:
+            per_task[task].append(float(reward))
+    out = {}
+    for task, rewards in sorted(per_task.items()):
+        n, c = len(rewards), sum(1 for r in rewards if r == 1.0)
+        out[task] = {"n": n, "mean_reward": round(statistics.fmean(rewards), 6) if rewards else None,
+                     "variance": round(statistics.pvariance(rewards), 6) if rewards else None,
+                     "pass_at_k": {"1": pass_at_k(n, c, 1), str(n): pass_at_k(n, c, n)} if n else {}}
+    return out
 
 
 def outcomes_line(summary: dict[str, Any]) -> str:

@@ -51,6 +51,8 @@ class TrialRequest:
     on_phase: Callable[[str, str], None] = lambda _trial, _phase: None
     agent_env: dict[str, str] = field(default_factory=dict)
     """The agent's environment with secrets (never written to disk)."""
+    seed: int | None = None
+    """With --seeds: exported as BENCHFLOW_SEED to the agent, the oracle and the verifier."""
     run_slot: asyncio.Semaphore | None = None
     """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
 
@@ -67,6 +69,10 @@ class _JsonlSink:
         self.events.append(clean)
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(clean, ensure_ascii=False) + "\n")
+
+
+def seed_env(seed: int | None) -> dict[str, str]:
+    return {} if seed is None else {"BENCHFLOW_SEED": str(seed)}
 
 
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
@@ -112,12 +118,17 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     sandbox = req.backend.create(sandbox_spec(req, name))
     keep = False
     try:
-        await _environment_phase(req, sandbox, paths, state, timing)
-        async with req.run_slot or contextlib.nullcontext():
-            if state.error is None:
-                await _agent_phase(req, sandbox, paths, prompts, sink, state, timing)
-            if state.verifier_allowed:
-                await _verifier_phase(req, sandbox, paths, state, timing)
+        try:
+            await _environment_phase(req, sandbox, paths, state, timing)
+            async with req.run_slot or contextlib.nullcontext():
+                if state.error is None:
+                    await _agent_phase(req, sandbox, paths, prompts, sink, state, timing)
+                if state.verifier_allowed:
+                    await _verifier_phase(req, sandbox, paths, state, timing)
+        except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down
+            log.debug("trial %s failed unexpectedly", name, exc_info=True)
+            state.error = f"{type(exc).__name__}: {exc}"
+            state.error_category = unexpected_category(exc)
         timing["total"] = time.monotonic() - t0
         result = build_result(req, name, started_at, timing, state, sink.events)
         atomic.write_json(paths.timing, result["timing"])
@@ -207,7 +218,8 @@ async def _verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths
     req.on_phase(paths.name, "verifier")
     t = time.monotonic()
     state.verifier = await run_verifier(sandbox, req.task, paths.verifier_dir, workdir=sandbox.workdir,
-                                        agent_user=req.spec.sandbox_user, task_name=req.task.name)
+                                        agent_user=req.spec.sandbox_user, task_name=req.task.name,
+                                        extra_env=seed_env(req.seed))
     timing["verifier"] = time.monotonic() - t
 
 
@@ -217,9 +229,9 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
     ctx = AgentContext(
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
         trajectory=sink, timeout_sec=timeout, idle_timeout_sec=req.spec.agent_idle_timeout_sec,
-        model=req.spec.model, effort=req.spec.reasoning_effort, env=req.agent_env,
+        model=req.spec.model, effort=req.spec.reasoning_effort, env={**req.agent_env, **seed_env(req.seed)},
         user=req.spec.sandbox_user, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
-        oracle_env=dict(req.task.config.oracle.env or {}),
+        oracle_env={**dict(req.task.config.oracle.env or {}), **seed_env(req.seed)},
     )
     t = time.monotonic()
     req.on_phase(paths.name, "install")
@@ -269,6 +281,16 @@ def _write_rewards(paths: TrialPaths, result: dict[str, Any]) -> None:
                  "granularity": rewards.get("granularity", "terminal"),
                  "meta": {k: v for k, v in rewards.items() if k != "reward"}})
     atomic.write_jsonl(paths.rewards, rows)
+
+
+_INFRA_MARKERS = ("connection", "refused", "reset by peer", "broken pipe", "timed out", "no such container",
+                  "not found", "temporarily unavailable", "socket")
+
+
+def unexpected_category(exc: BaseException) -> str:
+    """``infra_failure`` (retryable) for transport and engine failures, else ``other``."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return "infra_failure" if any(marker in text for marker in _INFRA_MARKERS) else "other"
 
 
 def _keep(policy: str, result: dict[str, Any]) -> bool:

@@ -16,6 +16,8 @@ from pydantic import BaseModel
 
 from benchflow.errors import UserError
 
+from .outcome import classify_error, classify_verifier_error
+
 CATALOGUE = Path(__file__).with_name("explain.toml")
 Fault = Literal["task", "agent", "infrastructure", "setup"]
 
@@ -76,16 +78,21 @@ def lookup(code: str, *, job: str | None = None, task: str | None = None) -> Exp
     return entry.filled(job=job, task=task)
 
 
+def _message(value: Any) -> str | None:
+    return value if isinstance(value, str) else (str(value) if value else None)
+
+
 def code_for(result: dict[str, Any]) -> str | None:
     """The catalogue code that explains one ``result.json``; ``None`` when it has a reward and no error.
 
     The verifier category wins when there is no reward (it is why there is no
     score); a pipe closed by the agent's own exit gets ``pipe_closed:exit``.
+    A result without stored categories (BenchFlow 0.7) is classified from its messages.
     """
     rewards = result.get("rewards")
     scored = isinstance(rewards, dict) and rewards.get("reward") is not None
-    verifier = result.get("verifier_error_category")
-    agent = result.get("error_category")
+    verifier = result.get("verifier_error_category") or classify_verifier_error(_message(result.get("verifier_error")))
+    agent = result.get("error_category") or classify_error(_message(result.get("error")))
     if not scored and verifier:
         return verifier
     if agent == "pipe_closed":
@@ -98,6 +105,29 @@ def code_for(result: dict[str, Any]) -> str | None:
     if agent:
         return agent
     return None if scored else "no_verdict"
+
+
+def explain_trial(path: Path) -> tuple[str | None, ExplainEntry | None]:
+    """``(code, entry)`` for a trial folder's result.json; ``(None, None)`` when it scored cleanly.
+
+    Raises:
+        UserError: ``path`` has no readable result.json.
+    """
+    from benchflow.jobs.layout import TrialPaths
+
+    from .reader import Unreadable, read_json
+
+    trial = TrialPaths(path)
+    try:
+        result = read_json(trial.result)
+    except Unreadable as exc:
+        raise UserError(str(exc)) from exc
+    if not isinstance(result, dict):
+        raise UserError(f"{trial.result}: missing; the trial has not finished (bench explain no_verdict)")
+    code = code_for(result)
+    if code is None:
+        return None, None
+    return code, lookup(code, job=str(path.parent), task=result.get("task_name") or trial.name.rsplit("__", 1)[0])
 
 
 def as_json(entry: ExplainEntry) -> dict[str, Any]:

@@ -206,6 +206,9 @@ def _load_job(path: Path, attempts: Attempts, include_controls: bool, keys: list
     first = next((TrialPaths(Path(t.path)) for t in trials if t.finished), None)
     settings = job_settings(jobs, first, notes) if jobs else {}
     regrade = _optional_record(jobs.regrade_summary, notes) if jobs else None
+    if jobs and trials and not jobs.evaluation.is_file():
+        notes.append("no evaluation.json (a job written by BenchFlow 0.7, or an older run): the settings come "
+                     "from summary.json and the first trial's config.json")
     if not trials:
         notes.append(f"{path}: no trial folders yet")
     note_unfinished(trials, notes, running)

@@ -40,8 +40,8 @@ from . import ca, docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .docker_build import build_image
 from .docker_engine import call
-from .docker_exec import run as run_exec
-from .docker_setup import KEEPALIVE, resolve_workdir, setup_argv
+from .docker_exec import close as close_socket, frames, run as run_exec
+from .docker_setup import main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
 from .orphans import KEPT_PREFIX
 from .tarstream import pack, pack_members, unpack
@@ -49,6 +49,7 @@ from .tarstream import pack, pack_members, unpack
 log = logging.getLogger(__name__)
 
 SNAPSHOT_REPO = "benchflow/snapshot"
+SETUP_TIMEOUT_SEC = 120
 
 
 class State(enum.Enum):
@@ -165,7 +166,8 @@ class DockerSandbox:
             mem_limit=f"{int(self.spec.memory_mb)}m")
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         created = api.create_container(
-            self.image, entrypoint=["/bin/sh", "-c"], command=[KEEPALIVE], stdin_open=True,
+            self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),
+            stdin_open=True,
             working_dir=self._workdir, environment=env, labels=self._labels(), name=name,
             host_config=host_config)
         return created["Id"]
@@ -176,23 +178,44 @@ class DockerSandbox:
         if self._state is State.STOPPED:
             raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
         await self.create()
+        box: list = []
         try:
-            await call(self.api.start, self._container)
             if self.spec.image and self.spec.ca_bundle is not None:
                 bundle = ca.read_bundle(self.spec.ca_bundle)
                 await call(self.api.put_archive, self._container, "/",
                            pack_members([(ca.CA_PATH, bundle, 0o644)]))
-            await self._setup()
+            worker = asyncio.ensure_future(call(self._start_blocking, box))
+            try:
+                status, output = await asyncio.wait_for(asyncio.shield(worker), SETUP_TIMEOUT_SEC)
+            except asyncio.TimeoutError:
+                raise SandboxError(f"{self.spec.name}: sandbox setup did not finish within "
+                                   f"{SETUP_TIMEOUT_SEC}s") from None
+            if status != 0:
+                raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={status}): "
+                                   f"{output.strip()[-500:]}")
         except BaseException:
+            for sock in box:
+                close_socket(sock)
             await self.stop()
             raise
         self._state = State.STARTED
 
-    async def _setup(self) -> None:
-        result = await self.exec(setup_argv(self.spec.sandbox_user, self._workdir), timeout=120)
-        if not result.success:
-            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={result.return_code}): "
-                               f"{result.stderr.strip()[-500:]}")
+    def _start_blocking(self, box: list) -> tuple[int, str]:
+        """Attach, start, and read the main process's output up to the setup marker."""
+        sock = self.api.attach_socket(self._container, params={"stdout": 1, "stderr": 1, "stream": 1})
+        box.append(sock)
+        try:
+            self.api.start(self._container)
+            seen = ""
+            for _, chunk in frames(sock):
+                seen += chunk.decode("utf-8", errors="replace")
+                ready = parse_ready(seen)
+                if ready is not None:
+                    return ready
+        finally:
+            close_socket(sock)
+        state = self.api.inspect_container(self._container)["State"]
+        return int(state.get("ExitCode") or 1), seen or f"the container exited ({state.get('Status')})"
 
     def _require_container(self) -> str:
         if self._container is None or self._state is State.STOPPED:

@@ -1,4 +1,10 @@
-"""What a fresh container needs before a trial, done in one exec as root.
+"""What a fresh container needs before a trial, done by its own main process at start.
+
+The container's command runs the setup script as root, prints a marker line
+with the script's exit status (and its output when it failed), then becomes
+the keep-alive loop. :func:`benchflow.sandbox.docker.DockerSandbox.start`
+attaches to the container before starting it and reads up to the marker, so
+setup costs no extra exec round trip.
 
 The script uses POSIX sh and the POSIX utilities ``mkdir``, ``chmod`` and
 ``chown`` only: ``useradd`` is used when the image has it, otherwise the user
@@ -13,7 +19,6 @@ sandbox user.
 from __future__ import annotations
 
 SETUP = r"""
-set -e
 user=$1; wd=$2
 mkdir -p /logs/agent /logs/verifier /logs/artifacts /tmp "$wd"
 chmod 0777 /logs/agent /logs/artifacts /logs/verifier
@@ -39,21 +44,41 @@ if [ -z "$found" ]; then
   fi
 fi
 case "$wd" in /) ;; *) chown -R "$user" "$wd" ;; esac
-exit 0
+"""
+
+READY = "__benchflow_setup__"
+
+KEEPALIVE = "while read -r _; do :; done"
+"""Blocks on an open, silent stdin (the container has ``stdin_open``): needs no ``sleep``
+binary, and dies on SIGTERM at once (docker-init is PID 1, so there is no grace wait)."""
+
+MAIN = f"""
+setup() {{ set -e
+{SETUP}
+}}
+out=$( (setup "$@") 2>&1 ); rc=$?
+[ "$rc" = 0 ] || printf '%s\\n' "$out"
+echo "{READY} $rc"
+{KEEPALIVE}
 """
 
 
-def setup_argv(user: str | None, workdir: str) -> list[str]:
-    """The argv that prepares a container for ``user`` (None: root only) and ``workdir``."""
-    return ["/bin/sh", "-c", SETUP, "sh", user or "", workdir]
+def main_command(user: str | None, workdir: str) -> list[str]:
+    """The container's command: set up for ``user`` (None: root only) and ``workdir``, report,
+    then keep the container alive."""
+    return ["/bin/sh", "-c", MAIN, "sh", user or "", workdir]
+
+
+def parse_ready(output: str) -> tuple[int, str] | None:
+    """(setup exit status, what setup printed) once the marker line is in ``output``; else None."""
+    before, sep, rest = output.partition(READY + " ")
+    if not sep or "\n" not in rest:
+        return None
+    status = rest.partition("\n")[0].strip()
+    return (int(status) if status.isdigit() else 1), before
 
 
 def resolve_workdir(spec_workdir: str | None, image_workdir: str | None) -> str:
     """The task's workdir, else the image's WORKDIR; ``/`` or unset becomes ``/root``."""
     chosen = spec_workdir or image_workdir or "/"
     return "/root" if chosen.rstrip("/") == "" else chosen
-
-
-KEEPALIVE = "while read -r _; do :; done"
-"""PID 1's child (behind docker-init): blocks on an open, silent stdin, needs no ``sleep``
-binary, and dies on SIGTERM at once (it is not PID 1, so no grace wait)."""

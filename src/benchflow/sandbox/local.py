@@ -1,8 +1,8 @@
 """The embedded ``local`` sandbox: Linux namespaces through bubblewrap, no daemon.
 
 A sandbox is a folder on the host (``<cache>/local/sandboxes/<id>``) holding
-its writable state; every ``exec`` is one ``bwrap`` invocation into that
-state with fresh PID, IPC and UTS namespaces (and a network namespace with
+its writable state; every ``exec`` is one ``bwrap`` invocation (or, without
+bubblewrap, ``unshare`` — see :mod:`local_unshare`) into that state with fresh PID, IPC and UTS namespaces (and a network namespace with
 only ``lo`` for ``no-network``). The host root is visible read-only; the
 workspace, ``/logs``, ``/tmp``, ``/root``, ``/home`` and whatever ``put()``
 creates are private and writable (see :mod:`local_view`). Running as root,
@@ -24,6 +24,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,6 +34,7 @@ from benchflow.sandbox import local_exec
 from benchflow.sandbox.base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from benchflow.sandbox.local_dockerfile import DEFAULT_PATH, SUGGESTION, ImagePlan, parse_dockerfile
 from benchflow.sandbox.local_layer import LocalImage, ensure_image
+from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks
 from benchflow.sandbox.local_unshare import tool, wrap
 from benchflow.sandbox.local_setup import ROOT, User, copy_in, ensure_user, initial_roots, populate, resolve_workdir
 from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount
@@ -44,12 +46,8 @@ CAPABILITIES = Capabilities(network_modes=frozenset({"no-network", "public"}), s
                             multi_service=False, build_from_dockerfile=True, resource_limits=False)
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("BENCHFLOW_CACHE") or Path.home() / ".cache" / "benchflow")
-
-
-def sandboxes_dir() -> Path:
-    return cache_root() / "local" / "sandboxes"
+_WARNED_FROM: set[tuple[str, str]] = set()
+"""(task, base image) pairs already warned about in this process: the warning is said once."""
 
 
 def _slug(name: str) -> str:
@@ -115,8 +113,10 @@ class LocalSandbox:
             return ImagePlan(base="host")
         plan = parse_dockerfile(dockerfile.read_text(errors="replace"), path=str(dockerfile),
                                 base_image_override=spec.base_image_override)
-        log.warning("%s: FROM %s is recorded; the local sandbox uses the host root in its place",
-                    spec.name, plan.base or "(none)")
+        if (spec.name, plan.base) not in _WARNED_FROM:
+            _WARNED_FROM.add((spec.name, plan.base))
+            log.warning("%s: FROM %s is recorded; the local sandbox uses the host root in its place",
+                        spec.name, plan.base or "(none)")
         return plan
 
     async def build(self) -> None:
@@ -149,7 +149,7 @@ class LocalSandbox:
         self._state.mkdir(parents=True, mode=0o700)
         atomic.write_text(self._state / "owner.json", json.dumps({
             "id": self._id, "name": self.spec.name, "pid": os.getpid(), "created": time.time(),
-            "start_ticks": _start_ticks(os.getpid()), "labels": dict(self.spec.labels)}, indent=2))
+            "start_ticks": start_ticks(os.getpid()), "labels": dict(self.spec.labels)}, indent=2))
         self._workdir = resolve_workdir(self.spec.workdir, image.workdir)
         mounts = self._state / "mounts"
         for name in image.overlay_dirs:
@@ -337,62 +337,32 @@ class LocalSandbox:
         self._fs_args = None
 
 
-def _start_ticks(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def owner_alive(owner: Mapping[str, object]) -> bool:
-    """Whether the process that created a sandbox (per its ``owner.json``) still runs."""
-    pid = owner.get("pid")
-    return isinstance(pid, int) and _start_ticks(pid) is not None and _start_ticks(pid) == owner.get("start_ticks")
-
-
-def list_sandboxes() -> list[dict[str, object]]:
-    """Every local sandbox state folder with its ``owner.json`` and whether its owner lives."""
-    out = []
-    root = sandboxes_dir()
-    for entry in sorted(root.iterdir()) if root.is_dir() else []:
-        try:
-            owner = json.loads((entry / "owner.json").read_text())
-        except (OSError, ValueError):
-            owner = {"id": entry.name}
-        out.append({**owner, "path": str(entry), "alive": owner_alive(owner)})
-    return out
-
-
-def remove_sandbox(sandbox_id: str) -> bool:
-    """Remove one local sandbox's state (its processes died with their owner). True when removed."""
-    target = sandboxes_dir() / sandbox_id
-    if "/" in sandbox_id or not target.is_dir():
-        return False
-    shutil.rmtree(target, ignore_errors=True)
-    return not target.exists()
-
-
 class LocalBackend:
     name = "local"
     capabilities = CAPABILITIES
 
     def available(self) -> tuple[bool, str]:
-        bwrap = shutil.which("bwrap")
-        if bwrap is None:
-            return False, "bubblewrap (bwrap) is not installed; install the bubblewrap package"
-        probe = [bwrap, "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid",
-                 "--unshare-ipc", "--unshare-net", "--die-with-parent", "true"]
-        if os.geteuid() != 0:
-            probe[1:1] = ["--unshare-user"]
+        """A real namespace probe with the tool this machine would use (bwrap, else unshare)."""
+        chosen = tool()
+        if shutil.which(chosen) is None:
+            return False, "neither bubblewrap (bwrap) nor util-linux unshare is installed"
+        probe = ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-ipc",
+                 "--unshare-uts", "--unshare-net", "--die-with-parent", "--", "true"]
+        if chosen == "bwrap" and os.geteuid() != 0:
+            probe[:0] = ["--unshare-user"]
+        scratch = Path(tempfile.mkdtemp(prefix="bf-local-probe-"))
         try:
-            done = subprocess.run(probe, capture_output=True, text=True, timeout=10)
+            done = subprocess.run(wrap(probe, scratch / "root"), capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return False, f"bwrap namespace probe failed: {exc}"
+            return False, f"{chosen} namespace probe failed: {exc}"
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         if done.returncode != 0:
-            return False, f"bwrap namespace probe failed: {done.stderr.strip()[:200]}"
+            return False, f"{chosen} namespace probe failed: {done.stderr.strip()[-200:]}"
         mode = "as root: RUN layers via overlayfs, sandbox user via setpriv" if os.geteuid() == 0 \
-            else "unprivileged: user namespace, no RUN layers"
-        return True, f"bubblewrap namespaces work ({mode})"
+            else "unprivileged: user namespace, no RUN layers, one uid"
+        name = "bubblewrap" if chosen == "bwrap" else "util-linux unshare"
+        return True, f"{name} namespaces work ({mode})"
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         return LocalSandbox(spec)

@@ -5,8 +5,9 @@ The local backend describes every process as a bubblewrap command line. Where
 only ever uses the options listed in ``_ARITY``) into ``unshare`` with new
 mount/PID/IPC/UTS (and network) namespaces, running a POSIX sh script that
 builds the same view on a tmpfs, ``pivot_root``s into it and execs the
-command. ``--kill-child`` plays the part of ``--die-with-parent``: killing
-the ``unshare`` process kills the namespace's init and so every process in it.
+command. ``--kill-child`` plus ``setpriv --pdeathsig`` play the part of
+``--die-with-parent``: killing the ``unshare`` process, or BenchFlow dying,
+kills the namespace's init and so every process in it.
 """
 
 from __future__ import annotations
@@ -55,11 +56,11 @@ while [ "$1" != -- ]; do
 done
 shift
 [ -z "$hostname_" ] || printf %s "$hostname_" > /proc/sys/kernel/hostname
-mkdir -p "$R/.old-root"
 cd "$R"
-pivot_root . .old-root
-umount -l /.old-root
-rmdir /.old-root 2>/dev/null || :
+# pivot_root(".", ".") stacks the old root over the new one; detaching it needs no
+# put-old folder, so a read-only new root works too.
+pivot_root . .
+umount -l .
 cd "$cwd"
 # The script stays PID 1 (as bubblewrap's own init does) so the command gets normal
 # signal handling; stdin is handed on explicitly since a background job would lose it.
@@ -112,4 +113,4 @@ def translate(bwrap_argv: list[str], newroot: Path) -> list[str]:
                       "--hostname", "--chdir"):
             ops += [word[2:], *values]
     command = bwrap_argv[i + 1:]
-    return ["unshare", *namespaces, "sh", "-c", _SCRIPT, "sh", str(newroot), *ops, "--", *env, *command]
+    return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", *namespaces, "sh", "-c", _SCRIPT, "sh", str(newroot), *ops, "--", *env, *command]

@@ -52,7 +52,8 @@ def parse_task_md(text: str, source: str = "task.md") -> tuple[dict[str, Any], s
     if end is None:
         raise TaskError(f"{source}: the frontmatter opened on line 1 is never closed; "
                         "add a line '---' after the settings")
-    raw = "\n".join(lines[1:end])
+    # The closing newline matters: without it a trailing block scalar (``key: |``) loses its last "\n".
+    raw = "\n".join(lines[1:end]) + "\n"
     try:
         data = yaml.load(raw, Loader=_LOADER)
     except yaml.YAMLError as exc:
@@ -136,8 +137,15 @@ def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
     return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=_short_scalar_list(data))
 
 
+# Characters a YAML reader treats as line breaks (or folds to spaces) unless they are escaped.
+_YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
+
+
 def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = "|" if "\n" in data else None
+    if _YAML_BREAKS.search(data):
+        style: str | None = '"'  # only double quotes escape them, so they read back unchanged
+    else:
+        style = "|" if "\n" in data else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 

@@ -57,7 +57,8 @@ class VerifierOutcome:
 
 
 async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workdir: str,
-                       agent_user: str | None, task_name: str) -> VerifierOutcome:
+                       agent_user: str | None, task_name: str,
+                       extra_env: dict[str, str] | None = None) -> VerifierOutcome:
     """Upload, run and score the task's verifier; ``verifier_dir`` is the trial's verifier/ folder.
 
     Never raises for verifier-side failures: they come back as ``error`` + ``error_category``.
@@ -69,7 +70,8 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     remote_dir = "/tests" if task.paths.is_legacy else "/verifier"
     script = f"{remote_dir}/test.sh"
     try:
-        env = pinned_env(resolve_templates(dict(config.env or {})), verifier_dir=remote_dir, workdir=workdir)
+        task_env = {**resolve_templates(dict(config.env or {})), **(extra_env or {})}
+        env = pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir)
         link = "no" if task.paths.is_legacy else "link"  # native tasks also answer at /tests
         await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or "", link], timeout=60)
         try:

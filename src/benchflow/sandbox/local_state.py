@@ -1,0 +1,59 @@
+"""Where local sandboxes keep their state, and which of them still have a live owner.
+
+Each sandbox is a folder ``<cache>/local/sandboxes/<id>`` with an
+``owner.json`` (id, task name, owning pid and its start time, labels). Its
+processes die with the owner (``--die-with-parent``/``--kill-child``), so what
+a ``kill -9`` of BenchFlow leaves behind is only the folder, which
+``bench sandbox cleanup`` can list and remove with these helpers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("BENCHFLOW_CACHE") or Path.home() / ".cache" / "benchflow")
+
+
+def sandboxes_dir() -> Path:
+    return cache_root() / "local" / "sandboxes"
+
+
+def start_ticks(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def owner_alive(owner: Mapping[str, object]) -> bool:
+    """Whether the process that created a sandbox (per its ``owner.json``) still runs."""
+    pid = owner.get("pid")
+    return isinstance(pid, int) and start_ticks(pid) is not None and start_ticks(pid) == owner.get("start_ticks")
+
+
+def list_sandboxes() -> list[dict[str, object]]:
+    """Every local sandbox state folder with its ``owner.json`` and whether its owner lives."""
+    out = []
+    root = sandboxes_dir()
+    for entry in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            owner = json.loads((entry / "owner.json").read_text())
+        except (OSError, ValueError):
+            owner = {"id": entry.name}
+        out.append({**owner, "path": str(entry), "alive": owner_alive(owner)})
+    return out
+
+
+def remove_sandbox(sandbox_id: str) -> bool:
+    """Remove one local sandbox's state (its processes died with their owner). True when removed."""
+    target = sandboxes_dir() / sandbox_id
+    if "/" in sandbox_id or not target.is_dir():
+        return False
+    shutil.rmtree(target, ignore_errors=True)
+    return not target.exists()
