@@ -149,3 +149,19 @@ def test_an_unowned_container_goes_only_after_max_age():
             api.remove_container(created, force=True)
         except NotFound:
             pass
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"sandbox_user": "bad:user"}, "setup failed"),
+    ({"workdir": "/proc/not-allowed"}, "did not start"),
+])
+async def test_a_start_that_fails_raises_and_removes_the_container(overrides, message):
+    from docker.errors import NotFound
+
+    from benchflow.errors import SandboxError
+
+    box = get_backend("docker").create(prebuilt("badstart", **overrides))
+    with pytest.raises(SandboxError, match=message):
+        await box.start()
+    with pytest.raises(NotFound):
+        box.api.inspect_container(box.sandbox_id)

@@ -138,3 +138,15 @@ async def test_multi_service_is_refused(cache, task_env):
     (task_env / "docker-compose.yaml").write_text("services: {}\n")
     with pytest.raises(CapabilityError, match="multi-service"):
         await get_backend("local").create(_spec(task_env)).build()
+
+
+async def test_ca_bundle_is_trusted_in_builds_and_sandboxes(cache, tmp_path):
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nlocal-test\n-----END CERTIFICATE-----\n")
+    env = tmp_path / "ca-env"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM x\nRUN cp \"$SSL_CERT_FILE\" /opt/bf-ca-seen-at-build\n")
+    out = await _read(_spec(env, ca_bundle=bundle), 'cat /opt/bf-ca-seen-at-build "$REQUESTS_CA_BUNDLE"')
+    assert out.count("local-test") == 2
+    plain = SandboxSpec(name="no-layer", environment_dir=None, cache_key="no-ca-layer", ca_bundle=bundle)
+    assert "local-test" in await _read(plain, 'cat "$SSL_CERT_FILE"')

@@ -178,3 +178,14 @@ def test_regrade_summary_is_read(job):
     (job / "regrade-summary.json").write_text("{oops")
     doc = bf.load_job(job)
     assert doc.regrade_summary is None and any("regrade-summary.json" in n for n in doc.notes)
+
+
+def test_each_seed_is_its_own_sample(tmp_path):
+    job = write_job(tmp_path, "seeds", [
+        TrialSpec("t", 1.0, result={"seed": 1}, config={"seed": 1}),
+        TrialSpec("t", 0.0, result={"seed": 2}, config={"seed": 2}),
+        TrialSpec("t", None, error="Connection reset", result={"seed": 2}, finished_at="2026-04-22 09:00:00")])
+    doc = bf.load_job(job)
+    assert sorted((t.seed, t.reward) for t in doc.trials) == [(1, 1.0), (2, 0.0)]
+    assert doc.solve_rates["trials"] == 2 and doc.solve_rates["ks"] == [1, 2]
+    assert doc.solve_rates["pass_at_k"]["2"] == 1.0

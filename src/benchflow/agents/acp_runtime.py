@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 CANCEL_GRACE_SEC = 5.0
 """How long an agent gets to answer ``session/cancel`` before it is killed."""
+EXIT_GRACE_SEC = 3.0
+"""How long an agent gets to exit on its own once its stdin is closed (and its stderr to drain)."""
 
 
 class AcpAgent:
@@ -322,14 +324,15 @@ class _AcpRun:
         assert process is not None
         exit_code: int | None = None
         with contextlib.suppress(Exception):
-            exit_code = await asyncio.wait_for(asyncio.shield(process.wait()), 0.5)
+            tripped = self.outcome.timed_out or self.outcome.idle_timed_out  # it had its grace already
+            exit_code = await asyncio.wait_for(asyncio.shield(process.wait()), 0.1 if tripped else EXIT_GRACE_SEC)
         if exit_code is None:
             with contextlib.suppress(Exception):
                 await process.kill()
             with contextlib.suppress(Exception):
                 exit_code = await asyncio.wait_for(process.wait(), 5)
         with contextlib.suppress(BaseException):
-            await asyncio.wait_for(pump, 2)
+            await asyncio.wait_for(pump, EXIT_GRACE_SEC)
         self.outcome.return_code = exit_code
         if self.outcome.transport_error_info is not None:
             self.outcome.transport_error_info["process_exit_code"] = exit_code

@@ -1,10 +1,13 @@
 """Writes ``trajectory/llm_trajectory.jsonl``: one redacted exchange per line.
 
-The proxy hands each finished exchange to :class:`Recorder` and goes on; a
-writer thread parses the bodies, redacts them (the shared redactor, plus the
-exact values of the real provider keys and the trial key) and appends one
-line. Parsing and redacting a large request body takes milliseconds, which
-would otherwise be added to the calls of every trial sharing the gateway.
+The proxy hands each finished exchange to :class:`Recorder` after the agent
+has its response. Bodies are parsed, redacted (the shared redactor, plus the
+exact values of the real provider keys and the trial key) and appended as one
+line. A small exchange (the common case, ~0.1 ms) is written on the spot; a
+large one (a long conversation re-sent in full: ~35 ms for 300 KB) goes to a
+writer thread, so it does not stall the event loop that serves every trial.
+Handing *every* exchange to the thread costs more than it saves: each
+hand-off is a GIL switch, and on a busy machine a switch can wait for the OS.
 
 Each line is appended with a single write of a complete line, so a reader
 (or a run killed mid-trial) sees whole exchanges, at most missing the last.
@@ -31,6 +34,8 @@ from benchflow.util.redact import redact_obj
 
 SCHEMA_VERSION = 1
 _MAX_TEXT_BODY = 64 * 1024
+INLINE_BYTES = 32 * 1024
+"""Exchanges smaller than this are written inline, larger ones by the writer thread."""
 
 
 @dataclass
@@ -43,6 +48,8 @@ class Exchange:
     duration_ms: float
     metadata: dict[str, Any] = field(default_factory=dict)
     secrets: tuple[str, ...] = ()
+    size: int = 0
+    """Bytes of request and response bodies, to choose inline or threaded writing."""
 
 
 def _body(value: Any) -> Any:
@@ -90,6 +97,13 @@ class Recorder:
         self.n_write_errors = 0
 
     def submit(self, exchange: Exchange) -> None:
+        """Write ``exchange`` now when small, else queue it for the writer thread."""
+        if exchange.size < INLINE_BYTES:
+            try:
+                append_line(exchange.path, render(exchange))
+            except Exception:  # noqa: BLE001 - recording must never fail the agent's call
+                self.n_write_errors += 1
+            return
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None:

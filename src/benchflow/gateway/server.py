@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import httpx
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -61,6 +62,8 @@ class _Call:
     request: dict[str, Any]
     started: float
     metadata: dict[str, Any]
+    size: int = 0
+    ended: float | None = None
 
 
 def _now() -> str:
@@ -150,7 +153,7 @@ class Proxy:
                                     "call_purpose": "agent", "request_model": request_model, "stream": stream}
         record_request = {"timestamp": _now(), "method": request.method, "path": visible_path,
                           "headers": dict(request.headers), "body": parsed if parsed is not None else body}
-        call = _Call(route, upstream, kind, rest, record_request, started, metadata)
+        call = _Call(route, upstream, kind, rest, record_request, started, metadata, size=len(body))
 
         refusal = route.budget.try_start()
         if refusal:
@@ -190,15 +193,18 @@ class Proxy:
         except ValueError:
             response_body = data
         usage = usage_from_body(kind, response_body) if resp.status_code < 400 else None
-        self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)
-        return Response(data, status_code=resp.status_code, headers=_response_headers(resp.headers))
+        call.size, call.ended = len(body) + len(data), time.perf_counter()
+        after = BackgroundTask(self._finish, call, resp.status_code, dict(resp.headers), response_body, usage)
+        return Response(data, status_code=resp.status_code, headers=_response_headers(resp.headers), background=after)
 
     async def _relay(self, call: _Call, resp: httpx.Response):
         """Yield the upstream stream to the agent, reassembling a copy for the record."""
         assembler = StreamAssembler(call.kind)
         first_byte: float | None = None
+        received = 0
         try:
             async for chunk in resp.aiter_bytes():
+                received += len(chunk)
                 if first_byte is None:
                     first_byte = time.perf_counter()
                 try:
@@ -209,11 +215,13 @@ class Proxy:
         except httpx.HTTPError as exc:
             call.metadata["gateway_error"] = f"upstream stream cut ({type(exc).__name__})"
         finally:
+            call.ended = time.perf_counter()
             with anyio.CancelScope(shield=True):
                 await resp.aclose()
             if first_byte is not None:
                 call.metadata["ttfb_ms"] = round((first_byte - call.started) * 1000, 3)
             call.metadata["n_stream_events"] = assembler.n_events
+            call.size += received
             body = assembler.body()
             usage = usage_from_body(call.kind, body) if resp.status_code < 400 else None
             self._finish(call, resp.status_code, dict(resp.headers), body, usage)
@@ -236,7 +244,8 @@ class Proxy:
         response = {"timestamp": _now(), "status_code": status, "headers": headers, "body": body}
         secrets = (*self.state.upstreams.secrets(), call.route.key)
         self.state.recorder.submit(Exchange(call.route.llm_trajectory_path, call.request, response,
-                                            (time.perf_counter() - call.started) * 1000, call.metadata, secrets))
+                                            ((call.ended or time.perf_counter()) - call.started) * 1000, call.metadata, secrets,
+                                            size=call.size))
 
 
 async def _health(request: Request) -> Response:

@@ -20,6 +20,7 @@ from benchflow.errors import BenchError
 from benchflow.util import atomic
 
 from .budget import BudgetKeeper
+from .model_access import ModelAccess
 from .job import JobFolder, open_job, read_json, write_evaluation
 from .plan import Plan, PlannedTask, make_plan
 from .prompts import resolve_prompts
@@ -127,13 +128,14 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
           "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(units),
           "reused": len(units) - len(todo), "todo": [t.key for t in todo]})
-    budget = BudgetKeeper(spec.budget)
+    models = None if agent.is_control else await ModelAccess.start(spec)
+    budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None)
     labels = {"benchflow.job": job_label}
 
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
         return TrialRequest(task=planned.task, digest=planned.digest, job=paths, spec=spec, agent=agent,
                             backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
-                            seed=planned.seed,
+                            seed=planned.seed, models=models,
                             ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 
@@ -153,6 +155,8 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
             loop.remove_signal_handler(signal.SIGTERM)
         except (NotImplementedError, RuntimeError):
             pass
+        if models is not None:
+            await asyncio.shield(models.stop())
     results = {t.key: read_json(job.finished[t.key].result) for t in units if t.key in job.finished}
     results.update(fresh)
     summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,

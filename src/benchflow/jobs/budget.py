@@ -8,6 +8,7 @@ finish (rollouts) or are cancelled (seconds, cost, tokens).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,21 @@ class BudgetKeeper:
     not_started: list[str] = field(default_factory=list)
     external_spent: dict[str, float] = field(default_factory=dict)
     """Spend reported by the model gateway (tokens, cost_usd)."""
+    spend_source: Callable[[], dict[str, float]] | None = None
+    """Where ``external_spent`` is read from (the gateway), re-read at every check."""
+
+    def _refresh(self) -> None:
+        if self.spend_source is not None:
+            spent = self.spend_source()
+            self.external_spent = {"tokens": spent.get("tokens", 0), "cost_usd": spent.get("cost_usd", 0.0)}
+
+    def _money_cap(self) -> str | None:
+        self._refresh()
+        if self.caps.max_cost_usd is not None and self.external_spent.get("cost_usd", 0) >= self.caps.max_cost_usd:
+            return "max_cost_usd"
+        if self.caps.max_tokens is not None and self.external_spent.get("tokens", 0) >= self.caps.max_tokens:
+            return "max_tokens"
+        return None
 
     def may_start(self) -> bool:
         if self.stopped:
@@ -33,10 +49,8 @@ class BudgetKeeper:
             self.stopped = "max_rollouts"
         elif self.over_seconds():
             self.stopped = "max_sandbox_seconds"
-        elif self.caps.max_cost_usd is not None and self.external_spent.get("cost_usd", 0) >= self.caps.max_cost_usd:
-            self.stopped = "max_cost_usd"
-        elif self.caps.max_tokens is not None and self.external_spent.get("tokens", 0) >= self.caps.max_tokens:
-            self.stopped = "max_tokens"
+        else:
+            self.stopped = self._money_cap()
         return self.stopped is None
 
     def begin(self, trial_key: str) -> None:
@@ -61,6 +75,7 @@ class BudgetKeeper:
         if self.over_seconds():
             self.stopped = self.stopped or "max_sandbox_seconds"
             return True
+        self.stopped = self.stopped or self._money_cap()
         return self.stopped in {"max_sandbox_seconds", "max_cost_usd", "max_tokens"}
 
     def document(self) -> dict[str, Any]:

@@ -91,6 +91,8 @@ class RunSpec(BaseModel):
     freeze_workspace: bool = False
     keep_sandbox: Literal["never", "on-failure", "always"] = "never"
     base_image_override: str | None = None
+    usage_tracking: Literal["auto", "required", "off"] = "auto"
+    """``required``: a trial whose model calls carried no trusted usage fails."""
     ca_bundle: str | None = None
     """CA bundle to trust inside builds and sandboxes; ``host`` = this machine's bundle."""
     config_override: dict[str, Any] | None = None

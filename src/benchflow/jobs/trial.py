@@ -51,6 +51,8 @@ class TrialRequest:
     on_phase: Callable[[str, str], None] = lambda _trial, _phase: None
     agent_env: dict[str, str] = field(default_factory=dict)
     """The agent's environment with secrets (never written to disk)."""
+    models: Any = None
+    """The job's ``ModelAccess`` (gateway + bridge) for agents that call models; None for controls."""
     seed: int | None = None
     """With --seeds: exported as BENCHFLOW_SEED to the agent, the oracle and the verifier."""
     run_slot: asyncio.Semaphore | None = None
@@ -92,6 +94,7 @@ def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
         sandbox_user=req.spec.sandbox_user,
         labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
         ca_bundle=req.ca_bundle,
+        mounts=req.models.mounts if req.models is not None else {},
     )
 
 
@@ -154,6 +157,10 @@ class _TrialState:
     outcome: AgentOutcome | None = None
     verifier: Any = None
     sandbox_id: str | None = None
+    model_env: dict[str, str] = field(default_factory=dict)
+    api_error_info: dict[str, Any] | None = None
+    suspected_api_error_info: dict[str, Any] | None = None
+    budget_stop: str | None = None
 
     @property
     def verifier_allowed(self) -> bool:
@@ -229,7 +236,8 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
     ctx = AgentContext(
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
         trajectory=sink, timeout_sec=timeout, idle_timeout_sec=req.spec.agent_idle_timeout_sec,
-        model=req.spec.model, effort=req.spec.reasoning_effort, env={**req.agent_env, **seed_env(req.seed)},
+        model=req.spec.model, effort=req.spec.reasoning_effort,
+        env={**req.agent_env, **state.model_env, **seed_env(req.seed)},
         user=req.spec.sandbox_user, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
         oracle_env={**dict(req.task.config.oracle.env or {}), **seed_env(req.seed)},
     )
@@ -237,6 +245,9 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
     req.on_phase(paths.name, "install")
     try:
         await req.agent.install(sandbox, ctx)
+        if req.models is not None:
+            ctx.env = {**ctx.env, **await req.models.open_trial(
+                paths.name, paths.llm_trajectory, sandbox, user=req.spec.sandbox_user, model=req.spec.model)}
     except AgentError as exc:
         state.error, state.error_category = f"agent install failed: {exc}", exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t
@@ -250,6 +261,8 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
         state.outcome = AgentOutcome(error=str(exc), error_category=exc.category)
     timing["agent_execution"] = time.monotonic() - t
     outcome = state.outcome
+    if req.models is not None:
+        _account_model_use(req, paths.name, outcome, state)
     if outcome.timed_out and outcome.error is None:
         outcome.error = f"Agent prompt exceeded wall-clock budget {timeout:g}s"
         outcome.error_category = "timeout"
@@ -264,6 +277,25 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
         await sandbox.get("/logs/agent", paths.agent_dir)
     except BenchError as exc:
         log.debug("could not download /logs/agent: %s", exc)
+
+
+def _account_model_use(req: TrialRequest, trial: str, outcome: AgentOutcome, state: _TrialState) -> None:
+    """Usage and cost from the gateway; provider failures and budget stops become the trial's error."""
+    from benchflow.gateway import api_error_message, suspected_api_error_message
+
+    info = req.models.close_trial(trial, outcome.n_tool_calls)
+    outcome.usage = info.get("usage") or outcome.usage
+    state.api_error_info = info.get("api_error_info")
+    state.suspected_api_error_info = info.get("suspected_api_error_info")
+    if outcome.error is None and state.api_error_info:
+        outcome.error, outcome.error_category = api_error_message(state.api_error_info), "api_error"
+    elif outcome.error is None and state.suspected_api_error_info and not outcome.timed_out:
+        outcome.error = suspected_api_error_message(state.suspected_api_error_info)
+        outcome.error_category = "suspected_api_error"
+    state.budget_stop = info.get("budget_exhausted")
+    if req.spec.usage_tracking == "required" and outcome.usage.get("usage_source") != "provider_response":
+        outcome.error = outcome.error or "usage tracking required, but no trusted usage was recorded"
+        outcome.error_category = outcome.error_category or "usage_unavailable"
 
 
 def _write_rewards(paths: TrialPaths, result: dict[str, Any]) -> None:

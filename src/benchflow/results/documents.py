@@ -50,8 +50,10 @@ class TrialSummary(BaseModel):
     model: str | None = None
     finished: bool
     """True when ``result.json`` exists (the only thing resume trusts)."""
+    seed: int | None = None
+    """The ``--seeds`` value this trial ran with; each (task, seed) is its own sample."""
     n_attempts: int = 1
-    """Attempt folders of this task in the job (only the counted one is listed with ``attempts='best'``)."""
+    """Attempt folders of this (task, seed) in the job (only the counted one is listed with ``attempts='best'``)."""
     job: str | None = None
     """The job folder name, when several jobs are read together."""
 

@@ -17,7 +17,6 @@ from .documents import JobDocument, TrialSummary
 from .outcome import category_counts, denominators
 from .reader import (
     Unreadable,
-    group_by_task,
     is_job_dir,
     is_trial_dir,
     job_is_running,
@@ -31,7 +30,7 @@ from .reader import (
 )
 
 Attempts = Literal["best", "all"]
-GROUP_KEYS = ("agent", "model", "task_name", "control", "outcome", "execution", "error_category", "job")
+GROUP_KEYS = ("agent", "model", "task_name", "seed", "control", "outcome", "execution", "error_category", "job")
 _PHASES = ("environment_setup", "agent_setup", "agent_execution", "verifier", "total")
 
 
@@ -61,11 +60,14 @@ def _attempt_rank(trial: TrialSummary) -> tuple[Any, ...]:
 
 
 def select_attempts(trials: list[TrialSummary], attempts: Attempts) -> list[TrialSummary]:
-    """``best``: one trial per task (retries of a task are one sample); ``all``: every trial."""
+    """``best``: one trial per task and seed (retries are one sample; each --seeds value is its own); ``all``: all."""
     if attempts == "all":
         return trials
+    units: dict[tuple[str, int | None], list[TrialSummary]] = {}
+    for trial in trials:
+        units.setdefault((trial.task_name, trial.seed), []).append(trial)
     chosen: list[TrialSummary] = []
-    for group in group_by_task(trials).values():
+    for group in units.values():
         best = group[0] if len(group) == 1 else max(group, key=_attempt_rank)
         if len(group) > 1:
             best = best.model_copy(update={"n_attempts": len(group)})

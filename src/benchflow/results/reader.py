@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +127,7 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
         started_at=_text(result.get("started_at") or (config or {}).get("started_at")),
         finished_at=_text(result.get("finished_at")),
         agent=_text(agent), model=_text(result.get("model") or (config or {}).get("model")),
-        finished=finished, n_attempts=1, job=job,
+        finished=finished, seed=_int(result.get("seed", (config or {}).get("seed"))), n_attempts=1, job=job,
     ))
 
 
@@ -282,13 +281,6 @@ def note_unfinished(trials: list[TrialSummary], notes: list[str], running: bool)
         shown = ", ".join(unfinished[:5]) + (" …" if len(unfinished) > 5 else "")
         state = "still running" if running else "interrupted: no result.json"
         notes.append(f"{len(unfinished)} trial folder(s) {state} ({shown}); left out of the denominators")
-
-
-def group_by_task(trials: list[TrialSummary]) -> dict[str, list[TrialSummary]]:
-    grouped: dict[str, list[TrialSummary]] = defaultdict(list)
-    for trial in trials:
-        grouped[trial.task_name].append(trial)
-    return grouped
 
 
 def mtime(path: str) -> float:

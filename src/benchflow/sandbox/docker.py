@@ -6,17 +6,18 @@ the same class pointed at ``BENCHFLOW_REMOTE_DOCKER_HOST``.
 
 Container shape: the task image (built once per content digest, see
 :mod:`.docker_build`), ``init=True`` (docker-init as PID 1 reaps zombies and
-forwards signals), a keep-alive shell that needs no ``sleep`` binary, the
-task's cpus/memory limits, ownership labels (:mod:`.docker_engine`), and one
-setup exec (:mod:`.docker_setup`). ``stop()`` force-removes, so teardown never
-waits out a stop grace period.
+forwards signals), the task's cpus/memory limits, ownership labels
+(:mod:`.docker_engine`). The container's own main process creates the
+sandbox user and ``/logs`` and then idles without needing a ``sleep`` binary
+(:mod:`.docker_setup`), so a start costs no exec round trip. ``stop()``
+force-removes, so teardown never waits out a stop grace period.
 
 Networks. ``no-network`` gets network mode ``none``: only ``lo``. ``public``
 gets the engine's default ``bridge`` network. An engine started with
 ``--bridge=none`` (the offline engine of ``scripts/docker-engine.sh``) has no
 network a container could use other than the host's, and sharing the host's
-network stack is not isolation, so there ``public`` runs as ``none`` with a
-warning and ``network_note`` set on the sandbox; set
+network stack is not isolation, so there ``public`` runs as ``none``, with a note logged and
+kept in ``network_note`` for the trial record; set
 ``BENCHFLOW_DOCKER_PUBLIC_NETWORK=host`` to opt into the host network instead.
 :attr:`DockerBackend.capabilities` reports exactly this: ``public`` is listed
 in ``network_modes`` only when it is really delivered, and in
@@ -167,7 +168,7 @@ class DockerSandbox:
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         created = api.create_container(
             self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),
-            stdin_open=True,
+            stdin_open=True, user="0",
             working_dir=self._workdir, environment=env, labels=self._labels(), name=name,
             host_config=host_config)
         return created["Id"]
@@ -177,6 +178,8 @@ class DockerSandbox:
             return
         if self._state is State.STOPPED:
             raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        from docker.errors import APIError
+
         await self.create()
         box: list = []
         try:
@@ -190,6 +193,9 @@ class DockerSandbox:
             except asyncio.TimeoutError:
                 raise SandboxError(f"{self.spec.name}: sandbox setup did not finish within "
                                    f"{SETUP_TIMEOUT_SEC}s") from None
+            except APIError as exc:
+                raise SandboxError(f"{self.spec.name}: the container did not start: "
+                                   f"{exc.explanation or exc}") from exc
             if status != 0:
                 raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={status}): "
                                    f"{output.strip()[-500:]}")

@@ -75,10 +75,10 @@ def close_write(sock) -> None:
 
 
 def close(sock) -> None:
-    for target in (sock, raw_socket(sock)):
+    for target in (raw_socket(sock), sock):
         try:
             target.close()
-        except OSError:
+        except (OSError, AttributeError):  # AttributeError: a SocketIO whose socket is gone
             pass
 
 
@@ -133,7 +133,7 @@ def start(api, container: str, cmd: list[str], *, user: str | None, env, cwd: st
           stdin: bool) -> tuple[str, object]:
     """Create and start an exec; returns (exec id, hijacked socket)."""
     created = api.exec_create(container, PRELUDE + list(cmd), stdin=stdin, stdout=True, stderr=True,
-                              user=user or "", environment=env_list(env), workdir=cwd)
+                              user=user or "0", environment=env_list(env), workdir=cwd)
     exec_id = created["Id"]
     return exec_id, api.exec_start(exec_id, socket=True)
 
@@ -155,7 +155,7 @@ def kill_tree(api, container: str, pid: int | None) -> None:
     if pid is None:
         return
     try:
-        exec_id = api.exec_create(container, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)], user="root")
+        exec_id = api.exec_create(container, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)], user="0")
         api.exec_start(exec_id["Id"])
     except Exception:  # noqa: BLE001 - the container may be gone already, which is the goal
         pass

@@ -30,13 +30,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import local_exec
+from benchflow.sandbox import ca, local_exec
 from benchflow.sandbox.base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from benchflow.sandbox.local_dockerfile import DEFAULT_PATH, SUGGESTION, ImagePlan, parse_dockerfile
 from benchflow.sandbox.local_layer import LocalImage, ensure_image
 from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks
 from benchflow.sandbox.local_unshare import tool, wrap
-from benchflow.sandbox.local_setup import ROOT, User, copy_in, ensure_user, initial_roots, populate, resolve_workdir
+from benchflow.sandbox.local_setup import (ROOT, User, copy_in, ensure_user, find_user, initial_roots, populate,
+                                          resolve_workdir)
 from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount
 from benchflow.util import atomic
 
@@ -123,9 +124,10 @@ class LocalSandbox:
         if self._image is not None:
             return
         plan = self.plan()
+        bundle = ca.read_bundle(self.spec.ca_bundle) if self.spec.ca_bundle is not None else None
         self._image = await ensure_image(plan, cache_key=self.spec.cache_key, context=self.spec.environment_dir,
                                          cache_root=cache_root(), build_network=self.spec.build_network,
-                                         timeout=self.spec.build_timeout_sec)
+                                         timeout=self.spec.build_timeout_sec, ca_bundle=bundle)
 
     # -- start / stop --------------------------------------------------------------------------
 
@@ -159,6 +161,9 @@ class LocalSandbox:
                         hidden=frozenset(image.hidden), roots=initial_roots(image, self._workdir),
                         cover=(str(cache_root()),))
         populate(layout, image)
+        if self.spec.ca_bundle is not None and layout.locate(ca.CA_PATH) is None:
+            self._new_root(layout, ca.CA_PATH, False)
+            layout.private(ca.CA_PATH).write_bytes(ca.read_bundle(self.spec.ca_bundle))
         user = self.spec.sandbox_user
         if user and user != "root":
             if os.geteuid() == 0:
@@ -200,12 +205,15 @@ class LocalSandbox:
         for known in self._users.values():
             if str(known.uid) == user:
                 return known
-        if os.geteuid() == 0:
-            found = ensure_user(self._require(), user, "/")
-            self._users[user] = found
-            self._fs_args = None
-            return found
-        return ROOT
+        if os.geteuid() != 0:
+            return ROOT  # one uid only in an unprivileged user namespace
+        found = find_user(self._require(), user)
+        if found is None:
+            if user.isdigit():
+                return User(user, int(user), int(user), "/")
+            raise InfraError(f"{self.spec.name}: no user {user!r} in the sandbox's /etc/passwd")
+        self._users[user] = found
+        return found
 
     def command(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
                 cwd: str | None = None) -> list[str]:
@@ -222,7 +230,8 @@ class LocalSandbox:
         if os.geteuid() != 0:
             argv += ["--unshare-user", "--uid", str(who.uid), "--gid", str(who.gid)]
         argv += self._fs_args
-        full_env = {"PATH": DEFAULT_PATH, **self._image.env, **self.spec.env,
+        trust = ca.ca_env() if self.spec.ca_bundle is not None else {}
+        full_env = {"PATH": DEFAULT_PATH, **trust, **self._image.env, **self.spec.env,
                     "HOME": who.home, "USER": who.name, "LOGNAME": who.name, "HOSTNAME": self._id[-20:],
                     **(env or {})}
         argv.append("--clearenv")
@@ -279,6 +288,8 @@ class LocalSandbox:
                                       f"{SUGGESTION}")
         if probe != remote or is_dir:
             layout.private(probe).mkdir(parents=True, exist_ok=True)
+        else:
+            layout.private(probe).parent.mkdir(parents=True, exist_ok=True)
         layout.roots.append(probe)
         self._fs_args = None
 

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchflow.errors import BuildError, CapabilityError
-from benchflow.sandbox import local_exec
+from benchflow.sandbox import ca, local_exec
 from benchflow.sandbox.local_dockerfile import SUGGESTION, CopyStep, ImagePlan, MkdirStep, RunStep
 from benchflow.sandbox.local_unshare import wrap
 from benchflow.sandbox.local_view import SPECIAL, is_whiteout
@@ -73,8 +73,9 @@ class LocalImage:
         return cls(**data)
 
 
-def image_key(cache_key: str, plan: ImagePlan) -> str:
-    return hashlib.sha256(f"{cache_key}\0{plan.digest()}".encode()).hexdigest()[:32]
+def image_key(cache_key: str, plan: ImagePlan, ca_bundle: bytes | None = None) -> str:
+    ca = hashlib.sha256(ca_bundle).hexdigest() if ca_bundle else ""
+    return hashlib.sha256(f"{cache_key}\0{plan.digest()}\0{ca}".encode()).hexdigest()[:32]
 
 
 def images_dir(cache_root: Path) -> Path:
@@ -97,17 +98,22 @@ def _passwd_ids(layer: Path, user: str) -> tuple[int, int]:
 
 class _Builder:
     def __init__(self, plan: ImagePlan, context: Path | None, work: Path, *, network: str,
-                 deadline: float, cover: tuple[str, ...]) -> None:
+                 deadline: float, cover: tuple[str, ...], ca_bundle: bytes | None) -> None:
         self.plan, self.context, self.work = plan, context, work
         self.upper, self.ovl_work, self.merged = work / "layer", work / "ovl-work", work / "merged"
         self.stage = work / "stage"
         self.network, self.deadline, self.cover = network, deadline, cover
+        self.ca_bundle = ca_bundle
         self.log: list[str] = []
         self._live: set[asyncio.subprocess.Process] = set()
 
     async def build(self) -> None:
         for d in (self.upper, self.ovl_work, self.merged, self.stage):
             d.mkdir(parents=True)
+        if self.ca_bundle:  # trusted from the first RUN on, like the Docker backend's injected COPY
+            bundle = self.upper / ca.CA_PATH.lstrip("/")
+            bundle.parent.mkdir(parents=True)
+            bundle.write_bytes(self.ca_bundle)
         for step in self.plan.steps:
             if isinstance(step, RunStep):
                 await self._run(step)
@@ -155,7 +161,8 @@ class _Builder:
     async def _run(self, step: RunStep) -> None:
         network = "host" if step.network == "host" else ("none" if step.network == "none" else None)
         shown = " ".join(step.argv[-1:]) if len(step.argv) > 2 else " ".join(step.argv)
-        await self._in_layer(list(step.argv), f"RUN {shown[:100]}", step.workdir, env=dict(step.env),
+        env = {**dict(step.env), **(ca.ca_env() if self.ca_bundle else {})}
+        await self._in_layer(list(step.argv), f"RUN {shown[:100]}", step.workdir, env=env,
                              user=step.user, network=network)
 
     async def _copy(self, step: CopyStep) -> None:
@@ -226,9 +233,9 @@ def _summarise(upper: Path, hostroot: Path = Path("/")) -> dict[str, tuple[str, 
 
 
 async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None, cache_root: Path,
-                       build_network: str, timeout: float) -> LocalImage:
+                       build_network: str, timeout: float, ca_bundle: bytes | None = None) -> LocalImage:
     """The image for ``plan``: found in the cache, or built once (concurrent builders wait on a lock)."""
-    key = image_key(cache_key, plan)
+    key = image_key(cache_key, plan, ca_bundle)
     plain = LocalImage(key=key, base=plan.base, env=dict(plan.env), workdir=plan.workdir, user=plan.user)
     if not plan.has_layer_steps:
         return plain
@@ -248,7 +255,7 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
         work = target.parent / f"{key}.tmp-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         builder = _Builder(plan, context, work, network=build_network,
-                           deadline=time.monotonic() + timeout, cover=(str(cache_root),))
+                           deadline=time.monotonic() + timeout, cover=(str(cache_root),), ca_bundle=ca_bundle)
         try:
             await builder.build()
         except BaseException:

@@ -82,27 +82,31 @@ def _copy_tree(source: Path, target: Path) -> None:
 
 
 def _read_table(layout: Layout, name: str) -> list[str]:
-    path = layout.locate(f"/etc/{name}")
+    remote = f"/etc/{name}"
+    path = layout.private(remote) if layout.covering_root(remote) else layout.locate(remote)
     if path is None or not path.is_file():
         return []
     return path.read_text(errors="replace").splitlines()
 
 
+def find_user(layout: Layout, name: str) -> User | None:
+    """``name`` (or a numeric uid) as the sandbox's ``/etc/passwd`` knows it."""
+    for line in _read_table(layout, "passwd"):
+        fields = line.split(":")
+        if len(fields) >= 7 and name in (fields[0], fields[2]) and fields[2].isdigit() and fields[3].isdigit():
+            return User(fields[0], int(fields[2]), int(fields[3]), fields[5] or "/")
+    return None
+
+
 def ensure_user(layout: Layout, name: str, workdir: str) -> User:
     """``name`` as the image knows it, or added to private copies of ``/etc/passwd`` and ``/etc/group``."""
+    user = find_user(layout, name)
+    if user is not None:
+        _own(layout, user, workdir)
+        return user
     passwd = _read_table(layout, "passwd")
-    top = 999
-    for line in passwd:
-        fields = line.split(":")
-        if len(fields) < 7:
-            continue
-        if fields[0] == name:
-            user = User(name, int(fields[2]), int(fields[3]), fields[5] or "/")
-            _own(layout, user, workdir)
-            return user
-        if fields[2].isdigit() and 999 < int(fields[2]) < 60000:
-            top = max(top, int(fields[2]))
-    uid = top + 1
+    uids = [int(f[2]) for f in (line.split(":") for line in passwd) if len(f) > 2 and f[2].isdigit()]
+    uid = max([999, *(u for u in uids if u < 60000)]) + 1
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     group = _read_table(layout, "group")
     for table, lines, entry in (("passwd", passwd, f"{name}:x:{uid}:{uid}::/home/{name}:{shell}"),
@@ -111,7 +115,8 @@ def ensure_user(layout: Layout, name: str, workdir: str) -> User:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("\n".join([*lines, entry]) + "\n")
         os.chmod(target, 0o644)
-        layout.roots.append(f"/etc/{table}")
+        if f"/etc/{table}" not in layout.roots:
+            layout.roots.append(f"/etc/{table}")
     user = User(name, uid, uid, f"/home/{name}")
     _own(layout, user, workdir)
     return user

@@ -1,0 +1,129 @@
+"""Pure helpers of the docker backend: Dockerfile rewrites, tags, tar safety, cleanup rules."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from benchflow.sandbox import ca
+from benchflow.sandbox.base import SandboxSpec
+from benchflow.sandbox.docker_build import image_tag, rewrite_from
+from benchflow.sandbox.docker_exec import PidHeader, _Stream
+from benchflow.sandbox.docker_setup import parse_ready, resolve_workdir
+from benchflow.sandbox.orphans import OwnedContainer, decide
+from benchflow.sandbox.tarstream import pack, unpack
+
+
+def test_rewrite_from_replaces_base_images_but_not_stage_references():
+    text = "FROM --platform=linux/amd64 python:3.12 AS build\nRUN make\nFROM build AS final\nFROM alpine\n"
+    assert rewrite_from(text, "debian:bookworm-slim").splitlines() == [
+        "FROM --platform=linux/amd64 debian:bookworm-slim AS build", "RUN make",
+        "FROM build AS final", "FROM debian:bookworm-slim"]
+
+
+def test_ca_inject_follows_every_from_including_continued_lines():
+    out = ca.inject("FROM a \\\n  AS one\nRUN x\nfrom b\n").splitlines()
+    assert out[2].startswith("COPY .benchflow-ca.crt") and out[3].startswith("ENV SSL_CERT_FILE=")
+    assert out[5] == "from b" and out[6].startswith("COPY")
+
+
+def test_image_tag_follows_the_cache_key_and_overrides(tmp_path):
+    base = SandboxSpec(name="My Task!", environment_dir=tmp_path, cache_key="abc")
+    tag = image_tag(base)
+    assert tag.startswith("benchflow/my-task:")
+    assert image_tag(SandboxSpec(name="My Task!", environment_dir=tmp_path, cache_key="abc")) == tag
+    assert image_tag(SandboxSpec(name="My Task!", environment_dir=tmp_path, cache_key="abd")) != tag
+    other = SandboxSpec(name="My Task!", environment_dir=tmp_path, cache_key="abc", base_image_override="x")
+    assert image_tag(other) != tag
+
+
+def test_workdir_resolution():
+    assert resolve_workdir(None, "/app") == "/app"
+    assert resolve_workdir("/work", "/app") == "/work"
+    assert resolve_workdir(None, "/") == "/root"
+    assert resolve_workdir(None, "") == "/root"
+
+
+def test_setup_marker_parsing():
+    assert parse_ready("noise\n") is None
+    assert parse_ready("__benchflow_setup__ 0\n") == (0, "")
+    assert parse_ready("mkdir: denied\n__benchflow_setup__ 1\n") == (1, "mkdir: denied\n")
+
+
+def test_pid_header_is_stripped_across_chunks():
+    header = PidHeader()
+    assert header.feed(b"12") == b""
+    assert header.feed(b"3\nhello") == b"hello"
+    assert header.feed(b" world") == b" world" and header.pid == 123
+
+
+def test_output_cap_counts_what_was_cut():
+    stream = _Stream(cap=5)
+    stream.add(b"abc")
+    stream.add(b"defgh")
+    assert bytes(stream.data) == b"abcde" and stream.dropped == 3
+    assert "3 more bytes" in stream.text()
+
+
+def test_tar_round_trip_keeps_modes_and_symlinks(tmp_path):
+    src = tmp_path / "src"
+    (src / "d").mkdir(parents=True)
+    (src / "d" / "x.sh").write_text("echo\n")
+    (src / "d" / "x.sh").chmod(0o751)
+    (src / "ln").symlink_to("d/x.sh")
+    archive = pack(src, "/srv/copy")
+    names = tarfile.open(fileobj=archive).getnames()
+    assert "srv/copy/d/x.sh" in names
+    archive.seek(0)
+    # the engine answers with the top folder named after the path's last part
+    rebased = io.BytesIO()
+    with tarfile.open(fileobj=archive) as tin, tarfile.open(fileobj=rebased, mode="w") as tout:
+        for member in tin.getmembers():
+            data = tin.extractfile(member) if member.isfile() else None
+            member.name = member.name.removeprefix("srv/")
+            tout.addfile(member, data)
+    unpack([rebased.getvalue()], "copy", tmp_path / "out")
+    assert oct((tmp_path / "out" / "d" / "x.sh").stat().st_mode & 0o777) == oct(0o751)
+    assert os.readlink(tmp_path / "out" / "ln") == "d/x.sh"
+
+
+@pytest.mark.parametrize("name,link", [("../escape", None), ("top/../../escape", None),
+                                       ("top/hard", "../../etc/passwd")])
+def test_unpack_refuses_members_outside_the_destination(tmp_path, name, link):
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        info = tarfile.TarInfo(name)
+        if link:
+            info.type, info.linkname = tarfile.LNKTYPE, link
+            archive.addfile(info)
+        else:
+            info.size = 1
+            archive.addfile(info, io.BytesIO(b"x"))
+    with pytest.raises(tarfile.FilterError):
+        unpack([buffer.getvalue()], "top", tmp_path / "dest" / "top")
+    assert not (tmp_path / "escape").exists()
+
+
+def _row(**fields) -> OwnedContainer:
+    base = dict(id="c0ffee", name="bf-x", engine="docker", state="running", image="i", created=1000.0,
+                job=None, trial=None, task=None, owner="none", owner_alive=None, kept=False)
+    base.update(fields)
+    return OwnedContainer(**base)
+
+
+def test_cleanup_rules():
+    now = 1000.0 + 3600
+    rule = lambda row, **kw: decide(row, max_age_sec=kw.get("age", 7200), everything=kw.get("all", False),  # noqa: E731
+                                    ids=kw.get("ids", []), now=now)
+    assert rule(_row(owner_alive=False))[0] is True                      # orphan, any age
+    assert rule(_row(owner_alive=True))[0] is False                      # live run
+    assert rule(_row(owner_alive=True), all=True)[0] is False            # --all spares live runs
+    assert rule(_row(owner_alive=True), ids=["c0f"])[0] is True          # --id takes anything
+    assert rule(_row())[0] is False and rule(_row(), age=60)[0] is True  # unowned: by age
+    assert rule(_row(kept=True, owner_alive=False))[0] is False          # kept: release it
+    assert rule(_row(kept=True), all=True)[0] is True
+    assert rule(_row(owner_alive=False), ids=["other"])[0] is False      # --id only touches named
