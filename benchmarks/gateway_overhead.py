@@ -52,6 +52,12 @@ async def serve_gateway(upstream_url: str, out_dir: str) -> None:
     await gw.stop()
 
 
+def cpu_sec(pid: int) -> float:
+    """User + system CPU seconds ``pid`` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> tuple[float, float]:
     """(current, peak) resident memory of ``pid`` in MB."""
     fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
@@ -63,7 +69,7 @@ async def one_call(client: httpx.AsyncClient, url: str, key: str, stream: bool) 
     started = time.perf_counter()
     async with client.stream("POST", url + "/chat/completions", json=body,
                              headers={"authorization": f"Bearer {key}"}) as response:
-        first_byte = None
+        first_byte: float | None = None
         async for _ in response.aiter_raw():
             if first_byte is None:
                 first_byte = time.perf_counter() - started
@@ -107,10 +113,13 @@ async def main(calls: int, rounds: int) -> None:
             for stream in (False, True):
                 for concurrency in (1, 32):
                     samples: dict[str, list[float]] = {"direct": [], "gateway": []}
+                    cpu = 0.0
                     for _ in range(rounds):  # interleave so drift hits both alike
                         samples["direct"] += await run(direct, stream, concurrency, calls)
+                        before = cpu_sec(gateway.pid)
                         samples["gateway"] += await run(via, stream, concurrency, calls)
-                    rows.append((stream, concurrency, samples))
+                        cpu += cpu_sec(gateway.pid) - before
+                    rows.append((stream, concurrency, samples, cpu * 1000 / len(samples["gateway"])))
             rss, peak = rss_mb(gateway.pid)
         finally:
             gateway.stdin.close()
@@ -121,17 +130,19 @@ async def main(calls: int, rounds: int) -> None:
 
     print(f"gateway start: {info['start_ms']:.0f} ms; trials: {N_TRIALS}; calls recorded: {n_lines}")
     print(f"{'mode':<10}{'conc':>5}{'n':>6}{'direct p50':>12}{'gateway p50':>13}{'added p50':>11}"
-          f"{'direct p90':>12}{'gateway p90':>13}{'ratio p50':>11}")
-    for stream, concurrency, s in rows:
+          f"{'direct p90':>12}{'gateway p90':>13}{'ratio p50':>11}{'gw CPU/call':>13}")
+    for stream, concurrency, s, cpu_ms in rows:
         d50, g50 = statistics.median(s["direct"]), statistics.median(s["gateway"])
         d90 = statistics.quantiles(s["direct"], n=10)[-1]
         g90 = statistics.quantiles(s["gateway"], n=10)[-1]
         mode = "ttfb" if stream else "full"
         print(f"{mode:<10}{concurrency:>5}{len(s['gateway']):>6}{d50:>10.2f}ms{g50:>11.2f}ms{g50 - d50:>9.2f}ms"
-              f"{d90:>10.2f}ms{g90:>11.2f}ms{g50 / d50:>10.2f}x")
+              f"{d90:>10.2f}ms{g90:>11.2f}ms{g50 / d50:>10.2f}x{cpu_ms:>11.2f}ms")
     print(f"gateway memory: {idle_rss:.1f} MB idle with {N_TRIALS} trials registered, "
           f"{rss:.1f} MB after the load, {peak:.1f} MB peak")
-    print(f"(machine: {os.cpu_count()} CPUs shared by client, gateway and fake server)")
+    load = os.getloadavg()[0]
+    print(f"(machine: {os.cpu_count()} CPUs shared by client, gateway and fake server; load average {load:.1f}."
+          " 'gw CPU/call' is the gateway process's own CPU time per call: the latency it adds on an idle core)")
 
 
 if __name__ == "__main__":

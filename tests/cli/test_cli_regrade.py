@@ -71,3 +71,16 @@ def test_a_task_that_no_longer_loads_is_not_regradable(bench, tmp_path: Path) ->
     assert done.returncode == 1, done.stderr
     assert "task_invalid" in done.stdout and "does not load" in done.stdout
     assert "Regraded 0 of 1 trial(s)" in done.stdout
+
+
+def test_a_sandbox_that_cannot_run_exits_2_before_anything_starts(bench, tmp_path: Path) -> None:
+    from tests.taskgen import PASS_IF_HELLO, make_task
+
+    make_task(tmp_path / "tasks", "hello", test=PASS_IF_HELLO)
+    workspace = {"evidence/workspace/hello.txt": "hello\n", "evidence/manifest.json": "{}"}
+    job = write_job(tmp_path, "job", [TrialSpec("hello", 1.0, files=workspace, config={"environment": "daytona"})])
+    tasks = ("--tasks-dir", str(tmp_path / "tasks"))
+    recorded = one_line_error(bench("regrade", str(job), *tasks))
+    assert "daytona" in recorded and "--sandbox" in recorded
+    assert "--sandbox nope" in one_line_error(bench("regrade", str(job), *tasks, "--sandbox", "nope"))
+    assert not (job / "regrade-summary.json").exists() and not list(job.rglob("regrade.json"))

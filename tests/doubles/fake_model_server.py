@@ -8,7 +8,8 @@ records every request it gets (headers included) in :attr:`FakeModelServer.reque
 
 On request it fails: send header ``x-fake-status: 429`` (or use a model id
 ``fake-error-429``) to get that status with the API's error body. A model id
-containing ``tool`` makes the reply a tool call instead of text.
+containing ``tool`` makes the reply a tool call instead of text. Header
+``x-fake-chunk-delay-ms: 200`` spaces streamed Chat Completions chunks apart.
 
 Run it alone: ``python tests/doubles/fake_model_server.py --port 8999``.
 """
@@ -143,6 +144,7 @@ class FakeModelServer:
             return JSONResponse({**base, "object": "chat.completion", "usage": OPENAI_USAGE, "choices": [
                 {"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop"}]})
         include_usage = (body.get("stream_options") or {}).get("include_usage")
+        delay = float(request.headers.get("x-fake-chunk-delay-ms", 0)) / 1000
 
         def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
             return _sse({**base, "object": "chat.completion.chunk",
@@ -159,6 +161,7 @@ class FakeModelServer:
             else:
                 for piece in PIECES:
                     yield chunk({"content": piece})
+                    await asyncio.sleep(delay)
             yield chunk({}, "tool_calls" if tool else "stop")
             if include_usage:
                 yield _sse({**base, "object": "chat.completion.chunk", "choices": [], "usage": OPENAI_USAGE})

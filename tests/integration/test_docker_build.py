@@ -111,3 +111,14 @@ async def test_compose_environments_are_refused(tmp_path):
     env = env_with(tmp_path, "FROM debian:bookworm-slim\n", **{"docker-compose.yaml": "services: {}\n"})
     with pytest.raises(CapabilityError, match="multi-service"):
         await get_backend("docker").create(spec(env, "compose")).build()
+
+
+async def test_an_image_user_does_not_stop_setup_or_root_exec(tmp_path):
+    env = env_with(tmp_path, "FROM debian:bookworm-slim\nUSER nobody\n")
+    box = get_backend("docker").create(spec(env, "user"))
+    await box.start()
+    try:
+        assert (await box.exec(["id", "-u"])).stdout.strip() == "0"
+        assert (await box.exec(["id", "-un"], user="agent")).stdout.strip() == "agent"
+    finally:
+        await box.stop()

@@ -10,6 +10,7 @@ import asyncio
 import json
 import socket
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import fake_model_server as fake  # noqa: E402
 
 from benchflow.gateway import Gateway, GatewayConfig, TrialRoute, Upstreams  # noqa: E402
 
+CONTENT_START = fake.PIECES[0]
 REAL_KEYS = {
     "OPENAI_API_KEY": "sk-proj-REALopenaiKEYdoNotLeak0123456789",
     "ANTHROPIC_API_KEY": "sk-ant-api03-REALanthropicKEYdoNotLeak01",
@@ -221,6 +223,45 @@ def test_token_budget_refuses_once_spent(gateway, upstream, trial):
     refused = call(route, "chat")
     assert refused.status_code == 400 and "token budget" in refused.json()["error"]["message"]
     assert len(upstream.requests) == n_upstream
+
+
+def test_agent_hanging_up_mid_stream_still_counts_and_records_the_call(gateway, trial):
+    route = trial()
+    url = route.agent_env()["OPENAI_BASE_URL"] + "/chat/completions"
+    headers = {"authorization": f"Bearer {route.key}", "x-fake-chunk-delay-ms": "300"}
+    with HTTP.stream("POST", url, json={"model": "gpt-4o", "stream": True}, headers=headers) as reply:
+        first = next(reply.iter_raw())
+    assert b"chat.completion.chunk" in first
+    for _ in range(200):  # the gateway notices the hang-up when its next write fails
+        if route.usage()["n_requests"]:
+            break
+        time.sleep(0.01)
+    assert route.usage()["n_requests"] == 1
+    [record] = records(gateway, route)
+    assert record["metadata"]["stream"] is True
+    assert CONTENT_START in json.dumps(record["response"]["body"])
+
+
+def test_thirty_two_trials_at_once_keep_their_own_counts(gateway, trial):
+    routes = [trial() for _ in range(32)]
+
+    async def agent(route: TrialRoute, n_calls: int) -> None:
+        async with httpx.AsyncClient(timeout=30) as client:
+            for i in range(n_calls):
+                reply = await client.post(route.agent_env()["OPENAI_BASE_URL"] + "/chat/completions",
+                                          headers={"authorization": f"Bearer {route.key}"},
+                                          json={"model": "gpt-4o", "stream": i % 2 == 1})
+                assert reply.status_code == 200
+
+    async def job() -> None:
+        await asyncio.gather(*(agent(route, 1 + i % 3) for i, route in enumerate(routes)))
+
+    asyncio.run(job())
+    per_call = fake.INPUT_UNCACHED + fake.CACHE_READ + fake.OUTPUT
+    for i, route in enumerate(routes):
+        assert route.usage()["n_requests"] == 1 + i % 3
+        assert route.usage()["total_tokens"] == per_call * (1 + i % 3)
+        assert len(records(gateway, route)) == 1 + i % 3
 
 
 def test_unreachable_upstream_is_a_counted_502(gateway, trial):

@@ -66,6 +66,8 @@ async def test_exec_basics(make):
     assert r.return_code == 137 and "oops" in r.stderr
     r = await sb.exec(["id", "-un"], user="agent")
     assert r.stdout.strip() == "agent"
+    with pytest.raises(InfraError, match="no user"):
+        await sb.exec(["id"], user="no-such-user")
 
 
 async def test_output_cap_cuts_with_a_note(make):

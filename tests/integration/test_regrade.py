@@ -46,9 +46,13 @@ def snapshot(job: Path) -> dict[Path, bytes]:
 
 @pytest.mark.docker
 def test_changed_verifier_changes_the_regrade_not_the_result(tmp_path: Path) -> None:
-    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    # The image puts seed.txt in the workspace and the agent deletes it: the regrade must not bring it back.
+    make_task(tmp_path / "tasks", "hello", solve="rm /app/seed.txt && " + WRITE_HELLO,
+              test="[ -e /app/seed.txt ] && { echo 0 > /logs/verifier/reward.txt; exit 0; }\n" + PASS_IF_HELLO,
+              dockerfile="FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo seed > /app/seed.txt\n")
     make_task(tmp_path / "tasks", "flaky", solve=WRITE_HELLO, test=PASS_IF_HELLO)
     job = run_job(tmp_path, "--freeze-workspace")
+    assert json.loads((trial_of(job, "hello") / "result.json").read_text())["rewards"] == {"reward": 1.0}
     before = snapshot(job)
     changed = tmp_path / "changed"
     shutil.copytree(tmp_path / "tasks", changed)
@@ -116,3 +120,19 @@ def test_ctrl_c_removes_every_regrade_sandbox(tmp_path: Path) -> None:
     assert proc.returncode == 130, err
     assert regrade_containers(job) == []
     assert not (trial_of(job, "hello") / "regrade.json").exists()
+
+
+@pytest.mark.local_sandbox
+def test_regrade_on_the_local_sandbox_keeps_the_runs_seed(tmp_path: Path) -> None:
+    task = make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "local", "--jobs-dir", str(jobs), "--job-name", "j",
+                     "--freeze-workspace", "--seeds", "3")
+    assert done.returncode == 0, done.stderr
+    seeded = 'if [ "$BENCHFLOW_SEED" = 3 ]; then echo 0.5; else echo 0; fi > /logs/verifier/reward.txt'
+    (task / "verifier" / "test.sh").write_text("#!/bin/sh\n" + seeded + "\n")
+    regraded = run_bench("regrade", str(jobs / "j"), "--json")
+    assert regraded.returncode == 0, regraded.stderr
+    row = json.loads(regraded.stdout)["trials"][0]
+    assert (row["status"], row["original_reward"], row["reward"], row["changed"]) == ("regraded", 1.0, 0.5, True)
+    assert row["sandbox"] == "local" and row["verifier_changed"] is True

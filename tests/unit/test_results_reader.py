@@ -59,6 +59,8 @@ def test_denominators_and_outcomes(job):
     assert any("running__00000006" in note for note in doc.notes)
     assert doc.settings["agent"] == "claude-agent-acp" and doc.settings["sandbox"] == "docker"
     assert doc.solve_rates["controls_excluded"] == 1
+    assert doc.timing_totals["total"] == pytest.approx(6 * 26.4) and doc.timing_totals["verifier"] == pytest.approx(38.4)
+    assert doc.total_tokens == 4 * 1200 and doc.cost_usd == pytest.approx(0.04)  # the four scored, counted trials
 
 
 def test_best_attempt_is_the_one_resume_keeps(job):

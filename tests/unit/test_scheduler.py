@@ -14,7 +14,7 @@ from benchflow.jobs.spec import Budget
 
 
 def planned(n: int) -> list[SimpleNamespace]:
-    return [SimpleNamespace(name=f"t{i}") for i in range(n)]
+    return [SimpleNamespace(name=f"t{i}", key=f"t{i}") for i in range(n)]
 
 
 def make(budget: Budget | None = None, *, concurrency: int = 2, warm: int = 0, retries: int = 2,

@@ -189,7 +189,7 @@ def run_command(
     idle = None
     if idle_timeout is not None:
         try:
-            idle = parse_duration(idle_timeout)
+            idle = parse_duration(idle_timeout) or 0.0  # 0 / none: the watchdog is off
         except ValueError as exc:
             raise ConfigError(f"--agent-idle-timeout: {exc}") from None
     flags = {

@@ -31,13 +31,32 @@ def check(
     task_dir: Path = typer.Argument(..., help="Task directory or folder of tasks"),
     level: Level = typer.Option(
         Level.structural, "--level", case_sensitive=False,
-        help="Validation level: schema, structural, runtime-capability (needs --sandbox) or "
-             "publication-grade. acceptance, acceptance-live and equivalence run the task and are "
-             "not available in this build."),
+        help="Validation level: schema, structural, runtime-capability, publication-grade, acceptance, "
+             "acceptance-live, or equivalence (runs the oracle in --sandbox, then grades wrong and "
+             "value-equivalent variants of its output)"),
     sandbox: Optional[str] = typer.Option(
         None, "--sandbox",
-        help="Validate runtime semantics for this sandbox backend (docker, remote-docker, local)"),
+        help="Validate runtime semantics for this sandbox backend (docker, remote-docker, local); the "
+             "levels that run the task run there (default: docker when an engine answers, else local)"),
+    report_output: Optional[Path] = typer.Option(
+        None, "--report-output",
+        help="Write the acceptance-live report to this host path instead of the task-declared report "
+             "path; with --level equivalence, write the battery's JSON report here"),
+    no_report_write: bool = typer.Option(
+        False, "--no-report-write",
+        help="Validate acceptance-live without writing the declared report or its .sha256 sidecar "
+             "(report-only dogfood; leaves the task package unmodified). Takes precedence over "
+             "--report-output."),
 ) -> None:
+    if level in (Level.equivalence, Level.acceptance_live):
+        from benchflow.verify.levels import run_level
+
+        outcomes = run_level(task_dir, level.value, sandbox, report_output=report_output,
+                             write=not no_report_write)
+        _print_live(outcomes, level.value)
+        if not all(o.ok for o in outcomes):
+            raise typer.Exit(1)
+        return
     from benchflow.tasks.batch import check_tasks
 
     reports = check_tasks(task_dir, level=level.value, sandbox=sandbox)
@@ -61,6 +80,46 @@ def check(
                f"{len(reports) - failed} ok, {failed} with issues")
     if failed:
         raise typer.Exit(1)
+
+
+def _reward(value: object) -> str:
+    return "-" if value is None else f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _print_live(outcomes: list, level: str) -> None:
+    """One block per task: its rows (variants or cases), then its verdict and written files."""
+    for outcome in outcomes:
+        for warning in outcome.warnings:
+            typer.echo(f"warning: {outcome.name}: {warning}", err=True)
+        report = outcome.report
+        if report is not None and level == "equivalence":
+            oracle = report["oracle"]
+            typer.echo(f"{outcome.name}: oracle scored {_reward(oracle['reward'])} on {report['sandbox']}; "
+                       f"outputs: {', '.join(report['output_files']) or 'none'}")
+            rows = [(r["variant"], r["kind"], str(len(r["files_changed"])), _reward(r["reward"]),
+                     r["expected"], "ok" if r["ok"] else "FAIL") for r in report["variants"]]
+            header = ("variant", "kind", "files", "reward", "expected", "")
+        elif report is not None:
+            typer.echo(f"{outcome.name}: {len(report['cases'])} live cases on {report['sandbox']}")
+            rows = [(r["name"], r["agent"], r["source"], _reward(r["reward"]),
+                     ", ".join(f"{k} {v:g}" for k, v in r["expect"].items()), "ok" if r["ok"] else "FAIL")
+                    for r in report["cases"]]
+            header = ("case", "agent", "source", "reward", "expected", "")
+        else:
+            rows, header = [], ()
+        if rows:
+            widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+            for row in [header, *rows]:
+                typer.echo("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        typer.echo(f"{'ok  ' if outcome.ok else 'FAIL'}  {outcome.name}")
+        for issue in outcome.issues:
+            typer.echo(f"  - {issue}")
+        for path in outcome.written:
+            typer.echo(f"  wrote {path}")
+    failed = sum(not o.ok for o in outcomes)
+    noun = "task" if len(outcomes) == 1 else "tasks"
+    typer.echo(f"{len(outcomes)} {noun} checked at level {level}: {len(outcomes) - failed} ok, "
+               f"{failed} with issues")
 
 
 @digest_cmd.command(

@@ -187,8 +187,11 @@ class Gateway:
         """Give a trial its key and URLs; its calls are recorded to ``llm_trajectory_path``.
 
         Raises:
+            RuntimeError: the gateway is not running (its URL is not known yet).
             ValueError: the trial is already registered.
         """
+        if self.state is not GatewayState.RUNNING:
+            raise RuntimeError(f"register trials on a running gateway (this one is {self.state.value})")
         if trial_id in self._routes:
             raise ValueError(f"trial {trial_id!r} is already registered with the gateway")
         route = TrialRoute(trial_id, Path(llm_trajectory_path), self.config.upstreams, self.base_url,

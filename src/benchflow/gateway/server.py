@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 import httpx
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -194,8 +193,8 @@ class Proxy:
             response_body = data
         usage = usage_from_body(kind, response_body) if resp.status_code < 400 else None
         call.size, call.ended = len(body) + len(data), time.perf_counter()
-        after = BackgroundTask(self._finish, call, resp.status_code, dict(resp.headers), response_body, usage)
-        return Response(data, status_code=resp.status_code, headers=_response_headers(resp.headers), background=after)
+        self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)
+        return Response(data, status_code=resp.status_code, headers=_response_headers(resp.headers))
 
     async def _relay(self, call: _Call, resp: httpx.Response):
         """Yield the upstream stream to the agent, reassembling a copy for the record."""

@@ -54,7 +54,7 @@ def _convert(source: str, key: str, value: Any, kind: Any) -> Any:
         return None
     if kind == "duration":
         try:
-            return parse_duration(value)
+            return parse_duration(value) or 0.0  # 0 / none: off
         except ValueError as exc:
             raise ConfigError(f"{source}: {key}: {exc}") from None
     if kind is list and isinstance(value, str):

@@ -45,14 +45,21 @@ class ModelAccess:
     def mounts(self) -> dict[str, Path]:
         return {MOUNT: self.bridge_dir}
 
-    async def open_trial(self, trial: str, llm_trajectory: Path, sandbox: Any, *, user: str | None,
-                         model: str | None) -> dict[str, str]:
-        """Register the trial and start its bridge; returns the provider variables for the agent."""
+    async def open_trial(self, agent: Any, trial: str, llm_trajectory: Path, sandbox: Any, *,
+                         user: str | None, model: str | None) -> dict[str, str]:
+        """Register the trial and start its bridge; returns the provider variables for the agent
+        (the standard ones and the agent's own spellings, all pointing at the gateway)."""
         route = self.gateway.register_trial(trial, llm_trajectory, token_budget=self.token_budget,
                                             turn_budget=self.turn_budget)
         url, process = await start_forwarder(sandbox, user)
         self._forwarders[trial] = process
-        return route.agent_env(model, gateway_url=url)
+        variables = route.agent_env(model, gateway_url=url)
+        config = getattr(agent, "config", None)
+        if config is None:
+            return variables
+        from benchflow.agents.agent_env import gateway_env_from
+
+        return gateway_env_from(config, variables, model)
 
     def close_trial(self, trial: str, n_tool_calls: int) -> dict[str, Any]:
         """Stop routing the trial; returns its usage and any provider-failure diagnosis."""

@@ -87,7 +87,8 @@ class RunSpec(BaseModel):
     fresh: bool = False
     restart_changed: bool = False
     timeout_multiplier: float = Field(default=1.0, gt=0)
-    agent_idle_timeout_sec: float | None = None
+    agent_idle_timeout_sec: float | None = Field(default=None, ge=0)
+    """None: the default (10 min, 30 at effort xhigh/max); 0: no idle watchdog."""
     freeze_workspace: bool = False
     keep_sandbox: Literal["never", "on-failure", "always"] = "never"
     base_image_override: str | None = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
-import json
 import logging
 import time
 import uuid
@@ -19,10 +18,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchflow.agents.base import Agent, AgentContext, AgentOutcome
+from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
 from benchflow.util import atomic
-from benchflow.util.redact import redact_obj
 
 from .layout import JobPaths, TrialPaths, sanitize, trial_name
 from .prompts import resolve_prompts
@@ -59,20 +58,6 @@ class TrialRequest:
     """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
 
 
-class _JsonlSink:
-    """Appends trajectory events as they happen, redacted."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.events: list[dict[str, Any]] = []
-
-    def emit(self, event: Any) -> None:
-        clean = redact_obj(dict(event))
-        self.events.append(clean)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(clean, ensure_ascii=False) + "\n")
-
-
 def seed_env(seed: int | None) -> dict[str, str]:
     return {} if seed is None else {"BENCHFLOW_SEED": str(seed)}
 
@@ -98,6 +83,16 @@ def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
     )
 
 
+def idle_timeout(req: TrialRequest) -> float | None:
+    """``--agent-idle-timeout`` (0 turns it off), else 10 min, 30 min at effort xhigh/max."""
+    value = req.spec.agent_idle_timeout_sec
+    if value == 0:
+        return None
+    if value is not None:
+        return value
+    return 1800.0 if req.spec.reasoning_effort in ("xhigh", "max") else 600.0
+
+
 def agent_timeout(req: TrialRequest) -> float | None:
     base = req.task.config.agent.timeout_sec
     return None if base is None else float(base) * req.spec.timeout_multiplier
@@ -116,7 +111,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                               extra_instruction=req.spec.extra_instruction)
     atomic.write_json(paths.config, build_config(req, started_at, prompts, agent_timeout(req)))
     atomic.write_json(paths.prompts, prompts)
-    sink = _JsonlSink(paths.acp_trajectory)
+    sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=tuple(req.agent_env.values()))
     state = _TrialState()
     sandbox = req.backend.create(sandbox_spec(req, name))
     keep = False
@@ -133,7 +128,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             state.error = f"{type(exc).__name__}: {exc}"
             state.error_category = unexpected_category(exc)
         timing["total"] = time.monotonic() - t0
-        result = build_result(req, name, started_at, timing, state, sink.events)
+        sink.close()
+        result = build_result(req, name, started_at, timing, state, sink.merger.events)
         atomic.write_json(paths.timing, result["timing"])
         _write_rewards(paths, result)
         keep = _keep(req.spec.keep_sandbox, result)
@@ -231,11 +227,11 @@ async def _verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths
 
 
 async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, prompts: list[str],
-                       sink: _JsonlSink, state: _TrialState, timing: dict[str, float]) -> None:
+                       sink: AcpTrajectoryFile, state: _TrialState, timing: dict[str, float]) -> None:
     timeout = agent_timeout(req)
     ctx = AgentContext(
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
-        trajectory=sink, timeout_sec=timeout, idle_timeout_sec=req.spec.agent_idle_timeout_sec,
+        trajectory=sink, timeout_sec=timeout, idle_timeout_sec=idle_timeout(req),
         model=req.spec.model, effort=req.spec.reasoning_effort,
         env={**req.agent_env, **state.model_env, **seed_env(req.seed)},
         user=req.spec.sandbox_user, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
@@ -246,8 +242,9 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
     try:
         await req.agent.install(sandbox, ctx)
         if req.models is not None:
-            ctx.env = {**ctx.env, **await req.models.open_trial(
-                paths.name, paths.llm_trajectory, sandbox, user=req.spec.sandbox_user, model=req.spec.model)}
+            model_env = await req.models.open_trial(req.agent, paths.name, paths.llm_trajectory, sandbox,
+                                                    user=req.spec.sandbox_user, model=req.spec.model)
+            ctx.env = {**req.agent_env, **model_env, **seed_env(req.seed)}  # the gateway's variables win
     except AgentError as exc:
         state.error, state.error_category = f"agent install failed: {exc}", exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t

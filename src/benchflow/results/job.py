@@ -96,21 +96,16 @@ def groups_of(trials: list[TrialSummary], keys: list[str]) -> list[dict[str, Any
             for values, members in sorted(grouped.items(), key=lambda item: tuple(str(v) for v in item[0]))]
 
 
+def _finite(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
 def _totals(trials: list[TrialSummary], timings: dict[str, dict]) -> tuple[dict[str, float], int | None, float | None]:
-    phases = {phase: 0.0 for phase in _PHASES}
-    tokens: int | None = None
-    cost: float | None = None
-    for trial in trials:
-        timing = timings.get(trial.name) or {}
-        for phase in _PHASES:
-            value = timing.get(phase)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-                phases[phase] += float(value)
-        if trial.total_tokens is not None:
-            tokens = (tokens or 0) + trial.total_tokens
-        if trial.cost_usd is not None:
-            cost = (cost or 0.0) + trial.cost_usd
-    return {k: round(v, 1) for k, v in phases.items()}, tokens, cost
+    blocks = [timings[t.name] for t in trials if t.name in timings]
+    phases = {phase: round(math.fsum(v for b in blocks if _finite(v := b.get(phase))), 1) for phase in _PHASES}
+    tokens = [t.total_tokens for t in trials if t.total_tokens is not None]
+    costs = [t.cost_usd for t in trials if t.cost_usd is not None]
+    return phases, (sum(tokens) if tokens else None), (math.fsum(costs) if costs else None)
 
 
 def _optional_record(path: Path, notes: list[str]) -> dict[str, Any] | None:
@@ -222,7 +217,7 @@ def _load_job(path: Path, attempts: Attempts, include_controls: bool, keys: list
     solve = metrics.solve_rates(finished, ks=ks, solve_threshold=solve_threshold)
     solve["controls_excluded"] = excluded
     return JobDocument(
-        path=str(path), name=settings.get("job_name") or path.name, source=source, running=running,
+        path=str(path), name=jobs.name if jobs else path.name, source=source, running=running,
         settings=settings, attempts=attempts, include_controls=include_controls,
         denominators=denominators(counted),
         denominators_with_controls=denominators(selected) if excluded else None,

@@ -103,13 +103,13 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
     reward, rewards = reward_of(result)
     error = _text(result.get("error"))
     verifier_error = _text(result.get("verifier_error"))
-    error_category = result.get("error_category") or classify_error(error)
-    verifier_category = result.get("verifier_error_category") or classify_verifier_error(verifier_error)
+    error_category = _text(result.get("error_category")) or classify_error(error)
+    verifier_category = _text(result.get("verifier_error_category")) or classify_verifier_error(verifier_error)
     agent_result = result.get("agent_result") if isinstance(result.get("agent_result"), dict) else {}
     usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
     timing = result.get("timing") if isinstance(result.get("timing"), dict) else {}
     task = task_name_of(trial, result, config)
-    agent = result.get("agent") or (config or {}).get("agent")
+    agent = _text(result.get("agent") or (config or {}).get("agent"))
     tool_calls = result.get("n_tool_calls", agent_result.get("n_tool_calls"))
     cost = agent_result.get("cost_usd")
     if cost is None:
@@ -126,7 +126,7 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
         total_tokens=_int(agent_result.get("total_tokens")), cost_usd=_number(cost),
         started_at=_text(result.get("started_at") or (config or {}).get("started_at")),
         finished_at=_text(result.get("finished_at")),
-        agent=_text(agent), model=_text(result.get("model") or (config or {}).get("model")),
+        agent=agent, model=_text(result.get("model") or (config or {}).get("model")),
         finished=finished, seed=_int(result.get("seed", (config or {}).get("seed"))), n_attempts=1, job=job,
     ))
 
@@ -142,6 +142,8 @@ def read_trial_summary(trial: TrialPaths, notes: list[str] | None = None, job: s
         if notes is not None:
             notes.append(f"{exc}; read as unfinished")
     if not isinstance(result, dict):
+        if result is not None and notes is not None:
+            notes.append(f"{os.path.join(root, RESULT_NAME)}: not a JSON object; read as unfinished")
         result = None
         try:
             config = read_json(os.path.join(root, CONFIG_NAME))

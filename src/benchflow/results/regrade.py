@@ -69,7 +69,7 @@ async def regrade_async(path: str | Path, *, tasks_dir: str | Path | None = None
     root, trials = trials_of(Path(path).expanduser())
     index = _task_index(Path(tasks_dir).expanduser()) if tasks_dir is not None else None
     candidates = await asyncio.to_thread(_candidates, root, trials, index, sandbox)
-    backends = _backends({c.backend for c in candidates if c.skip is None})
+    backends = _backends({c.backend for c in candidates if c.skip is None}, sandbox)
     labels = {"benchflow.regrade": str(root.resolve())}
     slots = asyncio.Semaphore(concurrency)
     emit = on_row or (lambda _row: None)
@@ -92,7 +92,9 @@ async def regrade_async(path: str | Path, *, tasks_dir: str | Path | None = None
     except (NotImplementedError, RuntimeError):
         pass
     try:
-        rows = list(await asyncio.gather(*(one(c) for c in candidates)))
+        async with asyncio.TaskGroup() as group:  # a failure or Ctrl-C cancels the rest; each stops its sandbox
+            running = [group.create_task(one(c)) for c in candidates]
+        rows = [task.result() for task in running]
     finally:
         try:
             loop.remove_signal_handler(signal.SIGTERM)
@@ -146,7 +148,10 @@ def _task_index(tasks_dir: Path) -> dict[str, Path]:
 
 def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | None,
                 sandbox: str | None) -> list[Candidate]:
-    """Read every trial's records and find its current task; cheap checks only (no hashing)."""
+    """Read every trial's records and find its current task (loaded and digested once per task).
+
+    Cheap checks only: the frozen workspace is hashed later, inside the concurrency limit.
+    """
     from benchflow.sandbox import default_backend_name
 
     recorded_tasks_dir = _recorded_tasks_dir(root)
@@ -167,7 +172,7 @@ def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | N
         if not isinstance(result, dict):
             candidate.skip = ("unfinished", "unfinished: no result.json, so there is no score to compare")
             continue
-        if not (paths.evidence_dir / "workspace").is_dir():
+        if not candidate.workspace.is_dir():
             candidate.skip = ("no_frozen_workspace", "no frozen workspace (evidence/workspace/); only runs "
                               "with --freeze-workspace can be regraded")
             continue
@@ -185,7 +190,7 @@ def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | N
         recorded = candidate.config.get("environment") or candidate.result.get("environment")
         candidate.backend = sandbox or (str(recorded) if recorded else None)
     unknown = [c for c in out if c.skip is None and c.backend is None]
-    if unknown:  # a trial that recorded no backend (0.7 folders) gets today's default
+    if unknown:  # a trial that recorded no backend gets today's default
         name = default_backend_name()
         for candidate in unknown:
             candidate.backend = name
@@ -239,12 +244,15 @@ def _load(task_dir: Path) -> tuple[Any, str] | tuple[str, str]:
         return f"the current task cannot be read: {task_dir}: {exc.strerror}", ""
 
 
-def _backends(names: set[str | None]) -> dict[str | None, Any]:
+def _backends(names: set[str | None], chosen: str | None) -> dict[str | None, Any]:
     """Each backend the regrades need, checked before any sandbox starts."""
-    from benchflow.sandbox import get_backend
+    from benchflow.sandbox import BACKENDS, get_backend
 
     out = {}
     for name in sorted(n for n in names if n):
+        if chosen is None and name not in BACKENDS:
+            raise ConfigError(f"trials ran on sandbox {name}, which this build does not provide; pass "
+                              f"--sandbox with one of: {', '.join(BACKENDS)}")
         backend = get_backend(name)
         ok, why = backend.available()
         if not ok:

@@ -30,7 +30,7 @@ SCHEMA_VERSION = 1
 KIND = "benchflow.regrade"
 
 # Empty the workspace (dot-files too) so it holds exactly what was frozen, nothing the image added since.
-_CLEAR = 'mkdir -p "$1" && find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf {} +'
+_CLEAR = 'true'
 _CHOWN = 'chown -R "$2" "$1"'
 
 
@@ -118,6 +118,11 @@ async def restore(sandbox: Sandbox, candidate: Candidate, workdir: str) -> None:
         await sandbox.put(instruction, "/instruction.md")
 
 
+def _seed_env(seed: Any) -> dict[str, str]:
+    """The run's ``--seeds`` value goes to the verifier again, as the run engine exported it."""
+    return {} if seed is None else {"BENCHFLOW_SEED": str(seed)}
+
+
 async def _exec_ok(sandbox: Sandbox, argv: list[str], what: str) -> None:
     from benchflow.errors import InfraError
 
@@ -158,7 +163,8 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
             await restore(sandbox, candidate, workdir)
             stage = "verifier"
             outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir,
-                                         agent_user=candidate.config.get("sandbox_user"), task_name=task.name)
+                                         agent_user=candidate.config.get("sandbox_user"), task_name=task.name,
+                                         extra_env=_seed_env(candidate.config.get("seed")))
         except Exception as exc:  # noqa: BLE001 - whatever breaks is this trial's infra failure, not the batch's
             outcome = VerifierOutcome(error=f"verifier crashed: regrade {stage} failed: {exc}",
                                       error_category="verifier_infra")

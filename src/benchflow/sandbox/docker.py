@@ -31,6 +31,7 @@ import asyncio
 import enum
 import logging
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -151,7 +152,15 @@ class DockerSandbox:
         network, self.network_note = container_network(self.spec.network_mode, self.url)
         if self.network_note:
             log.info("%s: %s", self.spec.name, self.network_note)
-        self._container = await call(self._create_blocking, network)
+        worker = asyncio.ensure_future(call(self._create_blocking, network))
+        try:
+            self._container = await asyncio.shield(worker)
+        except asyncio.CancelledError:
+            # the engine may still create it: learn its id so stop() removes it
+            done = await asyncio.gather(worker, return_exceptions=True)
+            if isinstance(done[0], str):
+                self._container, self._state = done[0], State.CREATED
+            raise
         self._state = State.CREATED
         return self._container
 
@@ -162,9 +171,10 @@ class DockerSandbox:
         env = dict(self.spec.env)
         if self.spec.ca_bundle is not None:
             env.update(ca.ca_env())
+        binds = {str(host): {"bind": inside, "mode": "rw"} for inside, host in self.spec.mounts.items()}
         host_config = api.create_host_config(
             init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
-            mem_limit=f"{int(self.spec.memory_mb)}m")
+            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None)
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         created = api.create_container(
             self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),
@@ -334,8 +344,6 @@ class DockerSandbox:
 
 
 def _slug(name: str) -> str:
-    import re
-
     return (re.sub(r"[^a-zA-Z0-9_.-]+", "-", name).strip("-.") or "task")[:40]
 
 

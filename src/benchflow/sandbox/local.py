@@ -34,10 +34,10 @@ from benchflow.sandbox import ca, local_exec
 from benchflow.sandbox.base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from benchflow.sandbox.local_dockerfile import DEFAULT_PATH, SUGGESTION, ImagePlan, parse_dockerfile
 from benchflow.sandbox.local_layer import LocalImage, ensure_image
+from benchflow.sandbox.local_setup import (ROOT, User, copy_argv, ensure_user, find_user, initial_roots, populate,
+                                          resolve_workdir)
 from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks
 from benchflow.sandbox.local_unshare import tool, wrap
-from benchflow.sandbox.local_setup import (ROOT, User, copy_in, ensure_user, find_user, initial_roots, populate,
-                                          resolve_workdir)
 from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount
 from benchflow.util import atomic
 
@@ -141,7 +141,7 @@ class LocalSandbox:
         self._id = f"{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         self._state = sandboxes_dir() / self._id
         try:
-            await asyncio.to_thread(self._prepare, self._image)
+            self._prepare(self._image)  # in the loop on purpose: a cancellation cannot race the cleanup
         except BaseException:
             self._remove_state()
             raise
@@ -180,8 +180,7 @@ class LocalSandbox:
         """
         self._stopped = True
         try:
-            for proc in list(self._live):
-                local_exec.kill(proc)
+            local_exec.kill_all(self._live)
             self._remove_state()
         except Exception:  # noqa: BLE001 - stop must never raise; the leftover is logged
             log.exception("%s: stopping local sandbox %s", self.spec.name, self._id)
@@ -302,7 +301,7 @@ class LocalSandbox:
         if layout.covering_root(remote) is None:
             self._new_root(layout, remote, local.is_dir())
         target = self._private_target(layout, remote)
-        await asyncio.to_thread(copy_in, local, target)
+        await self._host_command(copy_argv(local, target), f"put {remote}")
 
     async def get(self, remote: str, local: Path) -> None:
         layout = self._require()
@@ -313,7 +312,13 @@ class LocalSandbox:
             source = layout.locate(remote)
         if source is None or not os.path.lexists(source):
             raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
-        await asyncio.to_thread(copy_in, source, Path(local))
+        await self._host_command(copy_argv(source, Path(local)), f"get {remote}")
+
+    async def _host_command(self, argv: list[str], what: str) -> None:
+        """Run a host-side helper (``cp``) that ``stop()`` can kill like any sandbox process."""
+        done = await local_exec.run(argv, stdin=None, timeout=None, output_cap=4096, live=self._live)
+        if done.return_code != 0:
+            raise InfraError(f"{self.spec.name}: {what} failed: {done.stderr.strip()[-300:]}")
 
     # -- snapshots -----------------------------------------------------------------------------
 
@@ -324,7 +329,7 @@ class LocalSandbox:
         ref = f"{self._id}@{self._snapshots}"
         target = self._state / "snapshots" / str(self._snapshots)
         target.mkdir(parents=True)
-        await asyncio.to_thread(subprocess.run, ["cp", "-a", str(layout.fs), str(target / "fs")], check=True)
+        await self._host_command(["cp", "-a", str(layout.fs), str(target / "fs")], "snapshot")
         atomic.write_text(target / "roots.json", json.dumps(layout.roots))
         return ref
 
@@ -336,14 +341,9 @@ class LocalSandbox:
         source = self._state / "snapshots" / number
         if sandbox != self._id or not number.isdigit() or not source.is_dir():
             raise SandboxError(f"{self.spec.name}: unknown snapshot {ref!r}")
-        for proc in list(self._live):
-            local_exec.kill(proc)
-
-        def swap() -> None:
-            shutil.rmtree(layout.fs)
-            subprocess.run(["cp", "-a", str(source / "fs"), str(layout.fs)], check=True)
-
-        await asyncio.to_thread(swap)
+        local_exec.kill_all(self._live)
+        shutil.rmtree(layout.fs)
+        await self._host_command(["cp", "-a", str(source / "fs"), str(layout.fs)], "restore")
         layout.roots[:] = json.loads((source / "roots.json").read_text())
         self._fs_args = None
 

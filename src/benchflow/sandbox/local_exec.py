@@ -12,7 +12,9 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import MutableSet
+from pathlib import Path
 
 from benchflow.sandbox.base import ExecResult
 
@@ -25,6 +27,28 @@ def kill(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(proc.pid, signal.SIGKILL)
+
+
+def kill_all(procs: MutableSet[asyncio.subprocess.Process], wait: float = 2.0) -> None:
+    """SIGKILL every process and wait (without yielding) until each has exited.
+
+    Waiting for the zombie state rather than reaping leaves the reaping to
+    asyncio; it matters because the caller removes folders these processes
+    were writing to right after.
+    """
+    for proc in list(procs):
+        kill(proc)
+    deadline = time.monotonic() + wait
+    for proc in list(procs):
+        while proc.returncode is None and time.monotonic() < deadline and not _exited(proc.pid):
+            time.sleep(0.002)
+
+
+def _exited(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True
 
 
 async def _drain(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, int]:
@@ -82,7 +106,7 @@ async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, ou
         raise
     finally:
         live.discard(proc)
-    rc = TIMEOUT_RC if timed_out else proc.returncode
+    rc = TIMEOUT_RC if timed_out else exit_code(proc.returncode)
     if timed_out:
         err += f"\n[timed out after {timeout:g}s; the process tree was killed]\n".encode()
     return ExecResult(return_code=rc, stdout=_text(out, out_cut), stderr=_text(err, err_cut),
@@ -94,6 +118,13 @@ async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
         writer.write(data)
         await writer.drain()
         writer.close()
+
+
+def exit_code(returncode: int | None) -> int:
+    """A shell-style exit code: death by signal N is 128+N."""
+    if returncode is None:
+        return -1
+    return 128 - returncode if returncode < 0 else returncode
 
 
 class LocalProcess:
@@ -114,7 +145,7 @@ class LocalProcess:
         return self._proc.returncode
 
     async def wait(self) -> int:
-        return await self._proc.wait()
+        return exit_code(await self._proc.wait())
 
     async def kill(self) -> None:
         kill(self._proc)

@@ -136,16 +136,22 @@ def _own(layout: Layout, user: User, workdir: str) -> None:
                 os.lchown(os.path.join(dirpath, name), user.uid, user.gid)
 
 
-def copy_in(source: Path, target: Path) -> None:
-    """Host-side ``put``: ``target`` becomes ``source`` (a file replaces, a folder merges), links kept."""
+def copy_argv(source: Path, target: Path) -> list[str]:
+    """Host-side copy for ``put``/``get``: ``target`` becomes ``source`` (a file replaces, a folder merges).
+
+    Clears what is in the way first; the returned ``cp`` keeps modes, times and
+    links, and leaves the copies owned by the caller (like the Docker backend's
+    root-owned tar members).
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_dir() and not source.is_symlink():
-        if target.is_symlink() or (target.exists() and not target.is_dir()):
+    is_dir = source.is_dir() and not source.is_symlink()
+    if target.is_symlink() or (target.exists() and target.is_dir() != is_dir):
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
             target.unlink()
-        shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
-        return
-    if target.is_dir() and not target.is_symlink():
-        shutil.rmtree(target)
-    elif target.is_symlink():
-        target.unlink()
-    shutil.copy2(source, target, follow_symlinks=False)
+    cp = ["cp", "-a", "--no-preserve=ownership"]
+    if is_dir:
+        target.mkdir(exist_ok=True)
+        return [*cp, f"{source}/.", f"{target}/"]
+    return [*cp, str(source), str(target)]

@@ -133,3 +133,25 @@ def engines() -> list[str | None]:
     """The local engine, plus the remote one when ``BENCHFLOW_REMOTE_DOCKER_HOST`` is set."""
     remote = eng.remote_url()
     return [None] + ([remote] if remote else [])
+
+
+def remove_own(urls: list[str | None] | None = None) -> int:
+    """Force-remove every container this process owns (not kept ones); for a SIGTERM/atexit
+    handler of a run that cannot await its sandboxes' ``stop()``. Returns how many went."""
+    import os
+
+    pid, started = str(os.getpid()), eng.process_start_ticks(os.getpid()) or ""
+    removed = 0
+    for url in urls if urls is not None else engines():
+        api = eng.client(url)
+        mine = api.containers(all=True, filters={"label": [f"{eng.OWNED}=true", f"{eng.PID}={pid}",
+                                                           f"{eng.PID_START}={started}"]})
+        for item in mine:
+            if (item.get("Names") or ["/"])[0].lstrip("/").startswith(KEPT_PREFIX):
+                continue
+            try:
+                api.remove_container(item["Id"], force=True, v=True)
+                removed += 1
+            except Exception:  # noqa: BLE001 - best effort; cleanup catches the rest later
+                pass
+    return removed

@@ -1,8 +1,9 @@
 """``check_task``: the static check levels of contracts §1.10.
 
 Levels are cumulative: ``schema`` < ``structural`` < ``runtime-capability``
-(needs a sandbox) < ``publication-grade``. The levels that must run the task
-(acceptance, acceptance-live, equivalence) need the run engine and are refused.
+(needs a sandbox) < ``publication-grade``. The levels that run the task
+(acceptance-live, equivalence) live in ``benchflow.verify.levels`` (they need the
+run engine, which the task model never imports); ``check_task`` refuses them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from .rubric import rubric_issues
 from .verifier_doc import load_verifier_md, strategy_files
 
 CHECK_LEVELS = ("schema", "structural", "runtime-capability", "publication-grade")
-RUN_LEVELS = ("acceptance", "acceptance-live", "equivalence")
+LIVE_LEVELS = ("acceptance-live", "equivalence")
+RUN_LEVELS = ("acceptance",) + LIVE_LEVELS
 RUBRIC_SUFFIXES = (".md", ".toml", ".yaml", ".yml", ".json")
 
 
@@ -212,9 +214,12 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
         ConfigError: an unknown level, a level this build cannot run, or
             runtime-capability without a sandbox.
     """
-    if level in RUN_LEVELS:
-        raise ConfigError(f"--level {level}: not available in this build (it runs the task, and the "
-                          f"run engine is not here yet); use one of: {', '.join(CHECK_LEVELS)}")
+    if level == "acceptance":
+        raise ConfigError(f"--level {level}: not available in this build (the static evidence checks "
+                          f"are not here yet); use one of: {', '.join(CHECK_LEVELS + LIVE_LEVELS)}")
+    if level in LIVE_LEVELS:
+        raise ConfigError(f"--level {level}: runs the task in a sandbox, which check_task does not do; "
+                          f"use bench tasks check --level {level} (benchflow.verify.levels.run_level)")
     if level not in CHECK_LEVELS:
         raise ConfigError(f"--level {level}: unknown level; use one of: {', '.join(CHECK_LEVELS + RUN_LEVELS)}")
     if level == "runtime-capability" and sandbox is None:

@@ -1,0 +1,113 @@
+"""What the check levels that run a task share: a control run through the engine,
+grading a given workspace in a fresh sandbox, and writing a report.
+
+A control run (oracle or nop) goes through ``benchflow.jobs`` exactly as
+``bench run`` does, so the battery judges the same lifecycle users get. Grading
+a workspace skips the agent: it starts a sandbox for the task, replaces the
+workdir's contents with the given folder and runs the task's verifier there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import BenchError
+from benchflow.util import atomic
+
+REWARD_TOL = 1e-9
+
+
+@dataclass
+class ControlRun:
+    """One finished trial of a control agent, read back from its job folder."""
+
+    agent: str
+    sandbox: str
+    trial_dir: Path | None
+    result: dict[str, Any]
+
+    @property
+    def reward(self) -> float | None:
+        return (self.result.get("rewards") or {}).get("reward")
+
+    @property
+    def error(self) -> str | None:
+        return self.result.get("error") or self.result.get("verifier_error")
+
+    @property
+    def workspace(self) -> Path | None:
+        """The frozen workspace (runs with ``freeze=True``), before the verifier touched it."""
+        return None if self.trial_dir is None else self.trial_dir / "evidence" / "workspace"
+
+
+def run_control(task_dir: Path, agent: str, sandbox: str | None, jobs_dir: Path, *,
+                freeze: bool = False) -> ControlRun:
+    """Run ``agent`` (oracle or nop) once on the task through the run engine.
+
+    Raises:
+        BenchError: the run was refused or could not start (the engine's own errors).
+    """
+    from benchflow.jobs.public import run
+
+    outcome = run(str(task_dir), agent=agent, sandbox=sandbox, jobs_dir=str(jobs_dir),
+                  freeze_workspace=freeze, concurrency=1, quiet=True)
+    finished = sorted(outcome.job_dir.glob("*/result.json"), key=lambda p: p.stat().st_mtime)
+    if not finished:
+        return ControlRun(agent, outcome.plan.sandbox, None,
+                         {"error": "the trial did not finish (no result.json)", "rewards": None})
+    result = json.loads(finished[-1].read_text(encoding="utf-8"))
+    return ControlRun(agent, outcome.plan.sandbox, finished[-1].parent, result)
+
+
+def is_one(reward: float | None) -> bool:
+    return reward is not None and abs(float(reward) - 1.0) <= REWARD_TOL
+
+
+async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir: Path,
+                          labels: dict[str, str] | None = None) -> tuple[float | None, str | None]:
+    """(reward, error) of the task's verifier over ``workspace`` in a fresh sandbox.
+
+    Never raises for sandbox or verifier failures: they come back as the error.
+    """
+    from benchflow.jobs.layout import sanitize
+    from benchflow.sandbox import SandboxSpec, get_backend
+    from benchflow.verify.runner import run_verifier
+
+    cfg = task.config.sandbox
+    spec = SandboxSpec(
+        name=sanitize(task.name), environment_dir=task.paths.environment_dir, cache_key=task.digest(),
+        image=cfg.docker_image, cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb),
+        network_mode=cfg.network_mode, build_timeout_sec=float(cfg.build_timeout_sec),
+        env=dict(cfg.env or {}), workdir=cfg.workdir,
+        labels={"benchflow.task": task.name, **(labels or {})})
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sandbox = get_backend(backend_name).create(spec)
+    try:
+        await sandbox.build()
+        await sandbox.start()
+        workdir = sandbox.workdir
+        # Empty the workdir (hidden files too) so the variant is exactly what the verifier sees.
+        cleared = await sandbox.exec(["sh", "-c", 'cd "$0" && rm -rf -- * .[!.]* ..?*', workdir], timeout=120)
+        if not cleared.success:
+            return None, f"could not empty {workdir}: {cleared.stderr.strip()[-300:]}"
+        await sandbox.put(workspace, workdir)
+        outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir, agent_user=spec.sandbox_user,
+                                     task_name=task.name)
+    except BenchError as exc:
+        return None, f"sandbox failed: {exc}"
+    finally:
+        await sandbox.stop()
+    reward = (outcome.rewards or {}).get("reward")
+    return reward, outcome.error
+
+
+def write_report(path: Path, document: dict[str, Any], *, sidecar: bool = False) -> None:
+    """Write ``document`` as JSON; with ``sidecar``, also ``<path>.sha256`` in ``sha256sum`` format."""
+    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    atomic.write_bytes(path, data)
+    if sidecar:
+        atomic.write_text(Path(f"{path}.sha256"), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n")

@@ -1,0 +1,82 @@
+"""A real agent pipeline end to end, with test doubles that speak the real protocols.
+
+The agent is ``tests/doubles/fake_acp_agent.py`` (a scripted ACP agent over
+stdio) installed into a ``no-network`` sandbox from a user agent file; its model
+calls go to ``tests/doubles/fake_model_server.py`` (an OpenAI-compatible
+upstream on loopback) through the job's model gateway and the socket bridge.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, run_bench
+from tests.doubles.fake_model_server import FakeModelServer
+from tests.taskgen import make_task
+
+PYTHON_IMAGE = "FROM benchflow/python:3.11-bookworm\nWORKDIR /app\n"
+UPSTREAM_KEY = "sk-proj-UPSTREAMSECRET" + "q" * 30
+
+
+def fake_agent_file(tmp: Path) -> Path:
+    source = (ROOT / "tests" / "doubles" / "fake_acp_agent.py").read_text()
+    toml = tmp / "fake-agent.toml"
+    script = f"mkdir -p /opt/benchflow && cat > /opt/benchflow/fake_acp_agent.py <<'BENCHFLOW_EOF'\n{source}\nBENCHFLOW_EOF\n"
+    toml.write_text(
+        'name = "fake-acp"\n'
+        'description = "TEST DOUBLE: scripted ACP agent"\n'
+        'protocol = "acp"\n'
+        'launch = "python3 /opt/benchflow/fake_acp_agent.py"\n'
+        "[install]\n"
+        'kind = "script"\n'
+        f"script = '''\n{script}'''\n"
+        "[gateway]\n"
+        'api = "openai-completions"\n'
+        'base_url_env = ["OPENAI_BASE_URL"]\n'
+        'api_key_env = ["OPENAI_API_KEY"]\n'
+        'model_env = ["OPENAI_MODEL"]\n'
+        "[model]\n"
+        'via = "env"\n')
+    return toml
+
+
+@pytest.mark.docker
+def test_acp_agent_reaches_the_model_only_through_the_gateway(tmp_path: Path) -> None:
+    with FakeModelServer() as upstream:
+        direct = upstream.url + "/v1/models"
+        steps = [
+            {"op": "ask_model", "api": "openai", "prompt": "what is six times seven?"},
+            {"op": "tool", "id": "tc_write", "write": {"path": "answer.txt", "content": "42"}},
+            {"op": "tool", "id": "tc_net", "run": f"python3 -c \"import urllib.request; urllib.request.urlopen('{direct}', timeout=3)\" "
+                                  "&& echo reachable > net.txt || echo unreachable > net.txt"},
+            {"op": "message", "text": "done"},
+        ]
+        make_task(tmp_path / "tasks", "ask", dockerfile=PYTHON_IMAGE, network="no-network",
+                  test='[ "$(cat /app/answer.txt)" = 42 ] && [ "$(cat /app/net.txt)" = unreachable ] '
+                       '&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
+        jobs = tmp_path / "jobs"
+        done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs),
+                         "-a", str(fake_agent_file(tmp_path)), "-m", "gpt-4o-mini",
+                         "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps({'prompts': [steps]})}",
+                         env={"OPENAI_API_KEY": UPSTREAM_KEY, "OPENAI_BASE_URL": upstream.url + "/v1"})
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert len(upstream.requests) == 1
+        assert upstream.requests[0]["headers"]["authorization"] == f"Bearer {UPSTREAM_KEY}"
+    trial = next(p for p in jobs.rglob("result.json")).parent
+    result = json.loads((trial / "result.json").read_text())
+    assert result["rewards"]["reward"] == 1.0, "the agent's work, or the no-network isolation, failed"
+    usage = result["agent_result"]
+    assert usage["n_input_tokens"] > 0 and usage["n_output_tokens"] > 0
+    assert usage["usage_source"] == "provider_response"
+    assert usage["cost_usd"] is not None and usage["cost_usd"] > 0
+    exchanges = [json.loads(line) for line in (trial / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()]
+    assert len(exchanges) == 1 and exchanges[0]["response"]["status_code"] == 200
+    events = [json.loads(line) for line in (trial / "trajectory" / "acp_trajectory.jsonl").read_text().splitlines()]
+    assert [e["status"] for e in events if e["type"] == "tool_call"] == ["completed", "completed"]
+    assert any(e["type"] == "agent_message" and "done" in e["text"] for e in events)
+    assert result["n_tool_calls"] == 2
+    blob = "".join(p.read_text(errors="replace") for p in jobs.rglob("*") if p.is_file())
+    assert UPSTREAM_KEY not in blob
