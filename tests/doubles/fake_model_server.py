@@ -243,13 +243,18 @@ class FakeModelServer:
                                                  "finishReason": "STOP"}],
                                  "usageMetadata": GEMINI_USAGE, "modelVersion": model})
 
+        chunks: list[dict[str, Any]] = []
+        for index, piece in enumerate(PIECES):
+            chunks.append({"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}],
+                           "modelVersion": model})
+            if index == len(PIECES) - 1:
+                chunks[-1]["candidates"][0]["finishReason"] = "STOP"
+                chunks[-1]["usageMetadata"] = GEMINI_USAGE
+        if request.query_params.get("alt") != "sse":  # Gemini streams a JSON array then
+            return JSONResponse(chunks)
+
         async def events():
-            for index, piece in enumerate(PIECES):
-                chunk: dict[str, Any] = {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}}],
-                                         "modelVersion": model}
-                if index == len(PIECES) - 1:
-                    chunk["candidates"][0]["finishReason"] = "STOP"
-                    chunk["usageMetadata"] = GEMINI_USAGE
+            for chunk in chunks:
                 yield _sse(chunk)
 
         return StreamingResponse(events(), media_type="text/event-stream")

@@ -21,25 +21,23 @@ PYTHON_IMAGE = "FROM benchflow/python:3.11-bookworm\nWORKDIR /app\n"
 UPSTREAM_KEY = "sk-proj-UPSTREAMSECRET" + "q" * 30
 
 
-def fake_agent_file(tmp: Path) -> Path:
+def fake_agent_file(tmp: Path, **extra: object) -> Path:
+    """A user agent file installing the fake ACP agent (the script is embedded in the install recipe)."""
+    import tomli_w
+
     source = (ROOT / "tests" / "doubles" / "fake_acp_agent.py").read_text()
+    # The agent needs python3; a task image without it gets it from the distribution at install time
+    # (the install runs as a cached image build with the host network).
+    script = ("command -v python3 >/dev/null || { apt-get update -qq && apt-get install -y -qq python3-minimal; }\n"
+              f"mkdir -p /opt/benchflow && cat > /opt/benchflow/fake_acp_agent.py <<'BENCHFLOW_EOF'\n{source}\nBENCHFLOW_EOF\n")
+    config = {"name": "fake-acp", "description": "TEST DOUBLE: scripted ACP agent", "protocol": "acp",
+              "launch": "python3 /opt/benchflow/fake_acp_agent.py",
+              "install": {"kind": "script", "script": script},
+              "gateway": {"api": "openai-completions", "base_url_env": ["OPENAI_BASE_URL"],
+                          "api_key_env": ["OPENAI_API_KEY"], "model_env": ["OPENAI_MODEL"]},
+              "model": {"via": "env"}, **extra}
     toml = tmp / "fake-agent.toml"
-    script = f"mkdir -p /opt/benchflow && cat > /opt/benchflow/fake_acp_agent.py <<'BENCHFLOW_EOF'\n{source}\nBENCHFLOW_EOF\n"
-    toml.write_text(
-        'name = "fake-acp"\n'
-        'description = "TEST DOUBLE: scripted ACP agent"\n'
-        'protocol = "acp"\n'
-        'launch = "python3 /opt/benchflow/fake_acp_agent.py"\n'
-        "[install]\n"
-        'kind = "script"\n'
-        f"script = '''\n{script}'''\n"
-        "[gateway]\n"
-        'api = "openai-completions"\n'
-        'base_url_env = ["OPENAI_BASE_URL"]\n'
-        'api_key_env = ["OPENAI_API_KEY"]\n'
-        'model_env = ["OPENAI_MODEL"]\n'
-        "[model]\n"
-        'via = "env"\n')
+    toml.write_text(tomli_w.dumps(config))
     return toml
 
 

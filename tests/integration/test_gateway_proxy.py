@@ -63,8 +63,8 @@ def gateway(upstream):
 @pytest.fixture
 def trial(gateway, tmp_path):
     def register(**budgets) -> TrialRoute:
-        return gateway.register_trial(f"task__{uuid.uuid4().hex[:8]}", tmp_path / "trajectory" / "llm_trajectory.jsonl",
-                                      **budgets)
+        trial_id = f"task__{uuid.uuid4().hex[:8]}"
+        return gateway.register_trial(trial_id, tmp_path / trial_id / "trajectory" / "llm_trajectory.jsonl", **budgets)
     return register
 
 
@@ -181,6 +181,18 @@ def test_streamed_anthropic_tool_use_input_is_rebuilt(gateway, trial):
         {"type": "tool_use", "id": "toolu_1", "name": fake.TOOL_NAME, "input": fake.TOOL_ARGS}]
 
 
+def test_gemini_json_array_stream_and_key_in_query(gateway, upstream, trial):
+    route = trial()
+    url = f"{route.agent_env()['GOOGLE_GEMINI_BASE_URL']}/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+    reply = HTTP.post(url, params={"key": route.key}, json={"contents": []})
+    assert reply.status_code == 200 and len(reply.json()) == len(fake.PIECES)
+    assert upstream.requests[-1]["query"] == f"key={REAL_KEYS['GEMINI_API_KEY']}"
+    assert route.usage()["n_output_tokens"] == fake.OUTPUT
+    [record] = records(gateway, route)
+    assert record["response"]["body"]["candidates"][0]["content"]["parts"] == [{"text": fake.CONTENT}]
+    assert REAL_KEYS["GEMINI_API_KEY"] not in route.llm_trajectory_path.read_text()
+
+
 @pytest.mark.parametrize("status", [401, 429, 500])
 def test_upstream_errors_pass_through_and_are_counted(gateway, trial, status):
     route = trial()
@@ -245,16 +257,16 @@ def test_agent_hanging_up_mid_stream_still_counts_and_records_the_call(gateway, 
 def test_thirty_two_trials_at_once_keep_their_own_counts(gateway, trial):
     routes = [trial() for _ in range(32)]
 
-    async def agent(route: TrialRoute, n_calls: int) -> None:
-        async with httpx.AsyncClient(timeout=30) as client:
-            for i in range(n_calls):
-                reply = await client.post(route.agent_env()["OPENAI_BASE_URL"] + "/chat/completions",
-                                          headers={"authorization": f"Bearer {route.key}"},
-                                          json={"model": "gpt-4o", "stream": i % 2 == 1})
-                assert reply.status_code == 200
+    async def agent(client: httpx.AsyncClient, route: TrialRoute, n_calls: int) -> None:
+        for i in range(n_calls):
+            reply = await client.post(route.agent_env()["OPENAI_BASE_URL"] + "/chat/completions",
+                                      headers={"authorization": f"Bearer {route.key}"},
+                                      json={"model": "gpt-4o", "stream": i % 2 == 1})
+            assert reply.status_code == 200
 
     async def job() -> None:
-        await asyncio.gather(*(agent(route, 1 + i % 3) for i, route in enumerate(routes)))
+        async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=32)) as client:
+            await asyncio.gather(*(agent(client, route, 1 + i % 3) for i, route in enumerate(routes)))
 
     asyncio.run(job())
     per_call = fake.INPUT_UNCACHED + fake.CACHE_READ + fake.OUTPUT
@@ -285,17 +297,21 @@ def test_unknown_model_is_unpriced(gateway, trial):
     assert records(gateway, route)[0]["metadata"]["cost_usd"] is None
 
 
-def test_wrong_or_retired_key_is_refused_and_not_counted(gateway, upstream, trial):
+def test_only_the_trials_own_key_opens_its_route(gateway, upstream, trial):
     route, other = trial(), trial()
     n_upstream = len(upstream.requests)
     url = route.agent_env()["OPENAI_BASE_URL"] + "/chat/completions"
     for key in (other.key, REAL_KEYS["OPENAI_API_KEY"], "x"):
         reply = HTTP.post(url, json={"model": "gpt-4o"}, headers={"authorization": f"Bearer {key}"})
         assert reply.status_code == 401
+    both = {"authorization": f"Bearer {other.key}", "x-api-key": route.key}
+    assert HTTP.post(url.replace("/openai/v1/chat/completions", "/anthropic/v1/messages"), headers=both,
+                     json={"model": "claude-sonnet-4-5"}).status_code == 200
+    n_upstream += 1
     gateway.unregister_trial(route.trial_id)
     assert call(route, "chat").status_code == 401
     assert len(upstream.requests) == n_upstream
-    assert route.usage()["n_requests"] == 0
+    assert route.usage()["n_requests"] == 1
 
 
 def test_non_model_paths_pass_through_uncounted(gateway, trial):

@@ -137,3 +137,18 @@ def test_record_line_redacts_keys_and_parses_bodies(tmp_path: Path):
     assert record["request"]["headers"]["x-trace"] == "ok"
     for secret in ("TRIALKEY", REAL_OPENAI, "CUSTOMSECRETVALUE"):
         assert secret not in line
+
+
+def test_recorder_keeps_call_order_when_a_large_exchange_goes_to_the_thread(tmp_path: Path):
+    from benchflow.gateway.recorder import INLINE_BYTES, Recorder
+
+    recorder = Recorder()
+    path = tmp_path / "llm.jsonl"
+    sizes = [10, INLINE_BYTES * 2, 10, 10, INLINE_BYTES * 3, 10]
+    for index, size in enumerate(sizes):
+        recorder.submit(Exchange(path=path, request={"body": b'{"n": %d}' % index}, response={"status_code": 200},
+                                 duration_ms=1.0, size=size))
+    recorder.flush()
+    recorder.close()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["request"]["body"]["n"] for line in lines] == list(range(len(sizes)))

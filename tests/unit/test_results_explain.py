@@ -10,6 +10,10 @@ from benchflow.results.outcome import AGENT_CATEGORIES, VERIFIER_CATEGORIES
 
 
 def _error_categories() -> set[str]:
+    """Categories of every BenchError subclass, the run engine's included."""
+    import benchflow.jobs.api  # noqa: F401  (defines RunRefused, Interrupted)
+    import benchflow.results.compare  # noqa: F401  (SettingMismatchError)
+
     found = set()
     stack = [errors.BenchError]
     while stack:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -179,6 +180,7 @@ def run_command(
     retry_attempts: Optional[int] = typer.Option(None, "--retry-attempts", hidden=True, help="Retries per task after a retryable failure (overrides the default of 2)"),
     matrix: Optional[Path] = typer.Option(None, "--matrix", hidden=True, help="YAML file whose models: maps each alias to a model, or to {model, agent, agent_env}; {agent: oracle} for a control"),
     sample_seed: Optional[int] = typer.Option(None, "--sample-seed", hidden=True, help="Seed for the --n-tasks random sample"),
+    fresh_install: bool = typer.Option(False, "--fresh-install", hidden=True, help="Install the agent in every trial instead of starting from its cached image layer (same as BENCHFLOW_FRESH_INSTALL=1)"),
     usage_tracking: Optional[str] = typer.Option(None, "--usage-tracking", hidden=True, help="Telemetry-enforcement policy: auto, required, or off. Every model call of a non-control agent goes through BenchFlow's model gateway (usage, cost and llm_trajectory.jsonl are always captured); required fails a trial whose calls carried no trusted usage."),
     seeds: Optional[str] = typer.Option(None, "--seeds", hidden=True, help="Seeded rollouts: run every task once per seed, e.g. 0-4 or 0,3,7 (BENCHFLOW_SEED is set for the agent, the oracle and the verifier). summary.json gets pass@k and variance per task."),
 ) -> None:
@@ -211,6 +213,7 @@ def run_command(
         "run_config_out": str(run_config_out) if run_config_out else None,
         "retry.policy": retry_policy, "retry.attempts": retry_attempts,
         "matrix": str(matrix) if matrix else None, "seeds": seeds, "usage_tracking": usage_tracking,
+        "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
     }
     spec = build_spec(config, flags)
     if sandbox_user is not None:

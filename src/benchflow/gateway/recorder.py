@@ -79,8 +79,12 @@ def render(exchange: Exchange) -> str:
 
 def append_line(path: Path, line: str) -> None:
     """Append one complete line with a single write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, flags, 0o644)
     try:
         os.write(fd, line.encode("utf-8"))
     finally:
@@ -94,11 +98,17 @@ class Recorder:
         self._queue: queue.Queue[Exchange | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self._queued: dict[Path, int] = {}
+        """Exchanges waiting in the thread per file: a small one behind them waits too (order)."""
         self.n_write_errors = 0
 
     def submit(self, exchange: Exchange) -> None:
         """Write ``exchange`` now when small, else queue it for the writer thread."""
-        if exchange.size < INLINE_BYTES:
+        with self._start_lock:
+            inline = exchange.size < INLINE_BYTES and not self._queued.get(exchange.path)
+            if not inline:
+                self._queued[exchange.path] = self._queued.get(exchange.path, 0) + 1
+        if inline:
             try:
                 append_line(exchange.path, render(exchange))
             except Exception:  # noqa: BLE001 - recording must never fail the agent's call
@@ -121,6 +131,11 @@ class Recorder:
             except Exception:  # noqa: BLE001 - a bad record must not stop the writer
                 self.n_write_errors += 1
             finally:
+                if exchange is not None:
+                    with self._start_lock:
+                        left = self._queued.pop(exchange.path, 1) - 1
+                        if left:
+                            self._queued[exchange.path] = left
                 self._queue.task_done()
 
     def flush(self) -> None:

@@ -78,18 +78,19 @@ def _error(status: int, message: str, kind: str | None, error_type: str) -> JSON
     return JSONResponse(body, status_code=status)
 
 
-def _presented_key(request: Request) -> tuple[str | None, str]:
-    """The key the agent sent and where it put it."""
+def _presented_keys(request: Request) -> list[tuple[str, str]]:
+    """Every (key, slot) the agent sent: SDKs differ in where they put it, some send two."""
     headers = request.headers
+    found = []
     auth = headers.get("authorization", "")
     if auth[:7].lower() == "bearer ":
-        return auth[7:].strip(), "authorization"
+        found.append((auth[7:].strip(), "authorization"))
     for name in ("x-api-key", "x-goog-api-key"):
         if headers.get(name):
-            return headers[name], name
+            found.append((headers[name], name))
     if request.query_params.get("key"):
-        return request.query_params["key"], "query"
-    return None, ""
+        found.append((request.query_params["key"], "query"))
+    return found
 
 
 def _response_headers(headers: httpx.Headers) -> dict[str, str]:
@@ -110,8 +111,8 @@ class Proxy:
         route = self.state.routes.get(parts[2])
         match = self.state.upstreams.match("/" + parts[3])
         kind = api_kind(match[1]) if match else None
-        presented, slot = _presented_key(request)
-        if route is None or presented is None or not route.key_matches(presented):
+        slot = next((slot for key, slot in _presented_keys(request) if route and route.key_matches(key)), None)
+        if route is None or slot is None:
             return _error(401, "BenchFlow gateway: unknown trial or wrong per-trial key", kind, "authentication_error")
         if match is None:
             return _error(404, f"BenchFlow gateway: no provider configured on the host for /{parts[3]}",
@@ -191,6 +192,12 @@ class Proxy:
             response_body: Any = json.loads(data) if data else None
         except ValueError:
             response_body = data
+        if kind == GEMINI and isinstance(response_body, list):  # streamGenerateContent without alt=sse
+            merged = StreamAssembler(kind)
+            for chunk in response_body:
+                if isinstance(chunk, dict):
+                    merged.feed_payload(chunk)
+            response_body = merged.body()
         usage = usage_from_body(kind, response_body) if resp.status_code < 400 else None
         call.size, call.ended = len(body) + len(data), time.perf_counter()
         self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)

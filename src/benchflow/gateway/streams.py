@@ -59,10 +59,14 @@ class StreamAssembler:
             except ValueError:
                 continue
             if isinstance(payload, dict):
-                self.n_events += 1
-                self._apply(event, payload)
+                self.feed_payload(payload)
 
-    def _apply(self, event: str, payload: dict[str, Any]) -> None:
+    def feed_payload(self, payload: dict[str, Any]) -> None:
+        """One parsed event; also how Gemini's non-SSE stream (a JSON array of chunks) is merged."""
+        self.n_events += 1
+        self._apply(payload)
+
+    def _apply(self, payload: dict[str, Any]) -> None:
         if self.kind in (CHAT, COMPLETIONS):
             self._chat(payload)
         elif self.kind == MESSAGES:

@@ -25,10 +25,18 @@ def run(*targets: str, on_event: Callable[[dict[str, Any]], None] | None = None,
     Raises:
         ConfigError: an unknown option or a bad value.
     """
+    return run_spec(make_spec(*targets, **options), on_event)
+
+
+def make_spec(*targets: str, **options: Any) -> RunSpec:
+    """The RunSpec for ``bf.run``'s arguments.
+
+    Raises:
+        ConfigError: an unknown option or a bad value.
+    """
     fields = spec_fields({**options, **({"targets": list(targets)} if targets else {})}, "bf.run()")
     try:
-        spec = RunSpec.model_validate(fields)
+        return RunSpec.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(f"bf.run(): {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
-    return run_spec(spec, on_event)

@@ -92,6 +92,8 @@ class RunSpec(BaseModel):
     freeze_workspace: bool = False
     keep_sandbox: Literal["never", "on-failure", "always"] = "never"
     base_image_override: str | None = None
+    fresh_install: bool = False
+    """Install the agent in every trial instead of starting from its cached image layer."""
     usage_tracking: Literal["auto", "required", "off"] = "auto"
     """``required``: a trial whose model calls carried no trusted usage fails."""
     ca_bundle: str | None = None

@@ -22,7 +22,9 @@ from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
 from benchflow.util import atomic
+from benchflow.util.redact import redact_text
 
+from .agent_layer import layer_spec, wants_layer
 from .layout import JobPaths, TrialPaths, sanitize, trial_name
 from .prompts import resolve_prompts
 from .record import build_config, build_result
@@ -113,11 +115,11 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     atomic.write_json(paths.prompts, prompts)
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=tuple(req.agent_env.values()))
     state = _TrialState()
-    sandbox = req.backend.create(sandbox_spec(req, name))
+    sandbox: Sandbox | None = None
     keep = False
     try:
         try:
-            await _environment_phase(req, sandbox, paths, state, timing)
+            sandbox = await _environment_phase(req, paths, state, timing)
             async with req.run_slot or contextlib.nullcontext():
                 if state.error is None:
                     await _agent_phase(req, sandbox, paths, prompts, sink, state, timing)
@@ -141,7 +143,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         atomic.write_json(paths.result, result)
         return result
     finally:
-        if not keep:
+        if sandbox is not None and not keep:
             await asyncio.shield(sandbox.stop())
 
 
@@ -153,6 +155,8 @@ class _TrialState:
     outcome: AgentOutcome | None = None
     verifier: Any = None
     sandbox_id: str | None = None
+    installed_by_layer: bool = False
+    """The agent's install was baked into a cached image layer: no install in the sandbox."""
     model_env: dict[str, str] = field(default_factory=dict)
     api_error_info: dict[str, Any] | None = None
     suspected_api_error_info: dict[str, Any] | None = None
@@ -164,12 +168,19 @@ class _TrialState:
         return self.outcome is not None and self.error_category not in {"install_failure"}
 
 
-async def _environment_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths,
-                             state: _TrialState, timing: dict[str, float]) -> None:
+async def _environment_phase(req: TrialRequest, paths: TrialPaths, state: _TrialState,
+                             timing: dict[str, float]) -> Sandbox:
+    """Build (task image, then the agent's cached install layer), start, upload; returns the sandbox."""
     t = time.monotonic()
     req.on_phase(paths.name, "build")
+    spec = sandbox_spec(req, paths.name)
+    sandbox = req.backend.create(spec)
     try:
         await sandbox.build()
+        if wants_layer(req.agent, req.backend_name):
+            sandbox = await _agent_layer(req, sandbox, spec, paths, state)
+            if state.error is not None:
+                return sandbox
         req.on_phase(paths.name, "start")
         await sandbox.start()
         state.sandbox_id = sandbox.sandbox_id
@@ -190,6 +201,25 @@ async def _environment_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPa
         state.error, state.error_category = str(exc), exc.category
     finally:
         timing["environment_setup"] = time.monotonic() - t
+    return sandbox
+
+
+async def _agent_layer(req: TrialRequest, base: Sandbox, spec: SandboxSpec, paths: TrialPaths,
+                       state: _TrialState) -> Sandbox:
+    """The sandbox from the agent's cached install layer; a failed install is ``install_failure``."""
+    req.on_phase(paths.name, "install")
+    layered = req.backend.create(layer_spec(spec, base.image, req.agent, fresh=req.spec.fresh_install))
+    try:
+        await layered.build()
+    except BuildError as exc:
+        state.error = f"agent install failed: {exc}"
+        state.error_category = "install_failure"
+        atomic.write_text(paths.agent_dir / "install-stdout.txt", redact_text(exc.log_tail or str(exc)))
+        return layered
+    if layered.build_log:
+        atomic.write_text(paths.agent_dir / "install-stdout.txt", redact_text(layered.build_log))
+    state.installed_by_layer = True
+    return layered
 
 
 async def _upload_task_files(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths) -> None:
@@ -240,7 +270,8 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
     t = time.monotonic()
     req.on_phase(paths.name, "install")
     try:
-        await req.agent.install(sandbox, ctx)
+        if not state.installed_by_layer:
+            await req.agent.install(sandbox, ctx)
         if req.models is not None:
             model_env = await req.models.open_trial(req.agent, paths.name, paths.llm_trajectory, sandbox,
                                                     user=req.spec.sandbox_user, model=req.spec.model)

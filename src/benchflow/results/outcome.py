@@ -49,7 +49,7 @@ _VERIFIER_INFRA = _INFRA + ("failed to add tests directory", "failed to download
 AGENT_CATEGORIES = (
     "idle_timeout", "install_failure", "pipe_closed", "suspected_api_error", "api_error", "provider_auth",
     "provider_rate_limit", "provider_rejected", "acp_error", "sandbox_setup", "timeout", "infra_failure",
-    "usage_limit", "agent_integration", "other",
+    "usage_limit", "usage_unavailable", "agent_integration", "other",
 )
 """Every agent-side category ``classify_error`` (or the 0.10 engine) can store."""
 

@@ -30,7 +30,7 @@ SCHEMA_VERSION = 1
 KIND = "benchflow.regrade"
 
 # Empty the workspace (dot-files too) so it holds exactly what was frozen, nothing the image added since.
-_CLEAR = 'true'
+_CLEAR = 'mkdir -p "$1" && find "$1" -mindepth 1 -maxdepth 1 -exec rm -rf {} +'
 _CHOWN = 'chown -R "$2" "$1"'
 
 

@@ -1,7 +1,8 @@
 """``check_task``: the static check levels of contracts §1.10.
 
 Levels are cumulative: ``schema`` < ``structural`` < ``runtime-capability``
-(needs a sandbox) < ``publication-grade``. The levels that run the task
+(needs a sandbox) < ``publication-grade`` < ``acceptance`` (the static evidence
+of ``evidence.py``). The levels that run the task
 (acceptance-live, equivalence) live in ``benchflow.verify.levels`` (they need the
 run engine, which the task model never imports); ``check_task`` refuses them.
 """
@@ -24,9 +25,8 @@ from .roles import document_issues
 from .rubric import rubric_issues
 from .verifier_doc import load_verifier_md, strategy_files
 
-CHECK_LEVELS = ("schema", "structural", "runtime-capability", "publication-grade")
+CHECK_LEVELS = ("schema", "structural", "runtime-capability", "publication-grade", "acceptance")
 LIVE_LEVELS = ("acceptance-live", "equivalence")
-RUN_LEVELS = ("acceptance",) + LIVE_LEVELS
 RUBRIC_SUFFIXES = (".md", ".toml", ".yaml", ".yml", ".json")
 
 
@@ -211,17 +211,14 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
     ``capabilities`` overrides the capability table looked up for ``sandbox``.
 
     Raises:
-        ConfigError: an unknown level, a level this build cannot run, or
-            runtime-capability without a sandbox.
+        ConfigError: an unknown level, a level that runs the task (see
+            ``benchflow.verify.levels``), or runtime-capability without a sandbox.
     """
-    if level == "acceptance":
-        raise ConfigError(f"--level {level}: not available in this build (the static evidence checks "
-                          f"are not here yet); use one of: {', '.join(CHECK_LEVELS + LIVE_LEVELS)}")
     if level in LIVE_LEVELS:
         raise ConfigError(f"--level {level}: runs the task in a sandbox, which check_task does not do; "
                           f"use bench tasks check --level {level} (benchflow.verify.levels.run_level)")
     if level not in CHECK_LEVELS:
-        raise ConfigError(f"--level {level}: unknown level; use one of: {', '.join(CHECK_LEVELS + RUN_LEVELS)}")
+        raise ConfigError(f"--level {level}: unknown level; use one of: {', '.join(CHECK_LEVELS + LIVE_LEVELS)}")
     if level == "runtime-capability" and sandbox is None:
         raise ConfigError("--level runtime-capability needs --sandbox NAME (e.g. --sandbox docker)")
     caps = capabilities
@@ -241,6 +238,10 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
         issues, warnings = runtime_issues(task, caps, sandbox or "the sandbox")
         report.issues += issues
         report.warnings += warnings
-    if level == "publication-grade":
+    if level in ("publication-grade", "acceptance"):
         report.issues += _publication(task)
+    if level == "acceptance":
+        from .evidence import acceptance_issues
+
+        report.issues += acceptance_issues(task.path, task.document)
     return report

@@ -40,7 +40,8 @@ async def start_forwarder(sandbox: Sandbox, user: str | None, timeout_sec: float
     Raises:
         AgentError: the image has neither python3 nor node, or the forwarder did not come up.
     """
-    probe = await sandbox.exec(["sh", "-c", "command -v python3 || command -v node"], timeout=30)
+    probe = await sandbox.exec(["sh", "-c", "command -v python3 || command -v node || "
+                                "ls /opt/benchflow/node/bin/node 2>/dev/null"], timeout=30)
     interpreter = probe.stdout.strip().splitlines()[0] if probe.success and probe.stdout.strip() else ""
     if not interpreter:
         raise AgentError("model bridge: the task image has neither python3 nor node, so the agent cannot "

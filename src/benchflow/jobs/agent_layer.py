@@ -1,0 +1,55 @@
+"""Agent installs as cached image layers on Docker: install once per (agent, version, task image).
+
+The agent's install recipe runs as an image build ``FROM`` the task's image,
+with the host network (sandboxes themselves may have none) and the host CA
+bundle when ``--ca-bundle`` asks for it. The layer's tag is keyed by the task
+image and the agent's whole registry entry, so a second trial of the same
+agent on the same task starts from it at once; ``--fresh-install`` gives every
+trial a layer of its own. The build's output is the trial's
+``agent/install-stdout.txt``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchflow.sandbox.base import SandboxSpec
+from benchflow.util import atomic
+
+_RUN = ('RUN ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then bash /tmp/benchflow-install.sh; '
+        'else sh /tmp/benchflow-install.sh; fi && rm -f /tmp/benchflow-install.sh"]')
+
+
+def wants_layer(agent: Any, backend_name: str) -> bool:
+    config = getattr(agent, "config", None)
+    return (backend_name in {"docker", "remote-docker"} and not agent.is_control and config is not None
+            and config.install.kind != "none")
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("BENCHFLOW_CACHE_DIR") or Path.home() / ".cache" / "benchflow"
+    return Path(root) / "agent-layers"
+
+
+def layer_spec(task_spec: SandboxSpec, task_image: str, agent: Any, *, fresh: bool) -> SandboxSpec:
+    """The spec of the task image plus the agent's install (a context folder written once per key)."""
+    from benchflow.agents.install import install_script
+
+    config = agent.config
+    script = install_script(config)
+    key_source = "\n".join([task_image, config.model_dump_json(), script, uuid.uuid4().hex if fresh else ""])
+    key = hashlib.sha256(key_source.encode()).hexdigest()
+    context = cache_dir() / key[:32]
+    if not (context / "Dockerfile").is_file():
+        atomic.write_text(context / "benchflow-install.sh", script)
+        atomic.write_text(context / "Dockerfile",
+                          f"FROM {task_image}\nUSER root\nCOPY benchflow-install.sh /tmp/benchflow-install.sh\n{_RUN}\n")
+    return dataclasses.replace(
+        task_spec, name=f"{task_spec.name}-{config.name}", environment_dir=context, dockerfile="Dockerfile",
+        cache_key=f"agent-layer:{key}", image=None, base_image_override=None,
+        build_timeout_sec=float(config.install.timeout_sec), build_network="host")

@@ -1,0 +1,43 @@
+"""``bench eval smoke`` with a credentialed test-double agent from a user registry folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_bench
+from tests.integration.test_agent_pipeline import fake_agent_file
+
+
+@pytest.mark.docker
+def test_smoke_runs_each_credentialed_agent_and_gates_on_reward(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    def agent(command: str) -> None:
+        script = {"prompts": [[{"op": "tool", "id": "w", "run": command}]]}
+        toml = fake_agent_file(tmp_path, api_key_env=["FAKE_SMOKE_KEY"], env={"FAKE_ACP_SCRIPT": json.dumps(script)})
+        (agents / "fake-acp.toml").write_text(toml.read_text())
+
+    agent("printf 'Hello, world!\\n' > hello.txt")
+    env = {"BENCHFLOW_AGENTS_DIR": str(agents), "FAKE_SMOKE_KEY": "present"}
+    done = run_bench("eval", "smoke", "--jobs-dir", str(tmp_path / "smoke"), env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "ok fake-acp" in done.stdout and "reward 1" in done.stdout
+    assert "1/1 agents scored 1.0" in done.stdout
+
+    agent("true")
+    failed = run_bench("eval", "smoke", "--agent", "fake-acp", "--jobs-dir", str(tmp_path / "smoke"), env=env)
+    assert failed.returncode == 1 and "FAIL fake-acp" in failed.stdout
+
+
+def test_smoke_with_no_credentialed_agent_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "agents"
+    empty.mkdir()
+    env = {k: "" for k in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
+                           "OPENROUTER_API_KEY", "DASHSCOPE_API_KEY", "LLM_API_KEY")}
+    done = run_bench("eval", "smoke", "--sandbox", "local", env={**env, "BENCHFLOW_AGENTS_DIR": str(empty),
+                                                                  "HOME": str(tmp_path)})
+    assert done.returncode in (1, 2)
+    assert "Traceback" not in done.stderr
