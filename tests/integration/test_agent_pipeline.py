@@ -78,3 +78,28 @@ def test_acp_agent_reaches_the_model_only_through_the_gateway(tmp_path: Path) ->
     assert result["n_tool_calls"] == 2
     blob = "".join(p.read_text(errors="replace") for p in jobs.rglob("*") if p.is_file())
     assert UPSTREAM_KEY not in blob
+
+
+@pytest.mark.docker
+def test_agent_install_is_a_cached_layer_unless_fresh_install(tmp_path: Path) -> None:
+    steps = [{"op": "tool", "id": "w", "write": {"path": "answer.txt", "content": "42"}}]
+    make_task(tmp_path / "tasks", "layered", dockerfile=PYTHON_IMAGE,
+              test='[ "$(cat /app/answer.txt)" = 42 ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
+    agent = fake_agent_file(tmp_path, env={"FAKE_ACP_SCRIPT": json.dumps({"prompts": [steps]}),
+                                           "LAYER_TEST": str(tmp_path)})  # a key of its own
+    def run(*extra: str) -> Path:
+        jobs = tmp_path / "jobs"
+        done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs), "--fresh",
+                         "-a", str(agent), *extra)
+        assert done.returncode == 0, done.stderr
+        newest = sorted(p for p in jobs.iterdir() if p.is_dir())[-1]
+        return next(newest.glob("layered__*"))
+
+    first = run()
+    assert "benchflow-install.sh" in (first / "agent" / "install-stdout.txt").read_text()
+    second = run()
+    assert not (second / "agent" / "install-stdout.txt").exists()  # started from the cached layer
+    fresh = run("--fresh-install")
+    assert (fresh / "agent" / "install-stdout.txt").is_file()
+    for trial in (first, second, fresh):
+        assert json.loads((trial / "result.json").read_text())["rewards"]["reward"] == 1.0

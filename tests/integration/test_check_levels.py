@@ -11,6 +11,8 @@ import pytest
 from tests.conftest import run_bench
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 
+BACKENDS = [pytest.param("docker", marks=pytest.mark.docker),
+            pytest.param("local", marks=pytest.mark.local_sandbox)]
 PYTHON_IMAGE = "FROM benchflow/python:3.11-bookworm\nWORKDIR /app\n"
 
 # Writes a plain answer and a JSON document.
@@ -60,10 +62,10 @@ def test_equivalence_passes_a_verifier_that_compares_values(tmp_path: Path) -> N
     assert got["emptied"]["files_changed"] == ["answer.txt", "out.json"]
 
 
-@pytest.mark.docker
-def test_equivalence_flags_a_byte_exact_verifier(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_equivalence_flags_a_byte_exact_verifier(tmp_path: Path, backend: str) -> None:
     task = make_task(tmp_path, "brittle", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", "docker", str(task))
+    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", backend, str(task))
     assert done.returncode == 1, done.stdout + done.stderr
     table = {line.split()[0]: line.split() for line in done.stdout.splitlines() if line.startswith("  ")
              and len(line.split()) >= 5}
@@ -104,15 +106,15 @@ def test_equivalence_refuses_a_task_without_oracle(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
-@pytest.mark.docker
-def test_acceptance_live_calibration_writes_report_and_sidecar(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_acceptance_live_calibration_writes_report_and_sidecar(tmp_path: Path, backend: str) -> None:
     task = make_task(tmp_path, "calibrated", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-    done = run_bench("tasks", "check", "--level", "acceptance-live", "--sandbox", "docker", str(task))
+    done = run_bench("tasks", "check", "--level", "acceptance-live", "--sandbox", backend, str(task))
     assert done.returncode == 0, done.stdout + done.stderr
     report_path = task / "evidence" / "acceptance-live-report.json"
     data = report_path.read_bytes()
     report = json.loads(data)
-    assert report["kind"] == "benchflow.acceptance-live-report" and report["ok"]
+    assert report["kind"] == "benchflow.acceptance-live-report" and report["ok"] and report["sandbox"] == backend
     assert [(c["name"], c["agent"], c["reward"], c["ok"]) for c in report["cases"]] == [
         ("calibration-reference", "oracle", 1.0, True), ("calibration-no-op", "nop", 0.0, True)]
     sidecar = Path(f"{report_path}.sha256").read_text()

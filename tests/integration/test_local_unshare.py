@@ -30,6 +30,18 @@ def unshare_only(monkeypatch, cache):
     monkeypatch.setenv("BENCHFLOW_LOCAL_TOOL", "unshare")
 
 
+def _sleeping(marker: bytes) -> list[int]:
+    """The ``sleep`` processes themselves (not the namespace tools whose arguments name them)."""
+    found = []
+    for pid in _processes_with(marker):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "sleep":
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
 def _processes_with(marker: bytes) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -97,10 +109,10 @@ async def test_killed_owner_leaves_only_a_folder_that_cleanup_removes(cache, mon
     sandbox_id = owner.stdout.readline().strip()
     assert sandbox_id
     for _ in range(50):
-        if _processes_with(b"sleep\x00283.5"):
+        if _sleeping(b"sleep\x00283.5"):
             break
         await asyncio.sleep(0.05)
-    assert _processes_with(b"sleep\x00283.5")
+    assert _sleeping(b"sleep\x00283.5")
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     for _ in range(50):
@@ -112,3 +124,25 @@ async def test_killed_owner_leaves_only_a_folder_that_cleanup_removes(cache, mon
     assert entry["alive"] is False
     assert remove_sandbox(sandbox_id)
     assert not [e for e in list_sandboxes() if e["id"] == sandbox_id]
+
+
+async def test_cleanup_kills_a_namespace_that_outlived_its_tool(cache):
+    """The race a kill -9 during start-up can leave: the namespace init survives its bwrap."""
+    spec = SandboxSpec(name="straggler", environment_dir=None, cache_key="s")
+    box = get_backend("local").create(spec)
+    await box.start()
+    argv = box.command(["sleep", "257.5"])
+    stray = subprocess.Popen(argv, start_new_session=True)  # not tracked by the sandbox
+    try:
+        for _ in range(50):
+            if _sleeping(b"sleep\x00257.5"):
+                break
+            await asyncio.sleep(0.05)
+        assert _sleeping(b"sleep\x00257.5")
+        assert remove_sandbox(box.sandbox_id)
+        assert stray.wait(timeout=5) != 0
+        await asyncio.sleep(0.1)
+        assert _processes_with(b"sleep\x00257.5") == []
+    finally:
+        stray.kill()
+        await box.stop()

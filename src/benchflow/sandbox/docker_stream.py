@@ -90,19 +90,25 @@ class DockerProcess:
         return self._header.pid
 
     def _read_all(self, loop: asyncio.AbstractEventLoop) -> None:
+        def hand(fn, *args) -> None:
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # the caller's loop is gone; nobody reads any more
+                pass
+
         try:
             for stream, chunk in dx.frames(self._sock):
                 if stream == 1:
                     chunk = self._header.feed(chunk)
                     if chunk:
-                        loop.call_soon_threadsafe(self.stdout.feed_data, chunk)
+                        hand(self.stdout.feed_data, chunk)
                 elif stream == 2:
-                    loop.call_soon_threadsafe(self.stderr.feed_data, chunk)
+                    hand(self.stderr.feed_data, chunk)
         except OSError:
             pass
         finally:
-            loop.call_soon_threadsafe(self.stdout.feed_eof)
-            loop.call_soon_threadsafe(self.stderr.feed_eof)
+            hand(self.stdout.feed_eof)
+            hand(self.stderr.feed_eof)
 
     async def wait(self) -> int:
         """Wait for the process to exit; its exit code."""

@@ -36,7 +36,7 @@ from benchflow.sandbox.local_dockerfile import DEFAULT_PATH, SUGGESTION, ImagePl
 from benchflow.sandbox.local_layer import LocalImage, ensure_image
 from benchflow.sandbox.local_setup import (ROOT, User, copy_argv, ensure_user, find_user, initial_roots, populate,
                                           resolve_workdir)
-from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks
+from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks, sweep
 from benchflow.sandbox.local_unshare import tool, wrap
 from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount
 from benchflow.util import atomic
@@ -187,6 +187,7 @@ class LocalSandbox:
 
     def _remove_state(self) -> None:
         if self._state is not None and self._state.exists():
+            sweep(self._state)
             shutil.rmtree(self._state, ignore_errors=True)
 
     # -- exec ----------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Each sandbox is a folder ``<cache>/local/sandboxes/<id>`` with an
 ``owner.json`` (id, task name, owning pid and its start time, labels). Its
 processes die with the owner (``--die-with-parent``/``--kill-child``), so what
-a ``kill -9`` of BenchFlow leaves behind is only the folder, which
-``bench sandbox cleanup`` can list and remove with these helpers.
+a ``kill -9`` of BenchFlow leaves behind is the folder (and, if the kill hit a
+sandbox process while it started, its namespace init), which ``bench sandbox
+cleanup`` can list and remove with these helpers.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -50,10 +52,32 @@ def list_sandboxes() -> list[dict[str, object]]:
     return out
 
 
+def sweep(state: Path) -> int:
+    """SIGKILL every process whose command line names ``state`` (a sandbox's namespace init).
+
+    Killing bubblewrap normally takes its namespace down; this catches the
+    namespace init that outlived it (its owner was killed while it started),
+    which kills every process in that namespace. Returns how many were killed.
+    """
+    needle = str(state).encode() + b"/"
+    killed = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
+                os.kill(int(entry), signal.SIGKILL)
+                killed += 1
+        except (OSError, ProcessLookupError):
+            continue
+    return killed
+
+
 def remove_sandbox(sandbox_id: str) -> bool:
-    """Remove one local sandbox's state (its processes died with their owner). True when removed."""
+    """Kill what is left of one local sandbox and remove its state. True when removed."""
     target = sandboxes_dir() / sandbox_id
     if "/" in sandbox_id or not target.is_dir():
         return False
+    sweep(target)
     shutil.rmtree(target, ignore_errors=True)
     return not target.exists()
