@@ -13,19 +13,21 @@ from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 
 BACKENDS = [pytest.param("docker", marks=pytest.mark.docker),
             pytest.param("local", marks=pytest.mark.local_sandbox)]
-PYTHON_IMAGE = "FROM benchflow/python:3.11-bookworm\nWORKDIR /app\n"
+PYTHON_IMAGE = "FROM benchflow/python:3.11-bookworm\nWORKDIR /app\nRUN echo stale > /app/stale.txt\n"
 
-# Writes a plain answer and a JSON document.
-SOLVE_BOTH = """printf '42\\n' > /app/answer.txt
+# Removes a file of the image, writes a plain answer and a JSON document.
+SOLVE_BOTH = """rm /app/stale.txt
+printf '42\\n' > /app/answer.txt
 printf '{"a": 1, "b": [1, 2]}\\n' > /app/out.json"""
 
 # Compares values, not bytes: every value-equivalent variant passes, every corrupted one fails.
 ROBUST_TEST = """python3 - <<'EOF' > /logs/verifier/reward.txt
-import json
+import json, os
 try:
     answer = open("/app/answer.txt", encoding="utf-8").read().strip()
     data = json.load(open("/app/out.json", encoding="utf-8"))
-    print(1 if answer == "42" and data == {"a": 1, "b": [1, 2]} else 0)
+    gone = not os.path.exists("/app/stale.txt")
+    print(1 if gone and answer == "42" and data == {"a": 1, "b": [1, 2]} else 0)
 except Exception:
     print(0)
 EOF"""

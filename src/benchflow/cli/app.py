@@ -110,6 +110,8 @@ def load(entry: Lazy, name: str) -> Any:
         return make_group(name, globals()[entry.attr], entry.help)
     obj = getattr(importlib.import_module(entry.module), entry.attr)
     command = typer.main.get_command(obj) if isinstance(obj, typer.Typer) else obj
+    # Shell completion is installed from the root command only.
+    command.params = [p for p in command.params if p.name not in {"install_completion", "show_completion"}]
     command.name = name
     if entry.hidden:
         command.hidden = True
@@ -120,6 +122,13 @@ class LazyGroup(TyperGroup):
     """A Typer group whose subcommands come from a table and are imported on demand."""
 
     table: dict[str, Lazy] = {}
+    default_command: str | None = None
+    """Run when the group is given no command (``bench cache`` = ``bench cache list``)."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if self.default_command and (not args or (args[0].startswith("-") and args[0] not in ("--help", "-h"))):
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [name for name, entry in self.table.items() if available(entry)]
@@ -144,20 +153,17 @@ def lazy_group(table: dict[str, Lazy]) -> type[LazyGroup]:
 
 def make_group(name: str, table: dict[str, Lazy], help_text: str) -> Any:
     default = GROUP_DEFAULTS.get(name)
-    app = typer.Typer(cls=lazy_group(table), help=help_text, rich_markup_mode="rich",
-                      no_args_is_help=default is None, invoke_without_command=default is not None)
-    if default is not None:
-        @app.callback()
-        def run_default(ctx: typer.Context) -> None:
-            if ctx.invoked_subcommand is None:
-                ctx.invoke(load(table[default], default))
-    else:
-        @app.callback()
-        def no_default() -> None:
-            pass
-    group = typer.main.get_command(app)
-    group.name = name
-    return group
+    cls = type("LazyGroupFor", (LazyGroup,), {"table": table, "default_command": default})
+    app = typer.Typer(cls=cls, help=help_text, rich_markup_mode="rich", no_args_is_help=default is None,
+                      add_completion=False)
+
+    @app.callback()
+    def group() -> None:
+        pass
+
+    command = typer.main.get_command(app)
+    command.name = name
+    return command
 
 
 def _version(value: bool) -> None:

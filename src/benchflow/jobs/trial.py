@@ -21,11 +21,12 @@ from benchflow.agents.base import Agent, AgentContext, AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
+from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic
 from benchflow.util.redact import redact_text
 
 from .agent_layer import layer_spec, wants_layer
-from .layout import JobPaths, TrialPaths, sanitize, trial_name
+from .layout import JobPaths, TrialPaths, trial_name
 from .prompts import resolve_prompts
 from .record import build_config, build_result
 from .workspace import freeze_workspace
@@ -65,24 +66,10 @@ def seed_env(seed: int | None) -> dict[str, str]:
 
 
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
-    cfg = req.task.config.sandbox
-    return SandboxSpec(
-        name=sanitize(req.task.name),
-        environment_dir=req.task.paths.environment_dir,
-        cache_key=req.digest,
-        image=cfg.docker_image,
-        cpus=float(cfg.cpus),
-        memory_mb=int(cfg.memory_mb),
-        network_mode=cfg.network_mode,
-        build_timeout_sec=float(cfg.build_timeout_sec),
-        env=dict(cfg.env or {}),
-        workdir=cfg.workdir,
-        base_image_override=req.spec.base_image_override,
-        sandbox_user=req.spec.sandbox_user,
-        labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
-        ca_bundle=req.ca_bundle,
-        mounts=req.models.mounts if req.models is not None else {},
-    )
+    return spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
+                         base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
+                         labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
+                         mounts=req.models.mounts if req.models is not None else None)
 
 
 def idle_timeout(req: TrialRequest) -> float | None:

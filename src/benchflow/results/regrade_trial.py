@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchflow.jobs.layout import TrialPaths, sanitize
+from benchflow.jobs.layout import TrialPaths
+from benchflow.sandbox.from_task import spec_for_task
 from benchflow.sandbox.base import Sandbox, SandboxSpec
 from benchflow.util import atomic
 
@@ -54,17 +55,6 @@ class Candidate:
     def workspace(self) -> Path:
         return self.paths.evidence_dir / "workspace"
 
-
-def spec_for_task(task: Any, digest: str, *, sandbox_user: str | None, base_image_override: str | None = None,
-                  labels: dict[str, str] | None = None, ca_bundle: Path | None = None) -> SandboxSpec:
-    """The sandbox a task asks for, independent of any run (``jobs.trial.sandbox_spec`` builds the same)."""
-    cfg = task.config.sandbox
-    return SandboxSpec(
-        name=sanitize(task.name), environment_dir=task.paths.environment_dir, cache_key=digest,
-        image=cfg.docker_image, cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb),
-        network_mode=cfg.network_mode, build_timeout_sec=float(cfg.build_timeout_sec),
-        env=dict(cfg.env or {}), workdir=cfg.workdir, base_image_override=base_image_override,
-        sandbox_user=sandbox_user, labels=dict(labels or {}), ca_bundle=ca_bundle)
 
 
 def evidence_problem(candidate: Candidate) -> tuple[str, str] | None:
@@ -148,7 +138,7 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
-    spec = spec_for_task(task, digest_now, sandbox_user=candidate.config.get("sandbox_user"),
+    spec = spec_for_task(task, digest=digest_now, sandbox_user=candidate.config.get("sandbox_user"),
                          base_image_override=candidate.config.get("base_image_override"),
                          labels={**labels, "benchflow.trial": paths.name, "benchflow.task": task.name})
     sandbox = backend.create(spec)

@@ -16,7 +16,6 @@ import asyncio
 import datetime as dt
 import shutil
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +28,6 @@ KIND = "benchflow.equivalence-report"
 SCHEMA_VERSION = 1
 GRADE_CONCURRENCY = 3
 EXPECTED = {"wrong": "reward < 1", "equivalent": "reward = 1"}
-
-
-@dataclass
-class BatteryResult:
-    report: dict[str, Any]
-    rows: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.report["ok"])
 
 
 def _row(name: str, kind: str, description: str, files: list[str], reward: float | None,
@@ -56,15 +45,15 @@ def _materialize(reference: Path, variant: Variant, into: Path) -> Path:
     return target
 
 
-async def _grade_all(task: Any, backend: str, reference: Path, variants: list[Variant],
-                     scratch: Path) -> list[dict[str, Any]]:
+async def _grade_all(task: Any, backend: str, reference: Path, variants: list[Variant], scratch: Path,
+                     remove: list[str]) -> list[dict[str, Any]]:
     slots = asyncio.Semaphore(GRADE_CONCURRENCY)
 
     async def grade(variant: Variant) -> dict[str, Any]:
         workspace = _materialize(reference, variant, scratch / "variants")
         async with slots:
             reward, error = await grade_workspace(task, backend, workspace, scratch / "verifier" / variant.name,
-                                                  labels={"benchflow.check": "equivalence"})
+                                                  remove=remove, labels={"benchflow.check": "equivalence"})
         return _row(variant.name, variant.kind, variant.description, sorted(variant.changes), reward, error)
 
     return list(await asyncio.gather(*(grade(v) for v in variants)))
@@ -74,7 +63,7 @@ def _control(run: ControlRun) -> dict[str, Any]:
     return {"agent": run.agent, "reward": run.reward, "error": run.error}
 
 
-def run_equivalence(task_dir: str | Path, sandbox: str | None = None) -> BatteryResult:
+def run_equivalence(task_dir: str | Path, sandbox: str | None = None) -> dict[str, Any]:
     """Run the battery on one task and return its report (nothing is written here).
 
     Raises:
@@ -99,17 +88,19 @@ def run_equivalence(task_dir: str | Path, sandbox: str | None = None) -> Battery
             why = oracle.error or f"it scored {oracle.reward}"
             report.update(output_files=[], variants=[], skipped=[], ok=False, contradictions=0,
                           verdict=f"the oracle must score 1.0 before variants can be judged ({why})")
-            return BatteryResult(report)
+            return report
         nop = run_control(task_path, "nop", oracle.sandbox, scratch / "nop", freeze=True)
         reference = read_tree(oracle.workspace)
-        outputs = output_files(reference, read_tree(nop.workspace) if nop.workspace else {})
+        baseline = read_tree(nop.workspace) if nop.workspace else {}
+        outputs = output_files(reference, baseline)
         variants, skipped = make_variants({p: reference[p] for p in outputs})
+        deleted = sorted(set(baseline) - set(reference))  # files the oracle removed stay removed
         rows = [_row("nop", "wrong", "the untouched workspace (nop agent)", [], nop.reward, nop.error)]
-        rows += asyncio.run(_grade_all(task, oracle.sandbox, oracle.workspace, variants, scratch))
+        rows += asyncio.run(_grade_all(task, oracle.sandbox, oracle.workspace, variants, scratch, deleted))
     bad = [r for r in rows if not r["ok"]]
     verdict = ("every variant scored as expected" if not bad else
                "; ".join(f"{r['variant']} ({r['kind']}) scored {r['reward']}, expected {r['expected']}"
                          for r in bad))
     report.update(output_files=outputs, variants=rows, skipped=skipped, ok=not bad,
                   contradictions=len(bad), verdict=verdict)
-    return BatteryResult(report, rows)
+    return report

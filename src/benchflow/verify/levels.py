@@ -41,7 +41,7 @@ def _run_one(task_dir: Path, level: str, sandbox: str, report_output: Path | Non
     outcome = LevelOutcome(task_dir.name, task_dir)
     try:
         if level == "equivalence":
-            outcome.report = run_equivalence(task_dir, sandbox).report
+            outcome.report = run_equivalence(task_dir, sandbox)
             target = report_output if write else None
             if not outcome.report["ok"]:
                 outcome.issues.append(outcome.report["verdict"])

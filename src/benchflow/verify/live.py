@@ -3,14 +3,15 @@ grading a given workspace in a fresh sandbox, and writing a report.
 
 A control run (oracle or nop) goes through ``benchflow.jobs`` exactly as
 ``bench run`` does, so the battery judges the same lifecycle users get. Grading
-a workspace skips the agent: it starts a sandbox for the task, replaces the
-workdir's contents with the given folder and runs the task's verifier there.
+a workspace skips the agent: it starts a sandbox for the task, makes the
+workdir hold exactly the given folder's files and runs the task's verifier there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,9 +68,13 @@ def is_one(reward: float | None) -> bool:
     return reward is not None and abs(float(reward) - 1.0) <= REWARD_TOL
 
 
-async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir: Path,
-                          labels: dict[str, str] | None = None) -> tuple[float | None, str | None]:
+async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir: Path, *,
+                          remove: Sequence[str] = (), labels: dict[str, str] | None = None,
+                          ) -> tuple[float | None, str | None]:
     """(reward, error) of the task's verifier over ``workspace`` in a fresh sandbox.
+
+    The fresh workdir holds the image's files; ``remove`` (workdir-relative) drops the ones the
+    graded workspace lacks, then ``workspace`` is copied over it.
 
     Never raises for sandbox or verifier failures: they come back as the error.
     """
@@ -90,10 +95,11 @@ async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir
         await sandbox.build()
         await sandbox.start()
         workdir = sandbox.workdir
-        # Empty the workdir (hidden files too) so the variant is exactly what the verifier sees.
-        cleared = await sandbox.exec(["sh", "-c", 'cd "$0" && rm -rf -- * .[!.]* ..?*', workdir], timeout=120)
-        if not cleared.success:
-            return None, f"could not empty {workdir}: {cleared.stderr.strip()[-300:]}"
+        if remove:
+            paths = [f"{workdir.rstrip('/')}/{rel}" for rel in remove]
+            removed = await sandbox.exec(["rm", "-f", "--", *paths], timeout=120)
+            if not removed.success:
+                return None, f"could not remove files from {workdir}: {removed.stderr.strip()[-300:]}"
         await sandbox.put(workspace, workdir)
         outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir, agent_user=spec.sandbox_user,
                                      task_name=task.name)
