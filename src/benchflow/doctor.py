@@ -145,3 +145,21 @@ def run_doctor(*, sandbox: str = "docker", offline: bool = False, cwd: Path | No
     if offline:
         report.checks.append(Check("network", "probes", "ok", "skipped (--offline)"))
     return report
+
+
+def agent_start_check(name: str, *, sandbox: str, ca_bundle: str | None) -> Check:
+    """A required check: the agent installs in a fresh sandbox and answers ACP ``initialize``."""
+    import asyncio
+
+    from benchflow.errors import BenchError
+    from benchflow.jobs.agent_start import agent_start
+    from benchflow.jobs.api import resolve_ca_bundle
+
+    try:
+        answer = asyncio.run(agent_start(name, sandbox=sandbox, ca_bundle=resolve_ca_bundle(ca_bundle)))
+    except BenchError as exc:
+        return Check("agent", f"start {name}", "fail", f"{exc.category}: {exc}", required=True)
+    version = (answer["initialize"] or {}).get("protocolVersion", "?")
+    return Check("agent", f"start {name}", "ok",
+                 f"installed and answered ACP initialize (protocol {version}) in {answer['seconds']}s",
+                 required=True)

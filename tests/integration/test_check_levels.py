@@ -156,3 +156,39 @@ def test_acceptance_live_refuses_malformed_cases(tmp_path: Path) -> None:
     done = run_bench("tasks", "check", "--level", "acceptance-live", "--sandbox", "local", str(task))
     assert done.returncode == 2
     assert "benchflow.evidence.acceptance_live.cases[0].agent" in done.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_equivalence_counts_an_unscored_wrong_variant_as_a_failure(tmp_path: Path, backend: str) -> None:
+    only_when_right = "grep -qx hello /app/hello.txt && echo 1 > /logs/verifier/reward.txt"
+    task = make_task(tmp_path, "silent", solve=WRITE_HELLO, test=only_when_right)
+    out = tmp_path / "eq.json"
+    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", backend,
+                     "--report-output", str(out), str(task))
+    assert done.returncode == 1
+    got = rows(json.loads(out.read_text()))
+    assert got["emptied"]["reward"] is None and not got["emptied"]["ok"]
+    assert "no reward file" in got["emptied"]["error"]
+    assert "emptied (wrong) was not scored: verifier crashed" in done.stdout
+
+
+@pytest.mark.local_sandbox
+def test_equivalence_with_outputs_outside_the_workdir(tmp_path: Path) -> None:
+    task = make_task(tmp_path, "elsewhere", solve="echo done > /var/tmp/bf-equivalence-flag",
+                     test='[ -f /var/tmp/bf-equivalence-flag ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
+    out = tmp_path / "eq.json"
+    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", "local",
+                     "--report-output", str(out), str(task))
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads(out.read_text())
+    assert report["output_files"] == [] and [r["variant"] for r in report["variants"]] == ["nop"]
+    assert len(report["skipped"]) == 7 and report["workdir"] == "/app"
+    assert "the oracle changed no file in the workdir (/app)" in report["verdict"]
+
+
+def test_report_output_needs_a_single_task(tmp_path: Path) -> None:
+    make_task(tmp_path / "tasks", "one", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    make_task(tmp_path / "tasks", "two", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", "local",
+                     "--report-output", str(tmp_path / "eq.json"), str(tmp_path / "tasks"))
+    assert done.returncode == 2 and "holds 2 tasks; give one task folder" in done.stderr

@@ -90,7 +90,6 @@ def build_spec(config: Path | None, flags: dict[str, Any]) -> Any:
 def execute(spec: Any, dry_run: bool) -> None:
     """Run (or plan) ``spec`` and exit with the run's code."""
     import json
-    import sys
 
     from rich.console import Console
 

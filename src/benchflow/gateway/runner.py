@@ -149,12 +149,7 @@ class Gateway:
 
     def _thread_main(self, sockets: list[socket.socket]) -> None:
         try:
-            if os.environ.get("GW_UVLOOP"):
-                import uvloop
-                with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-                    runner.run(self._serve(sockets))
-            else:
-                asyncio.run(self._serve(sockets))
+            asyncio.run(self._serve(sockets))
         except BaseException as exc:  # noqa: BLE001 - reported by start()
             self._failure = exc
 
@@ -169,7 +164,7 @@ class Gateway:
             raise RuntimeError(f"gateway is {self.state.value}; a Gateway starts once")
         sockets = self._listen()
         config = uvicorn.Config(build_app(self._proxy), lifespan="off", log_level="warning", access_log=False,
-                                http=os.environ.get("GW_HTTP","h11"), loop="asyncio", timeout_keep_alive=120, timeout_graceful_shutdown=1)
+                                http="h11", loop="asyncio", timeout_keep_alive=120, timeout_graceful_shutdown=1)
         self._server = _Server(config)
         if self.config.in_thread:
             self._thread = threading.Thread(target=self._thread_main, args=(sockets,), name="benchflow-gateway",

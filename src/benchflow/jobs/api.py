@@ -69,7 +69,7 @@ def run(spec: RunSpec, on_event: Callable[[Event], None] | None = None) -> RunOu
                           "rerun the same command to resume") from None
 
 
-def _ca_bundle(value: str | None) -> Path | None:
+def resolve_ca_bundle(value: str | None) -> Path | None:
     if not value:
         return None
     if value == "host":
@@ -97,7 +97,7 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
         from benchflow.sandbox.docker_build import set_build_concurrency
 
         set_build_concurrency(spec.build_concurrency or spec.concurrency)
-    ca_bundle = _ca_bundle(spec.ca_bundle)
+    ca_bundle = resolve_ca_bundle(spec.ca_bundle)
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
     job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
                         identity={"agent": agent.name, "model": spec.model}, expected=expected,

@@ -121,12 +121,11 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         result = build_result(req, name, started_at, timing, state, sink.merger.events)
         atomic.write_json(paths.timing, result["timing"])
         _write_rewards(paths, result)
-        keep = _keep(req.spec.keep_sandbox, result)
+        keep = sandbox is not None and hasattr(sandbox, "keep") and _keep(req.spec.keep_sandbox, result)
         if keep:
-            atomic.write_json(paths.kept_sandbox, {
-                "schema_version": 1, "backend": req.backend_name, "sandbox_id": sandbox.sandbox_id,
-                "docker_host": getattr(sandbox, "docker_host", None), "trial": name,
-                "created_at": dt.datetime.now(dt.timezone.utc).isoformat()})
+            kept = await sandbox.keep()  # renamed so `bench sandbox cleanup` leaves it to `release`
+            atomic.write_json(paths.kept_sandbox, {**kept, "trial": name,
+                                                   "created_at": dt.datetime.now(dt.timezone.utc).isoformat()})
         atomic.write_json(paths.result, result)
         return result
     finally:

@@ -24,7 +24,7 @@ from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
 from benchflow.sandbox.from_task import spec_for_task
-from benchflow.sandbox.base import Sandbox, SandboxSpec
+from benchflow.sandbox.base import Sandbox
 from benchflow.util import atomic
 
 SCHEMA_VERSION = 1

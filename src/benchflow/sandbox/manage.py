@@ -20,23 +20,11 @@ from pathlib import Path
 from benchflow.errors import ConfigError, SandboxError, UserError
 
 from . import docker_engine as eng
-from .base import SandboxSpec
+from .from_task import spec_for_task
 
 DOCKER_BACKENDS = ("docker", "remote-docker")
 KEPT_FILE = "kept-sandbox.json"
 
-
-def spec_for_task(task, *, labels: dict[str, str] | None = None,
-                  sandbox_user: str | None = "agent") -> SandboxSpec:
-    """The sandbox spec of a loaded :class:`benchflow.tasks.Task`."""
-    sandbox = task.config.sandbox
-    return SandboxSpec(
-        name=task.name,
-        environment_dir=task.paths.environment_dir if task.paths.environment_dir.is_dir() else None,
-        cache_key=task.digest(), dockerfile=task.paths.dockerfile.name, image=sandbox.docker_image,
-        cpus=float(sandbox.cpus), memory_mb=int(sandbox.memory_mb), network_mode=sandbox.network_mode,
-        build_timeout_sec=float(sandbox.build_timeout_sec), env=dict(sandbox.env),
-        workdir=sandbox.workdir, sandbox_user=sandbox_user, labels=dict(labels or {}))
 
 
 @dataclass

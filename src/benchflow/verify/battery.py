@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,7 +33,8 @@ EXPECTED = {"wrong": "reward < 1", "equivalent": "reward = 1"}
 
 def _row(name: str, kind: str, description: str, files: list[str], reward: float | None,
          error: str | None) -> dict[str, Any]:
-    ok = is_one(reward) if kind == "equivalent" else not is_one(reward)
+    # A verifier that writes no reward did not judge the output, so it neither accepts nor rejects it.
+    ok = reward is not None and (is_one(reward) if kind == "equivalent" else not is_one(reward))
     return {"variant": name, "kind": kind, "description": description, "files_changed": files,
             "reward": reward, "error": error, "expected": EXPECTED[kind], "ok": ok}
 
@@ -57,6 +59,13 @@ async def _grade_all(task: Any, backend: str, reference: Path, variants: list[Va
         return _row(variant.name, variant.kind, variant.description, sorted(variant.changes), reward, error)
 
     return list(await asyncio.gather(*(grade(v) for v in variants)))
+
+
+def _workdir(run: ControlRun) -> str | None:
+    try:
+        return json.loads((run.trial_dir / "evidence" / "manifest.json").read_text(encoding="utf-8"))["workdir"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _control(run: ControlRun) -> dict[str, Any]:
@@ -95,12 +104,19 @@ def run_equivalence(task_dir: str | Path, sandbox: str | None = None) -> dict[st
         outputs = output_files(reference, baseline)
         variants, skipped = make_variants({p: reference[p] for p in outputs})
         deleted = sorted(set(baseline) - set(reference))  # files the oracle removed stay removed
+        workdir = _workdir(oracle)
         rows = [_row("nop", "wrong", "the untouched workspace (nop agent)", [], nop.reward, nop.error)]
         rows += asyncio.run(_grade_all(task, oracle.sandbox, oracle.workspace, variants, scratch, deleted))
     bad = [r for r in rows if not r["ok"]]
-    verdict = ("every variant scored as expected" if not bad else
-               "; ".join(f"{r['variant']} ({r['kind']}) scored {r['reward']}, expected {r['expected']}"
-                         for r in bad))
-    report.update(output_files=outputs, variants=rows, skipped=skipped, ok=not bad,
+    if bad:
+        verdict = "; ".join(f"{r['variant']} ({r['kind']}) was not scored: {r['error']}" if r["reward"] is None
+                            else f"{r['variant']} ({r['kind']}) scored {r['reward']}, expected {r['expected']}"
+                            for r in bad)
+    elif not outputs:
+        verdict = (f"the oracle changed no file in the workdir ({workdir}), so only the untouched workspace "
+                   "was graded; it scored below 1 as expected")
+    else:
+        verdict = "every variant scored as expected"
+    report.update(workdir=workdir, output_files=outputs, variants=rows, skipped=skipped, ok=not bad,
                   contradictions=len(bad), verdict=verdict)
     return report
