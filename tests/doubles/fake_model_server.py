@@ -66,9 +66,10 @@ def _error(status: int, anthropic: bool) -> JSONResponse:
 class FakeModelServer:
     """The fake upstream; use as a context manager or :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, keep_alive_sec: float = 5) -> None:
         self.host = host
         self.port = port
+        self.keep_alive_sec = keep_alive_sec
         self.requests: list[dict[str, Any]] = []
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -94,7 +95,7 @@ class FakeModelServer:
         sock.listen(1024)
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(self.app, lifespan="off", log_level="warning", access_log=False, http="h11",
-                                loop="asyncio")
+                                loop="asyncio", timeout_keep_alive=self.keep_alive_sec)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=lambda: asyncio.run(self._server.serve(sockets=[sock])), daemon=True)
         self._thread.start()

@@ -103,3 +103,37 @@ def test_agent_install_is_a_cached_layer_unless_fresh_install(tmp_path: Path) ->
     assert (fresh / "agent" / "install-stdout.txt").is_file()
     for trial in (first, second, fresh):
         assert json.loads((trial / "result.json").read_text())["rewards"]["reward"] == 1.0
+
+
+def _run_fake(tmp_path: Path, steps: list[dict], *extra: str, agent_timeout: float | None = 60) -> dict:
+    """Run the fake agent on a fresh python-image task; returns the trial's result.json."""
+    make_task(tmp_path / "tasks", "budget", dockerfile=PYTHON_IMAGE, agent_timeout=agent_timeout,
+              test='[ -f /app/answer.txt ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
+    agent = fake_agent_file(tmp_path, env={"FAKE_ACP_SCRIPT": json.dumps({"prompts": [steps]})})
+    with FakeModelServer() as upstream:
+        done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / "jobs"),
+                         "-a", str(agent), "-m", "gpt-4o-mini", "--retry-attempts", "0", *extra,
+                         env={"OPENAI_API_KEY": UPSTREAM_KEY, "OPENAI_BASE_URL": upstream.url + "/v1"})
+    assert "Traceback" not in done.stderr, done.stderr
+    return json.loads(next((tmp_path / "jobs").rglob("result.json")).read_text())
+
+
+@pytest.mark.docker
+def test_turn_budget_refuses_the_next_model_call_and_the_work_is_still_graded(tmp_path: Path) -> None:
+    steps = [{"op": "tool", "id": "w", "write": {"path": "answer.txt", "content": "early"}},
+             {"op": "ask_model", "api": "openai"}, {"op": "ask_model", "api": "openai"}]
+    result = _run_fake(tmp_path, steps, "--turn-budget", "1")
+    assert result["budget_stop"] == "turn_budget"
+    assert result["agent_result"]["n_input_tokens"] > 0
+    assert result["rewards"]["reward"] == 1.0  # what the agent did before the refusal is graded
+
+
+@pytest.mark.docker
+def test_wall_clock_and_idle_timeouts_stop_the_agent_and_the_verifier_still_scores(tmp_path: Path) -> None:
+    wall = _run_fake(tmp_path / "wall", [{"op": "tool", "id": "w", "write": {"path": "answer.txt", "content": "x"}},
+                                         {"op": "sleep", "sec": 120}], agent_timeout=3)
+    assert wall["error_category"] == "timeout" and wall["rewards"]["reward"] == 1.0
+    assert wall["agent_timeout_info"]["timeout_sec"] == 3
+    idle = _run_fake(tmp_path / "idle", [{"op": "hang"}], "--agent-idle-timeout", "2s", agent_timeout=120)
+    assert idle["error_category"] == "idle_timeout" and idle["idle_timeout_info"]["idle_timeout_sec"] == 2
+    assert idle["rewards"] == {"reward": 0.0} or idle["rewards"]["reward"] == 0.0

@@ -27,7 +27,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import uvicorn
 
 from benchflow.gateway import pricing
@@ -36,6 +35,7 @@ from benchflow.gateway.recorder import Recorder
 from benchflow.gateway.routes import TrialRoute
 from benchflow.gateway.server import ProxyState, build_app
 from benchflow.gateway.upstream import Upstreams
+from benchflow.gateway.upstream_client import UpstreamClient
 
 
 @dataclass
@@ -140,12 +140,13 @@ class Gateway:
         return sockets
 
     async def _serve(self, sockets: list[socket.socket]) -> None:
-        timeout = httpx.Timeout(self.config.read_timeout_sec, connect=self.config.connect_timeout_sec)
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-        async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
-            self._proxy.client = client
+        client = UpstreamClient(self.config.connect_timeout_sec, self.config.read_timeout_sec)
+        self._proxy.client = client
+        try:
             assert self._server is not None
             await self._server.serve(sockets=sockets)
+        finally:
+            await client.aclose()
 
     def _thread_main(self, sockets: list[socket.socket]) -> None:
         try:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
-import httpx
+import zlib
+
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -29,14 +29,14 @@ from benchflow.gateway.recorder import Exchange, Recorder
 from benchflow.gateway.routes import TrialRoute
 from benchflow.gateway.streams import StreamAssembler
 from benchflow.gateway.upstream import Upstream, Upstreams
+from benchflow.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamResponse
 from benchflow.gateway.usage import CHAT, GEMINI, MESSAGES, CallUsage, api_kind, model_from_body, usage_from_body
 
 _HOP_HEADERS = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
     "proxy-authorization", "proxy-connection", "accept-encoding", "authorization", "x-api-key", "x-goog-api-key",
 })
-_DROP_RESPONSE_HEADERS = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding",
-                                    "content-encoding"})
+_DROP_RESPONSE_HEADERS = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding"})
 
 
 @dataclass
@@ -47,7 +47,7 @@ class ProxyState:
     recorder: Recorder
     job_budget: JobBudget
     routes: dict[str, TrialRoute] = field(default_factory=dict)
-    client: httpx.AsyncClient | None = None
+    client: UpstreamClient | None = None
 
 
 @dataclass
@@ -93,8 +93,21 @@ def _presented_keys(request: Request) -> list[tuple[str, str]]:
     return found
 
 
-def _response_headers(headers: httpx.Headers) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _DROP_RESPONSE_HEADERS}
+def _response_headers(resp: UpstreamResponse) -> dict[str, str]:
+    return {k: v for k, v in resp.headers if k not in _DROP_RESPONSE_HEADERS}
+
+
+def _parse_body(data: bytes, encoding: str) -> Any:
+    """A response body as JSON when it is JSON (gzip/deflate undone first), else the bytes."""
+    if encoding in ("gzip", "deflate"):
+        try:
+            data = zlib.decompress(data, 47)
+        except zlib.error:
+            return data
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        return data
 
 
 class Proxy:
@@ -132,10 +145,14 @@ class Proxy:
                             kind: str | None) -> Response:
         assert self.state.client is not None
         try:
-            resp = await self.state.client.request(method, url, headers=headers, content=body)
-        except httpx.HTTPError as exc:
-            return _error(502, f"BenchFlow gateway: upstream unreachable ({type(exc).__name__})", kind, "api_error")
-        return Response(resp.content, status_code=resp.status_code, headers=_response_headers(resp.headers))
+            resp = await self.state.client.send(method, url, headers, body)
+            try:
+                data = await resp.read()
+            finally:
+                resp.close()
+        except UpstreamError as exc:
+            return _error(502, f"BenchFlow gateway: upstream unreachable ({exc})", kind, "api_error")
+        return Response(data, status_code=resp.status_code, headers=_response_headers(resp))
 
     async def _model_call(self, request: Request, route: TrialRoute, upstream: Upstream, kind: str, rest: str,
                           url: str, headers: dict[str, str], body: bytes, visible_path: str) -> Response:
@@ -170,28 +187,24 @@ class Proxy:
 
         assert self.state.client is not None
         try:
-            upstream_request = self.state.client.build_request(request.method, url, headers=headers, content=body)
-            resp = await self.state.client.send(upstream_request, stream=True)
-        except httpx.HTTPError as exc:
-            message = f"BenchFlow gateway: upstream unreachable ({type(exc).__name__})"
+            resp = await self.state.client.send(request.method, url, headers, body)
+        except UpstreamError as exc:
+            message = f"BenchFlow gateway: upstream unreachable ({exc})"
             metadata["gateway_error"] = message
             self._finish(call, 502, {}, {"error": {"message": message}}, None)
             return _error(502, message, kind, "api_error")
 
-        if resp.headers.get("content-type", "").startswith("text/event-stream"):
+        if resp.header("content-type").startswith("text/event-stream"):
             return StreamingResponse(self._relay(call, resp), status_code=resp.status_code,
-                                     headers=_response_headers(resp.headers))
+                                     headers=_response_headers(resp))
         try:
-            data = await resp.aread()
-        except httpx.HTTPError as exc:
+            data = await resp.read()
+        except UpstreamError as exc:
             data = b""
-            metadata["gateway_error"] = f"upstream response cut ({type(exc).__name__})"
+            metadata["gateway_error"] = f"BenchFlow gateway: {exc}"
         finally:
-            await resp.aclose()
-        try:
-            response_body: Any = json.loads(data) if data else None
-        except ValueError:
-            response_body = data
+            resp.close()
+        response_body = _parse_body(data, resp.header("content-encoding"))
         if kind == GEMINI and isinstance(response_body, list):  # streamGenerateContent without alt=sse
             merged = StreamAssembler(kind)
             for chunk in response_body:
@@ -201,15 +214,15 @@ class Proxy:
         usage = usage_from_body(kind, response_body) if resp.status_code < 400 else None
         call.size, call.ended = len(body) + len(data), time.perf_counter()
         self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)
-        return Response(data, status_code=resp.status_code, headers=_response_headers(resp.headers))
+        return Response(data, status_code=resp.status_code, headers=_response_headers(resp))
 
-    async def _relay(self, call: _Call, resp: httpx.Response):
+    async def _relay(self, call: _Call, resp: UpstreamResponse):
         """Yield the upstream stream to the agent, reassembling a copy for the record."""
         assembler = StreamAssembler(call.kind)
         first_byte: float | None = None
         received = 0
         try:
-            async for chunk in resp.aiter_bytes():
+            async for chunk in resp.iter_bytes():
                 received += len(chunk)
                 if first_byte is None:
                     first_byte = time.perf_counter()
@@ -218,12 +231,11 @@ class Proxy:
                 except Exception:  # noqa: BLE001 - a parsing slip must never cut the agent's stream
                     call.metadata["stream_parse_error"] = True
                 yield chunk
-        except httpx.HTTPError as exc:
-            call.metadata["gateway_error"] = f"upstream stream cut ({type(exc).__name__})"
+        except UpstreamError as exc:
+            call.metadata["gateway_error"] = f"BenchFlow gateway: {exc}"
         finally:
             call.ended = time.perf_counter()
-            with anyio.CancelScope(shield=True):
-                await resp.aclose()
+            resp.close()
             if first_byte is not None:
                 call.metadata["ttfb_ms"] = round((first_byte - call.started) * 1000, 3)
             call.metadata["n_stream_events"] = assembler.n_events

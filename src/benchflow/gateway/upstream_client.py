@@ -92,7 +92,7 @@ class UpstreamResponse:
                 elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                     self._complete = True
                     return
-        except (*_RETRYABLE, asyncio.TimeoutError) as exc:
+        except _RETRYABLE as exc:  # asyncio.TimeoutError included (an OSError)
             raise UpstreamError(f"provider response cut: {type(exc).__name__}") from exc
 
     async def read(self) -> bytes:
@@ -146,14 +146,14 @@ class UpstreamClient:
                 if not isinstance(event, h11.Response):
                     raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a response")
                 return UpstreamResponse(self, connection, event)
+            except asyncio.TimeoutError as exc:  # before _RETRYABLE: it is an OSError too
+                connection.close()
+                raise UpstreamError("provider did not answer in time") from exc
             except _RETRYABLE as exc:
                 connection.close()
                 if reused and attempt == 0:
                     continue
                 raise UpstreamError(f"provider unreachable: {type(exc).__name__}") from exc
-            except asyncio.TimeoutError as exc:
-                connection.close()
-                raise UpstreamError("provider did not answer in time") from exc
         raise UpstreamError("provider unreachable")
 
     async def _checkout(self, origin: _Origin) -> tuple[_Connection, bool]:

@@ -23,10 +23,18 @@ _CHUNK = 1 << 16
 
 
 def kill(proc: asyncio.subprocess.Process) -> None:
-    """SIGKILL ``proc`` (the bubblewrap monitor); its namespace goes with it. Never raises."""
+    """SIGKILL ``proc``'s process group; the namespace goes with it. Never raises.
+
+    The group (``proc`` was started in a new session) holds bubblewrap and the
+    namespace init it forks, so this also covers the moment before the init
+    has armed its own parent-death signal.
+    """
     if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
 
 
 def kill_all(procs: MutableSet[asyncio.subprocess.Process], wait: float = 2.0) -> None:

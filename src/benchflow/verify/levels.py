@@ -52,6 +52,8 @@ def _run_one(task_dir: Path, level: str, sandbox: str, report_output: Path | Non
                                + (f" ({r['error']})" if r["error"] else "") + f", expected {r['expect']}"
                                for r in outcome.report["cases"] if not r["ok"]]
     except BenchError as exc:
+        if exc.exit_code != 1:  # bad input (2) and Ctrl-C (130) stop the whole check
+            raise
         outcome.issues.append(str(exc))
         return outcome
     if target is not None:
@@ -69,11 +71,11 @@ def _refuse_early(task_dir: Path, level: str) -> None:
     from .acceptance_live import live_spec
 
     task = load_task(task_dir)
-    if level == "acceptance-live":
-        live_spec(task.document)
-    elif not task.paths.solve_path.is_file():
-        raise TaskError(f"{task.name}: no oracle/solve.sh; the equivalence battery grades the oracle's "
-                        "output, so add the reference solution")
+    oracle_cases = [c.name for c in live_spec(task.document).cases if c.agent == "oracle"] \
+        if level == "acceptance-live" else ["the battery"]
+    if oracle_cases and not task.paths.solve_path.is_file():
+        raise TaskError(f"{task.name}: no oracle/solve.sh, but {oracle_cases[0]} runs the oracle; "
+                        "add the reference solution")
 
 
 def run_level(path: str | Path, level: str, sandbox: str | None = None, *,
