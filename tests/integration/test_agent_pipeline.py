@@ -120,10 +120,12 @@ def _run_fake(tmp_path: Path, steps: list[dict], *extra: str, agent_timeout: flo
 
 @pytest.mark.docker
 def test_turn_budget_refuses_the_next_model_call_and_the_work_is_still_graded(tmp_path: Path) -> None:
+    # After its one allowed call the agent would go on for two minutes: the spent budget stops it.
     steps = [{"op": "tool", "id": "w", "write": {"path": "answer.txt", "content": "early"}},
-             {"op": "ask_model", "api": "openai"}, {"op": "ask_model", "api": "openai"}]
+             {"op": "ask_model", "api": "openai"}, {"op": "sleep", "sec": 120}]
     result = _run_fake(tmp_path, steps, "--turn-budget", "1")
     assert result["budget_stop"] == "turn_budget"
+    assert result["error"] is None and result["timing"]["agent_execution"] < 60
     assert result["agent_result"]["n_input_tokens"] > 0
     assert result["rewards"]["reward"] == 1.0  # what the agent did before the refusal is graded
 

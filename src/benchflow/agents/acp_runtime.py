@@ -195,7 +195,8 @@ class _AcpRun:
         assert self.process is not None
         transport = ProcessTransport(self.process)
         conn = connect_to_agent(self.client, transport)
-        watchdog = Watchdog(self.activity, timeout_sec=self.ctx.timeout_sec, idle_timeout_sec=self.ctx.idle_timeout_sec)
+        watchdog = Watchdog(self.activity, timeout_sec=self.ctx.timeout_sec, idle_timeout_sec=self.ctx.idle_timeout_sec,
+                            should_stop=self.ctx.should_stop)
         session = asyncio.create_task(self._session(conn))
         trip_task = asyncio.create_task(watchdog.wait_for_trip())
         try:
@@ -303,8 +304,12 @@ class _AcpRun:
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(session), CANCEL_GRACE_SEC)
         answered = session.done() and not session.cancelled() and session.exception() is None
-        out.error, out.error_category = trip.error, classify_error(trip.error)
         info = dict(trip.info)
+        if trip.kind == "stop":  # asked for by the run (a spent budget): graded, not an error
+            self._emit({"type": "agent_stopped", "reason": info["reason"], "terminal_trajectory_complete": answered})
+            out.partial_trajectory = not answered
+            return
+        out.error, out.error_category = trip.error, classify_error(trip.error)
         if trip.kind == "wall_clock":
             info["pending_tool_call_ids"] = self.client.merger.pending_tool_call_ids()
             info["terminal_event_recorded"] = True

@@ -143,6 +143,24 @@ class SubscriptionLogin(_Strict):
     """API-key variables this login stands in for (an API key, when set, wins)."""
 
 
+class NativeMode(_Strict):
+    """The agent's own CLI in headless JSON mode (``--harness native``).
+
+    ``command`` runs with ``sh -c`` as the sandbox user in the workspace, once per
+    prompt, with the prompt on stdin and one JSON event per stdout line. It reads
+    ``BENCHFLOW_NATIVE_MODEL`` / ``BENCHFLOW_NATIVE_EFFORT`` (set when a model or
+    effort is chosen) and ``BENCHFLOW_NATIVE_SESSION`` (the session id the CLI
+    reported, set for every prompt after the first) so a command can continue
+    the conversation, e.g. ``${BENCHFLOW_NATIVE_SESSION:+--resume "$BENCHFLOW_NATIVE_SESSION"}``.
+    """
+
+    format: Literal["claude-stream-json", "codex-exec-json"]
+    """Event stream shape: ``claude -p --output-format stream-json`` or ``codex exec --json``."""
+    command: str
+    install: InstallRecipe | None = None
+    """What installs the CLI, when it is not the ACP adapter's recipe."""
+
+
 class AgentConfig(_Strict):
     """One registry agent."""
 
@@ -167,6 +185,8 @@ class AgentConfig(_Strict):
     """Folders under the agent's home created before launch (``.codex``)."""
     env: dict[str, str] = Field(default_factory=dict)
     """Fixed variables the agent always gets (``--agent-env`` overrides them)."""
+    native: NativeMode | None = None
+    """Headless CLI mode for ``--harness native`` (None: the agent has none)."""
 
     @field_validator("name")
     @classmethod

@@ -44,6 +44,9 @@ class AgentContext:
     oracle_env: Mapping[str, str] = field(default_factory=dict)
     log: Callable[[str], None] = lambda _msg: None
     """Progress messages for the run's heartbeat."""
+    should_stop: Callable[[], str | None] = lambda: None
+    """A stop the run asks for, e.g. ``"turn_budget"`` once the trial's model budget is spent: the
+    agent's prompt is cancelled, it is stopped, and its work is graded (not an error)."""
 
 
 class TrajectorySink(Protocol):

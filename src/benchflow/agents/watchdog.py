@@ -57,16 +57,22 @@ class Watchdog:
     """Watches one :class:`Activity` against a wall-clock and an idle budget (None or 0: off)."""
 
     def __init__(self, activity: Activity, *, timeout_sec: float | None, idle_timeout_sec: float | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 should_stop: Callable[[], str | None] | None = None) -> None:
         self.activity = activity
         self.timeout_sec = timeout_sec or None
         self.idle_timeout_sec = idle_timeout_sec or None
         self._clock = clock
+        self._should_stop = should_stop
 
     def check(self) -> Trip | None:
         """The trip now due, if any (wall clock first)."""
         now = self._clock()
         act = self.activity
+        reason = self._should_stop() if self._should_stop else None
+        if reason:
+            return Trip("stop", f"Agent stopped: {reason} spent", {"reason": reason,
+                                                                   "n_tool_calls": act.n_tool_calls})
         elapsed = now - act.started_at
         pending = act.pending_tool_call_ids()
         if self.timeout_sec and elapsed >= self.timeout_sec:
@@ -92,6 +98,8 @@ class Watchdog:
     async def wait_for_trip(self) -> Trip:
         """Poll until a budget is spent; never returns when both are off (cancel it)."""
         interval = poll_interval(self.idle_timeout_sec, self.timeout_sec)
+        if self._should_stop is not None:
+            interval = min(interval, 0.5)  # a spent budget stops the agent promptly
         while True:
             trip = self.check()
             if trip is not None:

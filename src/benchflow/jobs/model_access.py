@@ -72,6 +72,11 @@ class ModelAccess:
                 "suspected_api_error_info": route.suspected_api_error_info(n_tool_calls),
                 "budget_exhausted": route.budget_exhausted}
 
+    def budget_exhausted(self, trial: str) -> str | None:
+        """``token_budget`` / ``turn_budget`` once the trial has spent it, else None."""
+        route = self.gateway.route(trial)
+        return route.budget_exhausted if route is not None else None
+
     def spent(self) -> dict[str, float]:
         return dict(self.gateway.job_spent())
 

@@ -262,6 +262,7 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
             model_env = await req.models.open_trial(req.agent, paths.name, paths.llm_trajectory, sandbox,
                                                     user=req.spec.sandbox_user, model=req.spec.model)
             ctx.env = {**req.agent_env, **model_env, **seed_env(req.seed)}  # the gateway's variables win
+            ctx.should_stop = lambda: req.models.budget_exhausted(paths.name)
     except AgentError as exc:
         state.error, state.error_category = f"agent install failed: {exc}", exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t
