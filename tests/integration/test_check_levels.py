@@ -172,12 +172,12 @@ def test_equivalence_counts_an_unscored_wrong_variant_as_a_failure(tmp_path: Pat
     assert "emptied (wrong) was not scored: verifier crashed" in done.stdout
 
 
-@pytest.mark.local_sandbox
+@pytest.mark.docker
 def test_equivalence_with_outputs_outside_the_workdir(tmp_path: Path) -> None:
-    task = make_task(tmp_path, "elsewhere", solve="echo done > /var/tmp/bf-equivalence-flag",
-                     test='[ -f /var/tmp/bf-equivalence-flag ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
+    task = make_task(tmp_path, "elsewhere", solve="echo done > /tmp/bf-equivalence-flag",
+                     test='[ -f /tmp/bf-equivalence-flag ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
     out = tmp_path / "eq.json"
-    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", "local",
+    done = run_bench("tasks", "check", "--level", "equivalence", "--sandbox", "docker",
                      "--report-output", str(out), str(task))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(out.read_text())

@@ -23,9 +23,9 @@ COPY data.txt ./
 COPY tool.sh /usr/local/bin/bf-layer-test-tool
 RUN head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n' > /app/stamp \\
  && mkdir -p /srv/bf-layer-test && cp /app/stamp /srv/bf-layer-test/stamp
-RUN useradd -m builder
+RUN useradd -m builder && rm /usr/bin/pr
 USER builder
-RUN id -un > /home/builder/who
+RUN id -un > "$HOME/who"
 """
 
 
@@ -64,8 +64,11 @@ async def _read(spec: SandboxSpec, script: str, user: str | None = None) -> str:
 
 async def test_dockerfile_subset_is_honoured(cache, task_env):
     out = await _read(_spec(task_env), "pwd; cat data.txt; bf-layer-test-tool; cat /home/builder/who; "
-                                       "stat -c %U /app/stamp; test -w /app && echo writable")
-    assert out.splitlines() == ["/app", "data", "tool says hello world", "builder", "agent", "writable"]
+                                       "stat -c %U /app/stamp; test -w /app && echo writable; "
+                                       "test -e /usr/bin/pr || echo pr-deleted")
+    assert out.splitlines() == ["/app", "data", "tool says hello world", "builder", "agent", "writable",
+                                "pr-deleted"]
+    assert os.path.exists("/usr/bin/pr")  # deleted in the layer only
     assert not os.path.exists("/usr/local/bin/bf-layer-test-tool")  # the host root is untouched
     assert not os.path.exists("/srv/bf-layer-test")
 
@@ -81,6 +84,19 @@ async def test_run_layer_is_cached_per_digest(cache, task_env):
     changed = await _read(_spec(task_env, key="digest-2"), "cat /srv/bf-layer-test/stamp")
     assert changed != first
     assert len([p for p in images_dir(cache).iterdir() if p.is_dir()]) == 2
+
+
+async def test_get_reads_image_files_from_the_layer(cache, task_env, tmp_path):
+    sandbox = get_backend("local").create(_spec(task_env))
+    try:
+        await sandbox.start()
+        await sandbox.get("/usr/local/bin/bf-layer-test-tool", tmp_path / "tool")
+        await sandbox.get("/app", tmp_path / "app")
+    finally:
+        await sandbox.stop()
+    assert (tmp_path / "tool").read_text() == (task_env / "tool.sh").read_text()
+    assert (tmp_path / "tool").stat().st_mode & 0o111
+    assert (tmp_path / "app" / "data.txt").read_text() == "data\n"
 
 
 async def test_workspace_copies_are_private_per_sandbox(cache, task_env):

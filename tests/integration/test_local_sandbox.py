@@ -249,3 +249,24 @@ async def test_cancellation_leaves_no_process_and_no_state(cache):
     await sandbox.stop()  # a second stop is harmless
     with pytest.raises(InfraError):
         await sandbox.exec(["true"])
+
+
+async def test_spec_mounts_share_a_host_folder_even_without_network(make, tmp_path):
+    shared = tmp_path / "bridge"
+    shared.mkdir()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(shared / "gw.sock"))
+    server.listen(1)
+    try:
+        sb = await make(network_mode="no-network", mounts={"/run/bf-bridge": shared})
+        code = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/bf-bridge/gw.sock'); "
+                "s.sendall(b'ping'); print('sent')")
+        task = asyncio.create_task(sb.exec(["python3", "-c", code]))
+        conn, _ = await asyncio.get_running_loop().run_in_executor(None, server.accept)
+        assert conn.recv(4) == b"ping"
+        conn.close()
+        assert (await task).stdout.strip() == "sent"
+        await sb.exec(["sh", "-c", "echo from-inside > /run/bf-bridge/note"])
+        assert (shared / "note").read_text() == "from-inside\n"
+    finally:
+        server.close()

@@ -39,7 +39,7 @@ def classify_error(message: str | None) -> str | None:
         return "suspected_api_error"
     if "provider api error" in text:
         return "api_error"
-    if "acp error" in text or "was rejected as invalid" in text:
+    if "acp error" in text or "agent cli error" in text or "was rejected as invalid" in text:  # cli: --harness native
         if _any(text, _AUTH):
             return "provider_auth"
         if _any(text, _RATE):

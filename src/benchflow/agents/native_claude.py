@@ -76,6 +76,9 @@ class ClaudeStreamParser:
             self._result(line)
         return []
 
+    def done(self) -> None:
+        """The process ended (nothing to settle: ``result`` carries the outcome)."""
+
     def _assistant(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         for block in _blocks(message):

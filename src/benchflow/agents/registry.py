@@ -132,8 +132,8 @@ def resolve_agent(spec: str) -> Any:
     """
     config = get_agent_config(spec)
     if config.protocol != "acp":
-        raise ConfigError(f"agent {spec}: protocol {config.protocol!r} is not supported by this build; "
-                          "set protocol = \"acp\"")
+        raise ConfigError(f"agent {spec}: protocol {config.protocol!r} has no ACP adapter; "
+                          "run it with --harness native, or set protocol = \"acp\"")
     from .acp_runtime import AcpAgent
 
     return AcpAgent(config)

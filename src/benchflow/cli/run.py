@@ -138,6 +138,7 @@ def run_command(
     agent: Optional[str] = typer.Option(None, "--agent", "-a", help="The agent: a name bench agents lists, or nop (does nothing) (default: oracle, the task's reference solution)"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="The model, in the agent's own naming"),
     effort: Optional[str] = typer.Option(None, "--effort", "--reasoning-effort", "-e", help="Reasoning effort, when the agent exposes one (low, medium, high, max, …)"),
+    harness: Optional[str] = typer.Option(None, "--harness", help="How the agent runs: acp (default, its ACP adapter) or native (its own CLI in headless JSON mode; claude-agent-acp and codex-acp)"),
     agent_env: Optional[list[str]] = typer.Option(None, "--agent-env", "--env", help="Environment variable for the agent, KEY=VALUE (repeatable)"),
     include: Optional[list[str]] = typer.Option(None, "--include", "-i", help="Only tasks whose names match: a name, or a glob pattern such as 'hard-*' (comma-separated or repeated)"),
     exclude: Optional[list[str]] = typer.Option(None, "--exclude", "-x", help="Skip tasks whose names match (same patterns as --include)"),
@@ -198,7 +199,7 @@ def run_command(
         except ValueError as exc:
             raise ConfigError(f"--agent-idle-timeout: {exc}") from None
     flags = {
-        "targets": targets, "agent": agent, "model": model, "reasoning_effort": effort,
+        "targets": targets, "agent": agent, "model": model, "reasoning_effort": effort, "harness": harness,
         "agent_env": _kv(agent_env, "--agent-env") or None,
         "selection.include": split_patterns(include), "selection.exclude": split_patterns(exclude),
         "selection.limit": limit, "selection.sample_seed": sample_seed, "selection.expected_tasks": expected_tasks,

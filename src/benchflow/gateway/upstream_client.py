@@ -81,16 +81,26 @@ class UpstreamResponse:
         return next((v for k, v in self.headers if k == name), "")
 
     async def iter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; body chunks that arrived together are yielded together."""
         connection = self._connection
         if connection is None:
             return
+        pending: list[bytes] = []
         try:
             while True:
-                event = await connection.next_event(self._client.read_timeout)
-                if isinstance(event, h11.Data):
-                    yield bytes(event.data)
+                event = connection.h11.next_event()
+                if event is h11.NEED_DATA:
+                    if pending:
+                        yield b"".join(pending)
+                        pending = []
+                    data = await asyncio.wait_for(connection.reader.read(65536), self._client.read_timeout)
+                    connection.h11.receive_data(data)
+                elif isinstance(event, h11.Data):
+                    pending.append(bytes(event.data))
                 elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
                     self._complete = True
+                    if pending:
+                        yield b"".join(pending)
                     return
         except _RETRYABLE as exc:  # asyncio.TimeoutError included (an OSError)
             raise UpstreamError(f"provider response cut: {type(exc).__name__}") from exc

@@ -91,7 +91,7 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     from benchflow import agents
     from benchflow.sandbox import get_backend
 
-    agent = agents.resolve(spec.agent)
+    agent = agents.resolve(spec.agent, harness=spec.harness)
     backend = get_backend(plan.sandbox)
     if plan.sandbox in {"docker", "remote-docker"}:
         from benchflow.sandbox.docker_build import set_build_concurrency

@@ -26,20 +26,10 @@ A trial is finished when its ``result.json`` exists; resume trusts nothing else.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 SCHEMA_VERSION = 1
-
-
-def sanitize(name: str, *, keep_dots: bool = True) -> str:
-    """Docker-safe lowercase name: ``[^a-z0-9._-]`` -> ``-``, leading non-alnum prefixed ``0``."""
-    pattern = r"[^a-z0-9._-]" if keep_dots else r"[^a-z0-9_-]"
-    out = re.sub(pattern, "-", name.lower())
-    if not out or not out[0].isalnum():
-        out = "0" + out
-    return out
 
 
 @dataclass(frozen=True)

@@ -76,6 +76,7 @@ class LocalSandbox:
         self._users: dict[str, User] = {"root": ROOT}
         self._workdir = "/root"
         self._live: set[asyncio.subprocess.Process] = set()
+        self._watchers: set[asyncio.Future[int]] = set()
         self._stopped = False
         self._snapshots = 0
 
@@ -137,11 +138,16 @@ class LocalSandbox:
         if self._id is not None:
             return
         await self.build()
+        if self._stopped:  # stop() ran while the image was building
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped while it was being built")
         assert self._image is not None
         self._id = f"{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         self._state = sandboxes_dir() / self._id
         try:
             self._prepare(self._image)  # in the loop on purpose: a cancellation cannot race the cleanup
+        except (OSError, subprocess.CalledProcessError) as exc:
+            self._remove_state()
+            raise SandboxError(f"{self.spec.name}: the local sandbox did not start: {exc}") from exc
         except BaseException:
             self._remove_state()
             raise
@@ -151,7 +157,8 @@ class LocalSandbox:
         self._state.mkdir(parents=True, mode=0o700)
         atomic.write_text(self._state / "owner.json", json.dumps({
             "id": self._id, "name": self.spec.name, "pid": os.getpid(), "created": time.time(),
-            "start_ticks": start_ticks(os.getpid()), "labels": dict(self.spec.labels)}, indent=2))
+            "start_ticks": start_ticks(os.getpid()), "labels": dict(self.spec.labels),
+            "image": image.key if image.layer else None}, indent=2))
         self._workdir = resolve_workdir(self.spec.workdir, image.workdir)
         mounts = self._state / "mounts"
         for name in image.overlay_dirs:
@@ -161,6 +168,11 @@ class LocalSandbox:
                         hidden=frozenset(image.hidden), roots=initial_roots(image, self._workdir),
                         cover=(str(cache_root()),))
         populate(layout, image)
+        for inside, host in self.spec.mounts.items():
+            inside = _norm(inside)
+            layout.external[inside] = Path(host)
+            if inside not in layout.roots:
+                layout.roots.append(inside)
         if self.spec.ca_bundle is not None and layout.locate(ca.CA_PATH) is None:
             self._new_root(layout, ca.CA_PATH, False)
             layout.private(ca.CA_PATH).write_bytes(ca.read_bundle(self.spec.ca_bundle))
@@ -254,12 +266,11 @@ class LocalSandbox:
                           env: Mapping[str, str] | None = None, cwd: str | None = None) -> local_exec.LocalProcess:
         proc = await local_exec.spawn(self.command(cmd, user=user, env=env, cwd=cwd), stdin=True)
         self._live.add(proc)
-        asyncio.get_running_loop().create_task(self._forget(proc))
+        watcher = asyncio.ensure_future(proc.wait())  # forget the process once it is gone
+        watcher.add_done_callback(lambda _: self._live.discard(proc))
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
         return local_exec.LocalProcess(proc)
-
-    async def _forget(self, proc: asyncio.subprocess.Process) -> None:
-        await proc.wait()
-        self._live.discard(proc)
 
     # -- files ---------------------------------------------------------------------------------
 

@@ -97,10 +97,9 @@ async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, ou
     """
     proc = await spawn(argv, stdin=stdin is not None)
     live.add(proc)
+    readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
+    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin)) if stdin is not None and proc.stdin else None
     try:
-        readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
-        if stdin is not None and proc.stdin is not None:
-            asyncio.get_running_loop().create_task(_feed(proc.stdin, stdin))
         timed_out = False
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
@@ -109,8 +108,13 @@ async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, ou
             kill(proc)
             await proc.wait()
         (out, out_cut), (err, err_cut) = await readers
+        if feeder is not None:
+            await feeder
     except BaseException:
         kill(proc)
+        for task in (readers, feeder):
+            if task is not None:
+                task.cancel()
         raise
     finally:
         live.discard(proc)
@@ -122,6 +126,7 @@ async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, ou
 
 
 async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
+    """Write ``data`` and close stdin; a command that exits without reading it is fine."""
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         writer.write(data)
         await writer.drain()
@@ -143,14 +148,6 @@ class LocalProcess:
         self.stdin = proc.stdin
         self.stdout = proc.stdout
         self.stderr = proc.stderr
-
-    @property
-    def pid(self) -> int:
-        return self._proc.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._proc.returncode
 
     async def wait(self) -> int:
         return exit_code(await self._proc.wait())

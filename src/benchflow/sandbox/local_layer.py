@@ -82,17 +82,17 @@ def images_dir(cache_root: Path) -> Path:
     return cache_root / "local" / "images"
 
 
-def _passwd_ids(layer: Path, user: str) -> tuple[int, int]:
-    """uid/gid of ``user`` (a name or number) as the image so far defines it."""
-    if user.isdigit():
-        return int(user), int(user)
+def _passwd_entry(layer: Path, user: str) -> tuple[int, int, str]:
+    """uid, gid and home of ``user`` (a name or number) as the image so far defines it."""
     for candidate in (layer / "etc" / "passwd", Path("/etc/passwd")):
         if candidate.is_file() and not is_whiteout(candidate):
             for line in candidate.read_text(errors="replace").splitlines():
                 fields = line.split(":")
-                if len(fields) > 3 and fields[0] == user:
-                    return int(fields[2]), int(fields[3])
+                if len(fields) > 5 and user in (fields[0], fields[2]):
+                    return int(fields[2]), int(fields[3]), fields[5] or "/"
             break
+    if user.isdigit():
+        return int(user), int(user), "/"
     raise BuildError(f"USER {user}: no such user in the image's /etc/passwd")
 
 
@@ -138,7 +138,7 @@ class _Builder:
             cmd += ["--setenv", key, value]
         cmd += ["--chdir", cwd, "--"]
         if user:
-            uid, gid = _passwd_ids(self.upper, user)
+            uid, gid, _ = _passwd_entry(self.upper, user)
             cmd += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
                     "--bounding-set=-all", "--"]
         return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", opts,
@@ -161,7 +161,8 @@ class _Builder:
     async def _run(self, step: RunStep) -> None:
         network = "host" if step.network == "host" else ("none" if step.network == "none" else None)
         shown = " ".join(step.argv[-1:]) if len(step.argv) > 2 else " ".join(step.argv)
-        env = {**dict(step.env), **(ca.ca_env() if self.ca_bundle else {})}
+        home = _passwd_entry(self.upper, step.user)[2] if step.user else "/root"
+        env = {"HOME": home, **dict(step.env), **(ca.ca_env() if self.ca_bundle else {})}
         await self._in_layer(list(step.argv), f"RUN {shown[:100]}", step.workdir, env=env,
                              user=step.user, network=network)
 
@@ -179,7 +180,7 @@ class _Builder:
                 mode = "dir"
             else:
                 shutil.copy2(src, payload / src.name)
-        uid, gid = _passwd_ids(self.upper, step.chown.split(":")[0]) if step.chown else (0, 0)
+        uid, gid = _passwd_entry(self.upper, step.chown.split(":")[0])[:2] if step.chown else (0, 0)
         if step.chown and ":" in step.chown:
             group = step.chown.split(":", 1)[1]
             gid = int(group) if group.isdigit() else gid

@@ -1,7 +1,8 @@
 """Where local sandboxes keep their state, and which of them still have a live owner.
 
 Each sandbox is a folder ``<cache>/local/sandboxes/<id>`` with an
-``owner.json`` (id, task name, owning pid and its start time, labels). Its
+``owner.json`` (id, task name, owning pid and its start time, labels, and the
+key of the cached image under ``<cache>/local/images`` it uses, if any). Its
 processes die with the owner (``--die-with-parent``/``--kill-child``), so what
 a ``kill -9`` of BenchFlow leaves behind is the folder (and, if the kill hit a
 sandbox process while it started, its namespace init), which ``bench sandbox

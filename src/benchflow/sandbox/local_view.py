@@ -11,7 +11,8 @@ The view is assembled per exec from three sources:
   the sandbox's own folders at start;
 * the sandbox's private roots: writable folders (workspace, ``/logs``,
   ``/tmp``, ``/root``, ``/home``, anything ``put()`` created) that live under
-  the sandbox state folder on the host and are bound read-write on top.
+  the sandbox state folder on the host and are bound read-write on top, plus
+  the host folders the spec asks to mount.
 
 Host paths that must stay out of sight (the BenchFlow cache with other
 sandboxes' state) are covered with an empty tmpfs.
@@ -26,7 +27,6 @@ from pathlib import Path
 
 # Top-level names never taken from the host: mounted fresh or always private.
 SPECIAL = frozenset({"proc", "dev", "sys"})
-NO_HOST_COPY = frozenset({"/tmp", "/root", "/home", "/logs"})
 
 
 def is_whiteout(path: Path) -> bool:
@@ -57,8 +57,14 @@ class Layout:
     """Private roots (absolute paths), writable inside the sandbox."""
     cover: tuple[str, ...] = ()
     """Host paths hidden behind an empty tmpfs."""
+    external: dict[str, Path] = field(default_factory=dict)
+    """Host folders mounted read-write (sandbox path -> host path, ``SandboxSpec.mounts``); also roots."""
 
     def private(self, path: str) -> Path:
+        """The host path behind ``path`` of a private root (or of an external mount)."""
+        for inside, host in self.external.items():
+            if path == inside or path.startswith(inside.rstrip("/") + "/"):
+                return host / path[len(inside):].lstrip("/")
         return self.fs / path.lstrip("/")
 
     def covering_root(self, path: str) -> str | None:

@@ -78,17 +78,11 @@ async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir
 
     Never raises for sandbox or verifier failures: they come back as the error.
     """
-    from benchflow.jobs.layout import sanitize
-    from benchflow.sandbox import SandboxSpec, get_backend
+    from benchflow.sandbox import get_backend
+    from benchflow.sandbox.from_task import spec_for_task
     from benchflow.verify.runner import run_verifier
 
-    cfg = task.config.sandbox
-    spec = SandboxSpec(
-        name=sanitize(task.name), environment_dir=task.paths.environment_dir, cache_key=task.digest(),
-        image=cfg.docker_image, cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb),
-        network_mode=cfg.network_mode, build_timeout_sec=float(cfg.build_timeout_sec),
-        env=dict(cfg.env or {}), workdir=cfg.workdir,
-        labels={"benchflow.task": task.name, **(labels or {})})
+    spec = spec_for_task(task, labels={"benchflow.task": task.name, **(labels or {})})
     out_dir.mkdir(parents=True, exist_ok=True)
     sandbox = get_backend(backend_name).create(spec)
     try:
