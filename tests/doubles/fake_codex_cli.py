@@ -6,7 +6,8 @@ prompt from stdin (``-`` or no prompt argument) or a positional argument and
 prints the CLI's JSONL events: ``thread.started`` (``thread_id``),
 ``turn.started``, ``item.started`` / ``item.completed`` for ``agent_message``,
 ``reasoning``, ``command_execution`` and ``file_change`` items, then
-``turn.completed`` with ``usage`` or ``error`` + ``turn.failed``. Threads live
+``turn.completed`` with ``usage`` (the thread's running totals, as the real
+CLI reports them) or ``error`` + ``turn.failed``. Threads live
 under ``$HOME/.fake-codex``; ``exec resume THREAD_ID`` continues one (the
 prompt number picks the script's step list).
 
@@ -165,7 +166,11 @@ def main() -> int:
             sys.stderr.flush()
     USAGE["input_tokens"] += 100
     USAGE["output_tokens"] += 20
-    out({"type": "turn.completed", "usage": USAGE})
+    totals = {k: state.get("usage", {}).get(k, 0) + v for k, v in USAGE.items()}  # the thread's running totals
+    state["usage"] = totals
+    with open(state_file, "w") as handle:
+        json.dump(state, handle)
+    out({"type": "turn.completed", "usage": totals})
     return 0
 
 

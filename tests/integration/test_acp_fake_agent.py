@@ -17,7 +17,7 @@ import pytest
 from acp import RequestError, spawn_agent_process, text_block
 
 from benchflow.agents.acp_client import BenchClient
-from benchflow.agents.errors import classify_error
+from benchflow.categories import classify_error
 from benchflow.agents.watchdog import Activity
 
 FAKE = Path(__file__).resolve().parents[1] / "doubles" / "fake_acp_agent.py"

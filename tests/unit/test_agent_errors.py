@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchflow.agents.errors import classify_error, is_retryable
+from benchflow.categories import classify_error, is_retryable
 
 
 @pytest.mark.parametrize(("message", "category"), [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchflow.agents.errors import classify_error
+from benchflow.categories import classify_error
 from benchflow.agents.native_claude import ClaudeStreamParser
 from benchflow.agents.native_codex import CodexExecParser
 from benchflow.agents.trajectory import TrajectoryMerger
@@ -147,3 +147,57 @@ def test_legacy_codex_item_type_spelling() -> None:
     events = parser.feed({"type": "item.completed", "item": {"id": "itm_0", "item_type": "assistant_message",
                                                              "text": "hello"}})
     assert events == [{"type": "agent_message", "text": "hello"}]
+
+
+# Recorded from the real CLIs (@openai/codex 0.171.0, @anthropic-ai/claude-code 2.1.332) answering through
+# tests/doubles/fake_model_server.py; long fields trimmed. Codex's usage is the thread's running total:
+# this is the second prompt of a resumed thread (15 input tokens per call).
+REAL_CODEX_RESUMED = [
+    {"type": "thread.started", "thread_id": "01a22826-9779-7973-8e2b-a07d1c0eaf2d"},
+    {"type": "item.completed", "item": {"id": "item_0", "type": "error",
+                                        "message": "Model metadata for `gpt-5-codex` not found."}},
+    {"type": "turn.started"},
+    {"type": "error", "message": "Reconnecting... 2/5 (unexpected status 405 Method Not Allowed)"},
+    {"type": "item.completed", "item": {"id": "item_1", "type": "error",
+                                        "message": "Falling back from WebSockets to HTTPS transport."}},
+    {"type": "item.completed", "item": {"id": "item_2", "type": "agent_message", "text": "Hello from the fake model."}},
+    {"type": "turn.completed", "usage": {"input_tokens": 30, "cached_input_tokens": 10, "cache_write_input_tokens": 0,
+                                         "output_tokens": 14, "reasoning_output_tokens": 0}},
+]
+REAL_CLAUDE = [
+    {"type": "system", "subtype": "init", "cwd": "/app", "session_id": "224cd02e-2fa5-4290-bbf6-90bbaba20bde",
+     "tools": ["Task", "Bash", "Edit", "Read", "Write"], "mcp_servers": [], "model": "claude-haiku-4-5",
+     "permissionMode": "bypassPermissions"},
+    {"type": "assistant", "message": {"id": "msg_fake", "type": "message", "role": "assistant",
+                                      "model": "claude-haiku-4-5",
+                                      "content": [{"type": "text", "text": "Hello from the fake model."}],
+                                      "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}},
+     "parent_tool_use_id": None, "session_id": "224cd02e-2fa5-4290-bbf6-90bbaba20bde",
+     "uuid": "335769c5-08e8-4f51-8138-84a8ad650f2e"},
+    {"type": "result", "subtype": "success", "is_error": False, "duration_api_ms": 53, "num_turns": 1,
+     "result": "Hello from the fake model.", "stop_reason": "end_turn",
+     "session_id": "224cd02e-2fa5-4290-bbf6-90bbaba20bde", "total_cost_usd": 0.00004925,
+     "usage": {"input_tokens": 10, "cache_creation_input_tokens": 3, "cache_read_input_tokens": 5, "output_tokens": 7,
+               "output_tokens_details": {"thinking_tokens": 0}, "service_tier": "standard"},
+     "modelUsage": {"claude-haiku-4-5": {"inputTokens": 10, "outputTokens": 7}}},
+]
+
+
+def test_real_codex_stream_warnings_are_not_failures_and_usage_is_the_thread_total() -> None:
+    parser = CodexExecParser(prompt_no=2)
+    merger = merged(parser, REAL_CODEX_RESUMED)
+    parser.done()
+    assert [e["type"] for e in merger.events] == ["agent_message"]
+    assert parser.error is None and parser.finished and CodexExecParser.usage_is_cumulative
+    assert parser.usage == {"input_tokens": 30, "cached_read_tokens": 10, "cached_write_tokens": 0,
+                            "output_tokens": 14, "thought_tokens": 0, "total_tokens": 44}
+
+
+def test_real_claude_stream() -> None:
+    parser = ClaudeStreamParser()
+    merger = merged(parser, REAL_CLAUDE)
+    assert merger.events == [{"type": "agent_message", "text": "Hello from the fake model."}]
+    assert parser.error is None and not ClaudeStreamParser.usage_is_cumulative
+    assert parser.usage == {"input_tokens": 10, "output_tokens": 7, "cached_read_tokens": 5,
+                            "cached_write_tokens": 3, "total_tokens": 25}
+    assert parser.session_id == "224cd02e-2fa5-4290-bbf6-90bbaba20bde" and parser.cost_usd == 0.00004925

@@ -6,7 +6,7 @@ import pytest
 
 import benchflow.errors as errors
 from benchflow.results import explain
-from benchflow.results.outcome import AGENT_CATEGORIES, VERIFIER_CATEGORIES
+from benchflow.categories import AGENT_CATEGORIES, VERIFIER_CATEGORIES
 
 
 def _error_categories() -> set[str]:

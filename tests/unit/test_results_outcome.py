@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.results.outcome import (
     audit_bucket,
-    classify_error,
-    classify_verifier_error,
     clean_reward,
     control_of,
     execution_of,

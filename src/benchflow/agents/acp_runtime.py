@@ -29,7 +29,7 @@ from .acp_client import BenchClient, ProcessTransport
 from .agent_config import AgentConfig
 from .agent_env import check_effort, credential_file_script, format_model, home_of, process_env
 from .base import AgentContext, AgentOutcome
-from .errors import classify_error
+from benchflow.categories import classify_error
 from .install import install_agent
 from .trajectory import AcpTrajectoryFile
 from .watchdog import Activity, Trip, Watchdog

@@ -33,7 +33,7 @@ from .acp_runtime import EXIT_GRACE_SEC, _AcpRun
 from .agent_config import AgentConfig, NativeMode
 from .agent_env import check_effort, format_model
 from .base import AgentContext, AgentOutcome
-from .errors import classify_error
+from benchflow.categories import classify_error
 from .install import install_agent
 from .native_claude import ClaudeStreamParser
 from .native_codex import CodexExecParser
@@ -49,6 +49,7 @@ class StreamParser(Protocol):
 
     session_id: str | None
     usage: dict[str, int]
+    usage_is_cumulative: bool
     finished: bool
     error: str | None
     cost_usd: float | None
@@ -116,6 +117,8 @@ class _NativeRun(_AcpRun):
         if ctx.effort:
             self.env["BENCHFLOW_NATIVE_EFFORT"] = ctx.effort
         self.session: str | None = None
+        self.reported: dict[str, tuple[dict[str, int], float | None]] = {}
+        """Usage and cost the CLI reported, per thread (cumulative reports) or per prompt."""
         self.pump: asyncio.Task[None] | None = None
         self.tripped = False
 
@@ -172,7 +175,7 @@ class _NativeRun(_AcpRun):
                 await asyncio.wait_for(self.pump, EXIT_GRACE_SEC)
             self.process, self.outcome.return_code = None, code
             parser.done()
-            self._add_reported(parser)
+            self._add_reported(number, parser)
             self.session = parser.session_id or self.session
             if parser.finished and not parser.error:  # as over ACP: a prompt that answered
                 self.outcome.n_prompts += 1
@@ -202,14 +205,19 @@ class _NativeRun(_AcpRun):
             for event in parser.feed(message):
                 self.client.record(event)
 
-    def _add_reported(self, parser: StreamParser) -> None:
+    def _add_reported(self, number: int, parser: StreamParser) -> None:
+        """``outcome.usage["agent_reported"]``: what the CLI says it used, summed without double counting."""
         if not parser.usage and parser.cost_usd is None:
             return
-        totals = self.outcome.usage.setdefault("agent_reported", {})
-        for key, value in parser.usage.items():
-            totals[key] = totals.get(key, 0) + value
-        if parser.cost_usd is not None:
-            totals["cost_usd"] = round(totals.get("cost_usd", 0.0) + parser.cost_usd, 10)
+        key = parser.session_id if parser.usage_is_cumulative and parser.session_id else f"prompt {number}"
+        self.reported[key] = (dict(parser.usage), parser.cost_usd)
+        totals: dict[str, Any] = {}
+        for usage, cost in self.reported.values():
+            for name, value in usage.items():
+                totals[name] = totals.get(name, 0) + value
+            if cost is not None:
+                totals["cost_usd"] = round(totals.get("cost_usd", 0.0) + cost, 10)
+        self.outcome.usage["agent_reported"] = totals
 
     def _failed(self, number: int, parser: StreamParser, code: int) -> None:
         """Describe a prompt the CLI did not complete, in the words ``classify_error`` reads."""

@@ -55,6 +55,9 @@ def text_content(value: Any) -> list[dict[str, Any]]:
 class ClaudeStreamParser:
     """One process's stdout: ``feed`` each decoded line, collect the events it yields."""
 
+    usage_is_cumulative = False
+    """``result`` usage counts this process's run only (a resumed session starts from zero)."""
+
     def __init__(self) -> None:
         self.session_id: str | None = None
         self.usage: dict[str, int] = {}

@@ -5,7 +5,7 @@ id ``codex exec resume`` takes), ``turn.started``, ``item.started`` /
 ``item.updated`` / ``item.completed`` (an ``item`` with an ``id`` and a
 ``type``: ``agent_message``, ``reasoning``, ``command_execution``,
 ``file_change``, ``mcp_tool_call``, ``web_search``, ``todo_list``, ``error``),
-then ``turn.completed`` (``usage``) or ``turn.failed`` (``error.message``); a
+then ``turn.completed`` (``usage``, the thread's running totals) or ``turn.failed`` (``error.message``); a
 top-level ``error`` line reports a stream failure. Early releases spelled the
 item type ``item_type`` and the message ``assistant_message``; both are read.
 
@@ -24,13 +24,17 @@ from .native_claude import text_content
 _TOOL_KINDS = {"command_execution": "execute", "file_change": "edit", "mcp_tool_call": "other",
                "web_search": "fetch"}
 _USAGE = {"input_tokens": "input_tokens", "cached_input_tokens": "cached_read_tokens",
-          "output_tokens": "output_tokens", "reasoning_output_tokens": "thought_tokens"}
+          "cache_write_input_tokens": "cached_write_tokens", "output_tokens": "output_tokens",
+          "reasoning_output_tokens": "thought_tokens"}
 """The CLI's usage keys → the names an ACP ``PromptResponse.usage`` reports."""
 _STATUS = {"in_progress": "in_progress", "completed": "completed", "failed": "failed", "declined": "failed"}
 
 
 class CodexExecParser:
     """One process's stdout: ``feed`` each decoded line, collect the events it yields."""
+
+    usage_is_cumulative = True
+    """``turn.completed`` usage counts the whole thread so far (a resumed thread included)."""
 
     def __init__(self, prompt_no: int = 1) -> None:
         self.prefix = f"p{prompt_no}:"
@@ -90,12 +94,11 @@ class CodexExecParser:
         return [event]
 
     def _add_usage(self, usage: Any) -> None:
-        for key, name in _USAGE.items():
-            value = (usage or {}).get(key)
-            if isinstance(value, int):
-                self.usage[name] = self.usage.get(name, 0) + value
-        if self.usage:
-            self.usage["total_tokens"] = self.usage.get("input_tokens", 0) + self.usage.get("output_tokens", 0)
+        """Keep the latest thread totals (each report supersedes the one before)."""
+        latest = {name: (usage or {})[key] for key, name in _USAGE.items() if isinstance((usage or {}).get(key), int)}
+        if latest:
+            latest["total_tokens"] = latest.get("input_tokens", 0) + latest.get("output_tokens", 0)
+            self.usage = latest
 
 
 def _message(value: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""``bench cache list|clean``: the images and build cache BenchFlow made on Docker engines.
+"""``bench cache list|clean``: the images and build cache BenchFlow made (Docker engines, ``local``).
 
 Both commands parse the shared flags, call :mod:`benchflow.sandbox.docker_cache`
 and print a table (or ``--json`` on stdout, notes on stderr).
@@ -16,7 +16,8 @@ clean_cmd = typer.Typer(add_completion=False)
 
 ONLY_HELP = ("Only these kinds: images, build-cache, pulled-images (comma-separated or repeated; "
              "default: images and build-cache)")
-SANDBOX_HELP = "docker or remote-docker (default: docker, plus remote-docker when BENCHFLOW_REMOTE_DOCKER_HOST is set)"
+SANDBOX_HELP = ("docker, remote-docker or local (default: docker when an engine answers, remote-docker when "
+                "BENCHFLOW_REMOTE_DOCKER_HOST is set, and local)")
 OLDER_HELP = ("Only what was created longer ago than this (e.g. 30d, 12h); the age is the creation time, "
               "not the last use")
 
@@ -33,12 +34,18 @@ def _kinds(only: list[str] | None) -> tuple[str, ...]:
 
 
 def _engines(sandbox: list[str] | None) -> list[str | None]:
+    """The targets to look at; without ``--sandbox``, a local engine that does not answer is
+    skipped with a note (a machine without Docker still lists its local cache)."""
     from benchflow.errors import ConfigError
     from benchflow.sandbox import docker_engine as eng
+    from benchflow.sandbox.docker_cache import LOCAL
 
     if not sandbox:
         remote = eng.remote_url()
-        return [None] + ([remote] if remote else [])
+        answers, why = eng.ping(None)
+        if not answers:
+            typer.echo(f"note: skipped Docker: {why}", err=True)
+        return ([None] if answers else []) + ([remote] if remote else []) + [LOCAL]
     urls: list[str | None] = []
     for name in sandbox:
         if name == "docker":
@@ -48,8 +55,10 @@ def _engines(sandbox: list[str] | None) -> list[str | None]:
             if remote is None:
                 raise ConfigError(f"--sandbox remote-docker: set {eng.REMOTE_ENV} to the engine URL")
             urls.append(remote)
+        elif name == "local":
+            urls.append(LOCAL)
         else:
-            raise ConfigError(f"--sandbox {name}: bench cache supports docker and remote-docker here")
+            raise ConfigError(f"--sandbox {name}: bench cache supports docker, remote-docker and local here")
     return urls
 
 
@@ -76,11 +85,11 @@ def _table(rows: list[dict], extra: tuple[str, ...] = ()) -> None:
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("KIND", "IMAGE", "ID", "SIZE", "CREATED", *extra):
+    for column in ("KIND", "SANDBOX", "IMAGE", "ID", "SIZE", "CREATED", *extra):
         table.add_column(column.upper(), overflow="fold")
     for row in rows:
-        cells = [row["kind"], row["ref"], row["id"].split(":")[-1][:12], _size(row["size_bytes"]),
-                 row["created"].replace("T", " ")[:16]]
+        cells = [row["kind"], row["engine"], row["ref"], row["id"].split(":")[-1][:12],
+                 _size(row["size_bytes"]), row["created"].replace("T", " ")[:16]]
         cells += [str(row.get(key, "")) for key in extra]
         table.add_row(*cells)
     Console(highlight=False, soft_wrap=True).print(table)

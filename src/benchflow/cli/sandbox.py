@@ -41,30 +41,41 @@ def _age(epoch: float) -> str:
     return f"{minutes:.0f}m" if minutes < 120 else f"{minutes / 60:.1f}h"
 
 
-@list_cmd.command(help="List sandboxes BenchFlow created and kept sandboxes (kept-sandbox.json).")
+def _notes(notes: list[str], errors: list[str]) -> None:
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    for error in errors:
+        typer.echo(f"error: {error}", err=True)
+
+
+@list_cmd.command(help="List sandboxes BenchFlow created (Docker containers and local sandboxes) "
+                       "and kept sandboxes (kept-sandbox.json).")
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the sandboxes as JSON"),
 ) -> None:
-    from benchflow.sandbox.orphans import engines, list_owned
+    from benchflow.sandbox.orphans import list_owned, targets
 
-    rows = [row for url in engines() for row in list_owned(url)]
+    places, notes, errors = targets()
+    rows = [row for url in places for row in list_owned(url)]
+    _notes(notes, errors)
     if as_json:
         typer.echo(json.dumps([row.to_json() for row in rows], indent=2))
-        return
-    if not rows:
+    elif not rows:
         typer.echo("No sandboxes made by BenchFlow.")
-        return
-    from rich.console import Console
-    from rich.table import Table
+    else:
+        from rich.console import Console
+        from rich.table import Table
 
-    table = Table(box=None, pad_edge=False)
-    for column in ("NAME", "ID", "STATE", "OWNER", "JOB/TRIAL", "AGE", "KEPT"):
-        table.add_column(column)
-    for row in rows:
-        where = "/".join(part for part in (row.job, row.trial) if part) or "-"
-        table.add_row(row.name, row.id[:12], row.state, row.owner, where, _age(row.created),
-                      "yes" if row.kept else "")
-    Console(highlight=False, soft_wrap=True).print(table)
+        table = Table(box=None, pad_edge=False)
+        for column in ("NAME", "ID", "SANDBOX", "STATE", "OWNER", "JOB/TRIAL", "AGE", "KEPT"):
+            table.add_column(column)
+        for row in rows:
+            where = "/".join(part for part in (row.job, row.trial) if part) or "-"
+            table.add_row(row.name, row.id[:12], row.engine, row.state, row.owner, where, _age(row.created),
+                          "yes" if row.kept else "")
+        Console(highlight=False, soft_wrap=True).print(table)
+    if errors:
+        raise typer.Exit(1)
 
 
 @attach_cmd.command(
@@ -89,6 +100,12 @@ def release(
     typer.echo(f"Released sandbox {container[:12]}")
 
 
+def _label(entry: dict) -> str:
+    if entry["engine"] == "local":
+        return f"local sandbox {entry['id']}"
+    return f"{entry['name']} ({entry['id'][:12]})"
+
+
 @cleanup_cmd.command(help="Clean up orphaned sandboxes and stale shared runtimes.")
 def cleanup(
     dry_run: bool = typer.Option(False, "--dry-run", help="List sandboxes without deleting"),
@@ -103,19 +120,23 @@ def cleanup(
                                                  "even when a live run holds it"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON"),
 ) -> None:
-    from benchflow.sandbox.orphans import cleanup as run_cleanup, engines
+    from benchflow.sandbox.orphans import cleanup as run_cleanup
+    from benchflow.sandbox.orphans import targets
 
-    report = run_cleanup(engines(), max_age_sec=max_age * 60, everything=everything,
+    places, notes, unreachable = targets()
+    report = run_cleanup(places, max_age_sec=max_age * 60, everything=everything,
                          ids=list(ids or []), dry_run=dry_run)
+    _notes(notes, [])
+    report.errors[:0] = unreachable
     if as_json:
         typer.echo(json.dumps({"dry_run": report.dry_run, "removed": report.removed, "kept": report.kept,
                                "errors": report.errors, "unmatched_ids": report.unmatched_ids}, indent=2))
     else:
         verb = "Would remove" if dry_run else "Removed"
         for entry in report.removed:
-            typer.echo(f"{verb} {entry['name']} ({entry['id'][:12]}): {entry['reason']}")
+            typer.echo(f"{verb} {_label(entry)}: {entry['reason']}")
         for entry in report.kept:
-            typer.echo(f"Kept {entry['name']} ({entry['id'][:12]}): {entry['reason']}")
+            typer.echo(f"Kept {_label(entry)}: {entry['reason']}")
         if not report.removed and not report.kept:
             typer.echo("Nothing to clean up.")
         for error in report.errors:

@@ -172,12 +172,13 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
 
 
 def _remove_leftovers(backend_name: str, job_label: str) -> None:
-    """Remove the sandboxes a killed earlier run of this job left behind (their owner is gone)."""
-    if backend_name not in {"docker", "remote-docker"}:
+    """Remove the sandboxes a killed earlier run of this job left behind (their owner is gone):
+    containers on the job's engine, or ``local`` sandbox state folders."""
+    if backend_name not in {"docker", "remote-docker", "local"}:
         return
     from benchflow.sandbox import docker_engine, orphans
 
-    url = docker_engine.remote_url() if backend_name == "remote-docker" else None
+    url = {"local": orphans.LOCAL, "remote-docker": docker_engine.remote_url()}.get(backend_name)
     leftovers = [row.id for row in orphans.list_owned(url) if row.job == job_label and row.owner_alive is False]
     if leftovers:
         orphans.cleanup([url], max_age_sec=0, ids=leftovers)

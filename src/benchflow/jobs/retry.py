@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-RETRYABLE = frozenset({"install_failure", "pipe_closed", "idle_timeout", "infra_failure", "sandbox_setup",
-                       "acp_error"})
+from benchflow.categories import is_retryable as category_is_retryable
+
 PERMANENT = frozenset({"timeout", "provider_auth", "provider_rate_limit", "provider_rejected", "usage_limit"})
 """Never retried, whatever the policy: another attempt would fail the same way or spend quota."""
 
@@ -24,9 +24,7 @@ def is_retryable(result: dict[str, Any], policy: str = "default") -> bool:
         return False  # the same Dockerfile fails the same way
     if policy == "unscored-only":
         return True  # every unscored trial gets another attempt
-    if category == "api_error":
-        return "/transient]" in str(result.get("error") or "")
-    return category in RETRYABLE
+    return category_is_retryable(category, str(result.get("error") or ""))
 
 
 def backoff_sec(attempt: int, base: float = 1.0) -> float:

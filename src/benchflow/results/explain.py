@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from benchflow.errors import UserError
 
-from .outcome import classify_error, classify_verifier_error
+from benchflow.categories import classify_error, classify_verifier_error
 
 CATALOGUE = Path(__file__).with_name("explain.toml")
 Fault = Literal["task", "agent", "infrastructure", "setup"]

@@ -18,14 +18,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.errors import JobFolderError
 from benchflow.jobs.layout import JobPaths, TrialPaths
 
 from .documents import TrialSummary
 from .outcome import (
     assessment_of,
-    classify_error,
-    classify_verifier_error,
     clean_reward,
     control_of,
     execution_of,

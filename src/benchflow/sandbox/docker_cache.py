@@ -1,4 +1,8 @@
-"""What BenchFlow keeps on a Docker engine (``bench cache list|clean``).
+"""What BenchFlow keeps on a Docker engine, or for the ``local`` backend (``bench cache list|clean``).
+
+A *target* is a Docker engine URL (``None``: the local engine) or
+:data:`LOCAL`, whose entries come from :mod:`local_cache` (cached RUN layers
+and unfinished builds under ``<cache>/local/images``).
 
 Kinds, and how each is recognised as ours:
 
@@ -26,6 +30,7 @@ from benchflow.util.atomic import write_json
 
 from . import docker_engine as eng
 
+LOCAL = "local"
 KINDS = ("images", "build-cache", "pulled-images")
 DEFAULT_KINDS = ("images", "build-cache")
 
@@ -61,7 +66,7 @@ class CacheEntry:
     created: str
     engine: str
     in_use_by: list[str] = field(default_factory=list)
-    """Containers using it; such an entry is never removed."""
+    """Containers (or live local sandboxes) using it; such an entry is never removed."""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -73,9 +78,13 @@ def _iso(epoch: float) -> str:
 
 def list_cache(url: str | None = None, *, kinds=DEFAULT_KINDS,
                older_than_sec: float | None = None) -> list[CacheEntry]:
-    """The cache entries of ``kinds`` on the engine at ``url``, oldest first."""
+    """The cache entries of ``kinds`` at target ``url``, oldest first."""
     from docker.errors import ImageNotFound
 
+    if url == LOCAL:
+        from .local_cache import list_local
+
+        return list_local(kinds=kinds, older_than_sec=older_than_sec)
     api = eng.client(url)
     engine = url or "docker"
     users: dict[str, list[str]] = {}
@@ -133,7 +142,6 @@ def clean_cache(urls: list[str | None], *, kinds=DEFAULT_KINDS, older_than_sec: 
     """Remove (or, without ``remove``, list what would go) the idle entries of ``kinds``."""
     report = CleanReport()
     for url in urls:
-        api = eng.client(url)
         for entry in list_cache(url, kinds=kinds, older_than_sec=older_than_sec):
             row = entry.to_json()
             if entry.in_use_by:
@@ -144,11 +152,21 @@ def clean_cache(urls: list[str | None], *, kinds=DEFAULT_KINDS, older_than_sec: 
                 report.entries.append(row | {"action": "would remove", "reason": "idle"})
                 continue
             try:
-                for ref in [entry.id] if entry.ref == "<untagged>" else entry.ref.split(", "):
-                    api.remove_image(ref, force=False)
+                _remove(url, entry)
             except Exception as exc:  # noqa: BLE001 - e.g. a child image still needs it
                 report.entries.append(row | {"action": "kept", "reason": str(exc)})
                 continue
             report.removed_bytes += entry.size_bytes
             report.entries.append(row | {"action": "removed", "reason": "idle"})
     return report
+
+
+def _remove(url: str | None, entry: CacheEntry) -> None:
+    if url == LOCAL:
+        from .local_cache import remove_local
+
+        remove_local(entry)
+        return
+    api = eng.client(url)
+    for ref in [entry.id] if entry.ref == "<untagged>" else entry.ref.split(", "):
+        api.remove_image(ref, force=False)

@@ -1,7 +1,10 @@
-"""Finding and removing the containers BenchFlow left behind (``bench sandbox list|cleanup``).
+"""Finding and removing the sandboxes BenchFlow left behind (``bench sandbox list|cleanup``).
 
-Only containers labelled ``benchflow.owned=true`` are ever looked at. Which of
-them go, by default:
+Two kinds of place are looked at, each named by a *target*: a Docker engine
+(``None`` for the local engine, else its URL), where only containers labelled
+``benchflow.owned=true`` count, and :data:`LOCAL`, the state folders of the
+embedded ``local`` backend (:mod:`local_state`; a ``kill -9`` of their owner
+kills their processes but leaves the folder). Which of them go, by default:
 
 - an **orphan** (labels name an owning process on this host that is gone, or
   whose pid now belongs to another process): removed whatever its age or state;
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from . import docker_engine as eng
 
@@ -23,12 +27,18 @@ KEPT_PREFIX = "bf-kept-"
 """Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release``."""
 
 
+LOCAL = "local"
+"""The target naming the ``local`` backend's state folders rather than a Docker engine."""
+
+
 @dataclass
 class OwnedContainer:
+    """One sandbox we made: a container, or a local sandbox's state folder (``engine`` ``local``)."""
+
     id: str
     name: str
     engine: str
-    """``docker`` (local engine) or the remote engine URL."""
+    """``docker`` (local engine), the remote engine URL, or ``local``."""
     state: str
     image: str
     created: float
@@ -47,7 +57,10 @@ class OwnedContainer:
 
 
 def list_owned(url: str | None = None) -> list[OwnedContainer]:
-    """Every container on the engine at ``url`` that carries ``benchflow.owned=true``."""
+    """Every sandbox we made at target ``url``: containers with ``benchflow.owned=true``,
+    or for :data:`LOCAL` every local sandbox state folder."""
+    if url == LOCAL:
+        return list_local()
     api = eng.client(url)
     rows = []
     for item in api.containers(all=True, filters={"label": f"{eng.OWNED}=true"}):
@@ -68,6 +81,36 @@ def list_owned(url: str | None = None) -> list[OwnedContainer]:
             image=item.get("Image", "?"), created=eng.created_at(labels, float(item.get("Created", 0))) or 0.0,
             job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK),
             owner=owner, owner_alive=alive, kept=name.startswith(KEPT_PREFIX)))
+    return rows
+
+
+def list_local() -> list[OwnedContainer]:
+    """The ``local`` backend's sandboxes, one per state folder (``owner.json`` names the owner).
+
+    A folder without a recorded pid (its ``owner.json`` unreadable) has no
+    known owner, so its age governs it like an unowned container's.
+    """
+    from . import local_state
+
+    rows = []
+    for entry in local_state.list_sandboxes():
+        path = Path(str(entry["path"]))
+        pid = entry.get("pid")
+        alive = bool(entry["alive"]) if isinstance(pid, int) else None
+        owner = "none" if alive is None else (f"live pid {pid}" if alive else f"gone (pid {pid})")
+        labels = entry.get("labels") if isinstance(entry.get("labels"), dict) else {}
+        created = entry.get("created")
+        if not isinstance(created, (int, float)):
+            try:
+                created = path.stat().st_mtime
+            except OSError:
+                created = 0.0
+        key = entry.get("image")
+        rows.append(OwnedContainer(
+            id=path.name, name=path.name, engine=LOCAL, state="running" if alive else "stale",
+            image=f"local:{key}" if key else "host", created=float(created),
+            job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL),
+            task=labels.get(eng.TASK) or entry.get("name"), owner=owner, owner_alive=alive, kept=False))
     return rows
 
 
@@ -104,13 +147,12 @@ def decide(row: OwnedContainer, *, max_age_sec: float, everything: bool, ids: li
 
 def cleanup(urls: list[str | None], *, max_age_sec: float, everything: bool = False,
             ids: list[str] | None = None, dry_run: bool = False) -> CleanupReport:
-    """Remove what :func:`decide` says on each engine; with ``dry_run`` only report it."""
+    """Remove what :func:`decide` says at each target; with ``dry_run`` only report it."""
     ids = list(ids or [])
     report = CleanupReport(dry_run=dry_run)
     now = time.time()
     seen: set[str] = set()
     for url in urls:
-        api = eng.client(url)
         for row in list_owned(url):
             remove, reason = decide(row, max_age_sec=max_age_sec, everything=everything, ids=ids, now=now)
             entry = row.to_json() | {"reason": reason}
@@ -120,7 +162,7 @@ def cleanup(urls: list[str | None], *, max_age_sec: float, everything: bool = Fa
             seen.update(i for i in ids if row.id.startswith(i) or row.name == i)
             if not dry_run:
                 try:
-                    api.remove_container(row.id, force=True, v=True)
+                    _remove(url, row)
                 except Exception as exc:  # noqa: BLE001 - report and go on with the rest
                     report.errors.append(f"{row.name}: {exc}")
                     continue
@@ -129,29 +171,38 @@ def cleanup(urls: list[str | None], *, max_age_sec: float, everything: bool = Fa
     return report
 
 
+def _remove(url: str | None, row: OwnedContainer) -> None:
+    if url != LOCAL:
+        eng.client(url).remove_container(row.id, force=True, v=True)
+        return
+    from . import local_state
+
+    if not local_state.remove_sandbox(row.id) and (local_state.sandboxes_dir() / row.id).exists():
+        raise OSError(f"could not remove {local_state.sandboxes_dir() / row.id}")
+
+
 def engines() -> list[str | None]:
     """The local engine, plus the remote one when ``BENCHFLOW_REMOTE_DOCKER_HOST`` is set."""
     remote = eng.remote_url()
     return [None] + ([remote] if remote else [])
 
 
-def remove_own(urls: list[str | None] | None = None) -> int:
-    """Force-remove every container this process owns (not kept ones); for a SIGTERM/atexit
-    handler of a run that cannot await its sandboxes' ``stop()``. Returns how many went."""
-    import os
+def targets() -> tuple[list[str | None], list[str], list[str]]:
+    """Where ``bench sandbox list|cleanup`` look: (targets, notes, errors).
 
-    pid, started = str(os.getpid()), eng.process_start_ticks(os.getpid()) or ""
-    removed = 0
-    for url in urls if urls is not None else engines():
-        api = eng.client(url)
-        mine = api.containers(all=True, filters={"label": [f"{eng.OWNED}=true", f"{eng.PID}={pid}",
-                                                           f"{eng.PID_START}={started}"]})
-        for item in mine:
-            if (item.get("Names") or ["/"])[0].lstrip("/").startswith(KEPT_PREFIX):
-                continue
-            try:
-                api.remove_container(item["Id"], force=True, v=True)
-                removed += 1
-            except Exception:  # noqa: BLE001 - best effort; cleanup catches the rest later
-                pass
-    return removed
+    Each Docker engine of :func:`engines` that answers, then :data:`LOCAL`. The
+    local engine not answering is normal on a machine without Docker (a note);
+    a configured remote engine not answering is an error, reported after the
+    rest was listed or cleaned.
+    """
+    found: list[str | None] = []
+    notes, errors = [], []
+    for url in engines():
+        answers, why = eng.ping(url)
+        if answers:
+            found.append(url)
+        elif url is None:
+            notes.append(f"skipped Docker: {why}")
+        else:
+            errors.append(f"remote Docker engine {url}: {why}")
+    return found + [LOCAL], notes, errors
