@@ -21,6 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from benchflow.util.files import dotenv_names
+
 CREDENTIAL_VARS = (
     "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
     "OPENROUTER_API_KEY", "AZURE_API_KEY", "GITHUB_TOKEN", "DAYTONA_API_KEY",
@@ -89,23 +91,8 @@ def _network_note(name: str) -> str:
     return "; no bridge network: public-network tasks run with no network"
 
 
-def _dotenv(path: Path) -> set[str]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return set()
-    names = set()
-    for line in lines:
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, value = line.removeprefix("export ").partition("=")
-            if value.strip().strip("'\""):
-                names.add(key.strip())
-    return names
-
-
 def _credentials(cwd: Path) -> list[Check]:
-    in_dotenv = _dotenv(cwd / ".env")
+    in_dotenv = dotenv_names(cwd / ".env")
     checks = []
     for name in CREDENTIAL_VARS:
         if os.environ.get(name):

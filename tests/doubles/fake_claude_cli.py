@@ -5,7 +5,8 @@ Stdlib only (it runs inside a sandbox image with bare python3). It takes the
 prompt from stdin (or a positional argument), prints the CLI's stream-json
 lines (``system`` init, ``assistant`` messages with ``text`` / ``thinking`` /
 ``tool_use`` blocks, ``user`` messages with ``tool_result`` blocks, a final
-``result`` with ``usage`` and ``total_cost_usd``), and keeps its sessions under
+``result`` with this run's ``usage`` and the session's running ``total_cost_usd``, as
+the real CLI reports them), and keeps its sessions under
 ``$HOME/.fake-claude`` so ``--resume ID`` continues one (the prompt number
 picks the script's step list, as in ``tests/doubles/fake_acp_agent.py``).
 
@@ -63,10 +64,10 @@ def assistant(sid: str, model: str, *blocks: dict) -> None:
          "parent_tool_use_id": None, "session_id": sid})
 
 
-def result(sid: str, started: float, turns: int, text: str, error: bool = False) -> None:
+def result(sid: str, started: float, turns: int, text: str, cost: float, error: bool = False) -> None:
     out({"type": "result", "subtype": "success", "is_error": error, "duration_ms": int((time.time() - started) * 1000),
          "duration_api_ms": 1, "num_turns": turns, "result": text, "session_id": sid,
-         "total_cost_usd": 0.0 if error else 0.0015, "usage": USAGE, "permission_denials": []})
+         "total_cost_usd": cost, "usage": USAGE, "permission_denials": []})
 
 
 def ask_model(model: str, prompt: str) -> tuple[int, str]:
@@ -120,7 +121,7 @@ def main() -> int:
     if opts["resume"] and not os.path.exists(state_file):
         sys.stderr.write(f"No conversation found with session ID: {sid}\n")
         return 1
-    state = {"prompts": []}
+    state = {"prompts": [], "cost": 0.0}
     if opts["resume"]:
         with open(state_file) as handle:
             state = json.load(handle)
@@ -149,12 +150,12 @@ def main() -> int:
         elif op == "ask_model":
             status, text = ask_model(model, step.get("prompt", "hi"))
             if status != 200:
-                result(sid, started, 1, f"API Error: {status} {text}", error=True)
+                result(sid, started, 1, f"API Error: {status} {text}", state["cost"], error=True)
                 return 1
             last = text
             assistant(sid, model, {"type": "text", "text": text})
         elif op == "error":
-            result(sid, started, 1, step["text"], error=True)
+            result(sid, started, 1, step["text"], state["cost"], error=True)
             return 1
         elif op == "sleep":
             time.sleep(float(step["sec"]))
@@ -165,7 +166,10 @@ def main() -> int:
             sys.stderr.flush()
     USAGE["input_tokens"] += 100
     USAGE["output_tokens"] += 20
-    result(sid, started, len(steps), last)
+    state["cost"] += 0.0015
+    with open(state_file, "w") as handle:
+        json.dump(state, handle)
+    result(sid, started, len(steps), last, state["cost"])
     return 0
 
 

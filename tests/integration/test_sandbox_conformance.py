@@ -45,9 +45,18 @@ def backend_name(request, monkeypatch) -> str:
                 pytest.fail(reason)
             pytest.skip(reason)
         monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", url)
-    if name == "local" and importlib.util.find_spec("benchflow.sandbox.local") is None:
-        pytest.skip("benchflow.sandbox.local is not part of this build yet")
+    if name == "local":
+        if importlib.util.find_spec("benchflow.sandbox.local") is None:
+            pytest.skip("benchflow.sandbox.local is not part of this build yet")
+        # built layers go to a cache of this session, not to ~/.cache/benchflow
+        monkeypatch.setenv("BENCHFLOW_CACHE", str(request.getfixturevalue("local_cache")))
     return name
+
+
+@pytest.fixture(scope="session")
+def local_cache(tmp_path_factory) -> Path:
+    """One cache for the session's local runs, so the suite's base image is built once."""
+    return tmp_path_factory.mktemp("local-cache")
 
 
 def make_env(root: Path, run_line: str = "RUN date +%s%N > /opt/marker") -> Path:
@@ -131,12 +140,36 @@ async def test_exec_passes_stdin(sandbox):
     assert result.stdout == "fed through stdin"
 
 
-async def test_timeout_kills_the_whole_process_tree(sandbox):
-    result = await sandbox.exec(["sh", "-c", "sleep 317 & sleep 318 & echo started; sleep 319"], timeout=1.5)
+def _host_processes_with(needle: bytes) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
+    seconds = [f"31{n}.{os.getpid()}" for n in (7, 8, 9)]  # unique to this test process
+    script = f"sleep {seconds[0]} & sleep {seconds[1]} & echo started; sleep {seconds[2]}"
+    result = await sandbox.exec(["sh", "-c", script], timeout=1.5)
     assert result.timed_out and result.return_code == 124
     assert "started" in result.stdout
     left = await sandbox.exec(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
     assert "sleep 31" not in left.stdout, left.stdout
+    if backend_name == "local":
+        # each local exec has its own PID namespace, so the check above sees none of the timed-out
+        # one's processes; the host's /proc sees them all
+        needles = [f"sleep\0{s}".encode() for s in seconds]
+        for _ in range(40):
+            survivors = [pid for needle in needles for pid in _host_processes_with(needle)]
+            if not survivors:
+                break
+            await asyncio.sleep(0.05)
+        assert survivors == [], f"processes of the timed-out exec survive on the host: {survivors}"
 
 
 async def test_output_is_capped_with_a_note(sandbox):

@@ -201,3 +201,11 @@ def test_real_claude_stream() -> None:
     assert parser.usage == {"input_tokens": 10, "output_tokens": 7, "cached_read_tokens": 5,
                             "cached_write_tokens": 3, "total_tokens": 25}
     assert parser.session_id == "224cd02e-2fa5-4290-bbf6-90bbaba20bde" and parser.cost_usd == 0.00004925
+
+
+def test_claude_max_turns_is_a_normal_stop_as_over_acp() -> None:
+    parser = ClaudeStreamParser()
+    parser.feed({"type": "result", "subtype": "error_max_turns", "is_error": True, "result": None,
+                 "errors": ["Reached maximum number of turns (2)"], "stop_reason": "tool_use",
+                 "session_id": SID, "usage": {"input_tokens": 20, "output_tokens": 14}})
+    assert parser.finished and parser.error is None and parser.usage["input_tokens"] == 20

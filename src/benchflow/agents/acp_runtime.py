@@ -21,15 +21,21 @@ from typing import IO, Any
 from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 
+from benchflow.categories import classify_error
 from benchflow.errors import AgentError, BenchError
 from benchflow.sandbox.base import Process, Sandbox
 from benchflow.util.redact import is_secret_entry, redact_obj, redact_text
 
 from .acp_client import BenchClient, ProcessTransport
 from .agent_config import AgentConfig
-from .agent_env import check_effort, credential_file_script, format_model, home_of, process_env
+from .agent_env import (
+    check_effort,
+    credential_file_script,
+    format_model,
+    home_of,
+    process_env,
+)
 from .base import AgentContext, AgentOutcome
-from benchflow.categories import classify_error
 from .install import install_agent
 from .trajectory import AcpTrajectoryFile
 from .watchdog import Activity, Trip, Watchdog

@@ -25,6 +25,7 @@ import contextlib
 import json
 from typing import IO, Any, Protocol
 
+from benchflow.categories import classify_error
 from benchflow.errors import BenchError, ConfigError
 from benchflow.sandbox.base import Process, Sandbox
 from benchflow.util.redact import redact_text
@@ -33,7 +34,6 @@ from .acp_runtime import EXIT_GRACE_SEC, _AcpRun
 from .agent_config import AgentConfig, NativeMode
 from .agent_env import check_effort, format_model
 from .base import AgentContext, AgentOutcome
-from benchflow.categories import classify_error
 from .install import install_agent
 from .native_claude import ClaudeStreamParser
 from .native_codex import CodexExecParser
@@ -50,6 +50,7 @@ class StreamParser(Protocol):
     session_id: str | None
     usage: dict[str, int]
     usage_is_cumulative: bool
+    cost_is_cumulative: bool
     finished: bool
     error: str | None
     cost_usd: float | None
@@ -117,8 +118,9 @@ class _NativeRun(_AcpRun):
         if ctx.effort:
             self.env["BENCHFLOW_NATIVE_EFFORT"] = ctx.effort
         self.session: str | None = None
-        self.reported: dict[str, tuple[dict[str, int], float | None]] = {}
-        """Usage and cost the CLI reported, per thread (cumulative reports) or per prompt."""
+        self.reported_usage: dict[str, dict[str, int]] = {}
+        self.reported_cost: dict[str, float] = {}
+        """What the CLI reported, per session for running totals, else per prompt."""
         self.pump: asyncio.Task[None] | None = None
         self.tripped = False
 
@@ -177,11 +179,11 @@ class _NativeRun(_AcpRun):
             parser.done()
             self._add_reported(number, parser)
             self.session = parser.session_id or self.session
-            if parser.finished and not parser.error:  # as over ACP: a prompt that answered
-                self.outcome.n_prompts += 1
-            if parser.error or code != 0 or not parser.finished:
+            # the CLI's own result decides (claude exits 1 at --max-turns, a normal stop over ACP)
+            if not parser.finished or parser.error:
                 self._failed(number, parser, code)
                 return
+            self.outcome.n_prompts += 1
 
     async def _read_events(self, process: Process, parser: StreamParser) -> None:
         pending = bytearray()
@@ -209,30 +211,34 @@ class _NativeRun(_AcpRun):
         """``outcome.usage["agent_reported"]``: what the CLI says it used, summed without double counting."""
         if not parser.usage and parser.cost_usd is None:
             return
-        key = parser.session_id if parser.usage_is_cumulative and parser.session_id else f"prompt {number}"
-        self.reported[key] = (dict(parser.usage), parser.cost_usd)
+        def key(cumulative: bool) -> str:
+            return parser.session_id if cumulative and parser.session_id else f"prompt {number}"
+
+        if parser.usage:
+            self.reported_usage[key(parser.usage_is_cumulative)] = dict(parser.usage)
+        if parser.cost_usd is not None:
+            self.reported_cost[key(parser.cost_is_cumulative)] = parser.cost_usd
         totals: dict[str, Any] = {}
-        for usage, cost in self.reported.values():
+        for usage in self.reported_usage.values():
             for name, value in usage.items():
                 totals[name] = totals.get(name, 0) + value
-            if cost is not None:
-                totals["cost_usd"] = round(totals.get("cost_usd", 0.0) + cost, 10)
+        if self.reported_cost:
+            totals["cost_usd"] = round(sum(self.reported_cost.values()), 10)
         self.outcome.usage["agent_reported"] = totals
 
     def _failed(self, number: int, parser: StreamParser, code: int) -> None:
         """Describe a prompt the CLI did not complete, in the words ``classify_error`` reads."""
-        out, cli = self.outcome, self.native.command.split()[0].rsplit("/", 1)[-1]
+        out = self.outcome
+        cli = next((w for w in self.native.command.split() if "=" not in w), "cli").rsplit("/", 1)[-1]
         if parser.error:
             out.error = f"Agent CLI error during prompt {number} ({cli} exit code {code}): {parser.error}"
-        elif not parser.finished:
+        else:
             out.error = (f"Agent closed stdout during prompt {number} ({cli} exited with code {code} "
                          f"before reporting a result); see agent/{self.config.log_name}.txt")
             out.transport_error_info = {
                 "reason": "pipe_closed", "raw_message": f"exit code {code}", "process_exit_code": code,
                 "process_pid": None, "transport_diagnosis": "agent stdout reached EOF",
                 "stderr_snippet": self.stderr_tail[-500:]}
-        else:
-            out.error = f"Agent CLI error during prompt {number}: {cli} exited with code {code} after its result"
         out.error = self._redacted(out.error)
         out.error_category = classify_error(out.error)
 

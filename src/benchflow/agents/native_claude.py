@@ -56,7 +56,9 @@ class ClaudeStreamParser:
     """One process's stdout: ``feed`` each decoded line, collect the events it yields."""
 
     usage_is_cumulative = False
-    """``result`` usage counts this process's run only (a resumed session starts from zero)."""
+    """``result`` usage counts this process's run only (a resumed session starts from zero) ..."""
+    cost_is_cumulative = True
+    """... while ``total_cost_usd`` counts the whole session, earlier runs of a resumed one included."""
 
     def __init__(self) -> None:
         self.session_id: str | None = None
@@ -117,6 +119,8 @@ class ClaudeStreamParser:
             self.usage["total_tokens"] = sum(v for k, v in self.usage.items() if k != "total_tokens")
         if isinstance(line.get("total_cost_usd"), (int, float)):
             self.cost_usd = float(line["total_cost_usd"])
+        if line.get("subtype") == "error_max_turns":  # flagged is_error, yet ACP's max_turn_requests stop
+            return
         if line.get("is_error") or line.get("subtype", "success") != "success":
             errors = line.get("errors")
             detail = line.get("result") or ("; ".join(map(str, errors)) if isinstance(errors, list) and errors

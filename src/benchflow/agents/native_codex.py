@@ -35,6 +35,8 @@ class CodexExecParser:
 
     usage_is_cumulative = True
     """``turn.completed`` usage counts the whole thread so far (a resumed thread included)."""
+    cost_is_cumulative = True
+    """No cost is reported (``cost_usd`` stays None)."""
 
     def __init__(self, prompt_no: int = 1) -> None:
         self.prefix = f"p{prompt_no}:"

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchflow.errors import ConfigError
+from benchflow.util.files import dotenv_names
 
 from .agent_config import AgentConfig
 
@@ -148,33 +149,18 @@ class CredentialFound:
     """``environment``, ``.env (<path>)`` or ``file``."""
 
 
-def _dotenv_names(path: Path) -> set[str]:
-    names: set[str] = set()
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return names
-    for line in lines:
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, _, value = line.removeprefix("export ").partition("=")
-            if value.strip().strip("'\""):
-                names.add(key.strip())
-    return names
-
-
 def find_credentials(config: AgentConfig, environ: Mapping[str, str] | None = None,
                      home: Path | None = None) -> list[CredentialFound]:
     """The credentials for ``config`` present here: API-key variables, then subscription files."""
     environ = os.environ if environ is None else environ
     home = Path.home() if home is None else home
     dotenv = Path(environ.get("BENCHFLOW_DOTENV_PATH") or ".env")
-    dotenv_names = _dotenv_names(dotenv)
+    dotenv_found = dotenv_names(dotenv)
     found: list[CredentialFound] = []
     for name in config.api_key_env:
         if environ.get(name):
             found.append(CredentialFound(name, "environment"))
-        elif name in dotenv_names:
+        elif name in dotenv_found:
             found.append(CredentialFound(name, f".env ({dotenv})"))
     if config.subscription:
         for pattern in config.subscription.host_files:

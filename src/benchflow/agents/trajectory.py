@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, IO
+from typing import IO, Any
 
 from benchflow.util.atomic import write_jsonl
 from benchflow.util.redact import redact_obj

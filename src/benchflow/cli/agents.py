@@ -48,7 +48,11 @@ def _print_detail(name: str) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from benchflow.agents.registry import find_credentials, get_agent_config, user_agents_dir
+    from benchflow.agents.registry import (
+        find_credentials,
+        get_agent_config,
+        user_agents_dir,
+    )
 
     config = get_agent_config(name)
     found = find_credentials(config)

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-
-import zlib
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -29,8 +28,20 @@ from benchflow.gateway.recorder import Exchange, Recorder
 from benchflow.gateway.routes import TrialRoute
 from benchflow.gateway.streams import StreamAssembler
 from benchflow.gateway.upstream import Upstream, Upstreams
-from benchflow.gateway.upstream_client import UpstreamClient, UpstreamError, UpstreamResponse
-from benchflow.gateway.usage import CHAT, GEMINI, MESSAGES, CallUsage, api_kind, model_from_body, usage_from_body
+from benchflow.gateway.upstream_client import (
+    UpstreamClient,
+    UpstreamError,
+    UpstreamResponse,
+)
+from benchflow.gateway.usage import (
+    CHAT,
+    GEMINI,
+    MESSAGES,
+    CallUsage,
+    api_kind,
+    model_from_body,
+    usage_from_body,
+)
 
 _HOP_HEADERS = frozenset({
     "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",

@@ -20,8 +20,8 @@ from benchflow.errors import BenchError
 from benchflow.util import atomic
 
 from .budget import BudgetKeeper
-from .model_access import ModelAccess
 from .job import JobFolder, open_job, read_json, write_evaluation
+from .model_access import ModelAccess
 from .plan import Plan, PlannedTask, make_plan
 from .prompts import resolve_prompts
 from .record import comparable_settings

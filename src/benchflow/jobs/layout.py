@@ -113,7 +113,8 @@ class TrialPaths:
 
     @property
     def evidence_workspace(self) -> Path:
-        return self.evidence_dir / "workspace.tar"
+        """The frozen workspace folder (``--freeze-workspace``), read back by ``bench regrade``."""
+        return self.evidence_dir / "workspace"
 
     @property
     def evidence_manifest(self) -> Path:

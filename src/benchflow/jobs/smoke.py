@@ -28,7 +28,11 @@ class SmokeRow:
 
 def smoke_targets(agents: list[str]) -> list[tuple[str, str | None]]:
     """(agent, model) pairs: the named ones (``NAME`` or ``NAME=MODEL``), else every agent with a credential."""
-    from benchflow.agents.registry import find_credentials, get_agent_config, list_agents
+    from benchflow.agents.registry import (
+        find_credentials,
+        get_agent_config,
+        list_agents,
+    )
 
     if agents:
         out = []

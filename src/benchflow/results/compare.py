@@ -18,7 +18,13 @@ from benchflow.errors import BenchError, ConfigError
 from benchflow.jobs.layout import TrialPaths
 
 from . import metrics
-from .documents import Comparison, ComparisonRow, ComparisonSide, JobDocument, TrialSummary
+from .documents import (
+    Comparison,
+    ComparisonRow,
+    ComparisonSide,
+    JobDocument,
+    TrialSummary,
+)
 from .job import load_job, parse_by, split_controls
 from .outcome import denominators
 from .reader import Unreadable, read_json

@@ -7,16 +7,15 @@ Named codes are the primary keys; R-numbers are aliases.
 from __future__ import annotations
 
 import difflib
+import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import tomllib
 from pydantic import BaseModel
 
-from benchflow.errors import UserError
-
 from benchflow.categories import classify_error, classify_verifier_error
+from benchflow.errors import UserError
 
 CATALOGUE = Path(__file__).with_name("explain.toml")
 Fault = Literal["task", "agent", "infrastructure", "setup"]

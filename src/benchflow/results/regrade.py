@@ -27,7 +27,15 @@ from benchflow.errors import BenchError, ConfigError, JobFolderError, TaskError
 from benchflow.jobs.layout import JobPaths, TrialPaths
 from benchflow.util import atomic
 
-from .reader import Unreadable, find_jobs, is_job_dir, is_trial_dir, job_is_running, read_json, reward_of
+from .reader import (
+    Unreadable,
+    find_jobs,
+    is_job_dir,
+    is_trial_dir,
+    job_is_running,
+    read_json,
+    reward_of,
+)
 from .regrade_trial import Candidate, evidence_problem, regrade_trial
 
 SCHEMA_VERSION = 1

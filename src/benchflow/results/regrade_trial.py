@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import hashlib
 import json
 import shutil
 import tempfile
@@ -23,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
-from benchflow.sandbox.from_task import spec_for_task
 from benchflow.sandbox.base import Sandbox
+from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic
+from benchflow.util.files import sha256_digest
 
 SCHEMA_VERSION = 1
 KIND = "benchflow.regrade"
@@ -53,7 +53,7 @@ class Candidate:
 
     @property
     def workspace(self) -> Path:
-        return self.paths.evidence_dir / "workspace"
+        return self.paths.evidence_workspace
 
 
 
@@ -66,7 +66,7 @@ def evidence_problem(candidate: Candidate) -> tuple[str, str] | None:
             return "evidence_changed", (f"evidence/workspace/{entry.get('path')} is listed in "
                                         "evidence/manifest.json but missing")
         expected = entry.get("sha256")
-        if expected and _sha256(path) != expected:
+        if expected and sha256_digest(path).hex() != expected:
             return "evidence_changed", (f"evidence/workspace/{entry.get('path')} changed since it was "
                                         "frozen (sha256 differs from evidence/manifest.json)")
     return None
@@ -78,14 +78,6 @@ def _manifest(paths: TrialPaths) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 async def restore(sandbox: Sandbox, candidate: Candidate, workdir: str) -> None:

@@ -36,13 +36,21 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
-from benchflow.errors import CapabilityError, InfraError, SandboxError, SandboxUnavailable
+from benchflow.errors import (
+    CapabilityError,
+    InfraError,
+    SandboxError,
+    SandboxUnavailable,
+)
 
-from . import ca, docker_engine as eng
+from . import ca
+from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .docker_build import build_image
 from .docker_engine import call
-from .docker_exec import close as close_socket, frames, run as run_exec
+from .docker_exec import close as close_socket
+from .docker_exec import frames
+from .docker_exec import run as run_exec
 from .docker_setup import main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
 from .orphans import KEPT_PREFIX

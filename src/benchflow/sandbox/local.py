@@ -31,11 +31,29 @@ from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
 from benchflow.sandbox import ca, local_exec
-from benchflow.sandbox.base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
-from benchflow.sandbox.local_dockerfile import DEFAULT_PATH, SUGGESTION, ImagePlan, parse_dockerfile
+from benchflow.sandbox.base import (
+    DEFAULT_OUTPUT_CAP_BYTES,
+    Capabilities,
+    ExecResult,
+    SandboxSpec,
+)
+from benchflow.sandbox.local_dockerfile import (
+    DEFAULT_PATH,
+    SUGGESTION,
+    ImagePlan,
+    parse_dockerfile,
+)
 from benchflow.sandbox.local_layer import LocalImage, ensure_image
-from benchflow.sandbox.local_setup import (ROOT, User, copy_argv, ensure_user, find_user, initial_roots, populate,
-                                          resolve_workdir)
+from benchflow.sandbox.local_setup import (
+    ROOT,
+    User,
+    copy_argv,
+    ensure_user,
+    find_user,
+    initial_roots,
+    populate,
+    resolve_workdir,
+)
 from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks, sweep
 from benchflow.sandbox.local_unshare import tool, wrap
 from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount

@@ -26,7 +26,13 @@ from pathlib import Path
 
 from benchflow.errors import BuildError, CapabilityError
 from benchflow.sandbox import ca, local_exec
-from benchflow.sandbox.local_dockerfile import SUGGESTION, CopyStep, ImagePlan, MkdirStep, RunStep
+from benchflow.sandbox.local_dockerfile import (
+    SUGGESTION,
+    CopyStep,
+    ImagePlan,
+    MkdirStep,
+    RunStep,
+)
 from benchflow.sandbox.local_unshare import wrap
 from benchflow.sandbox.local_view import SPECIAL, is_whiteout
 from benchflow.util import atomic

@@ -11,7 +11,14 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 NetworkMode = Literal["no-network", "public", "allowlist"]
 Seconds = Annotated[float, Field(gt=0, allow_inf_nan=False)]

@@ -13,8 +13,9 @@ import os
 import stat
 from pathlib import Path
 
+from benchflow.util.files import sha256_digest
+
 SKIPPED_NAMES = frozenset({".benchflow-source.json"})
-CHUNK = 1 << 20
 
 
 def task_files(task_dir: str | Path) -> list[tuple[str, Path]]:
@@ -37,19 +38,11 @@ def task_files(task_dir: str | Path) -> list[tuple[str, Path]]:
     return out
 
 
-def file_sha256(path: Path) -> bytes:
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(CHUNK):
-            h.update(chunk)
-    return h.digest()
-
-
 def task_digest(task_dir: str | Path) -> str:
     """``"sha256:<hex>"`` over the task's files (see the module docstring)."""
     h = hashlib.sha256()
     for rel, full in task_files(task_dir):
         h.update(rel.encode("utf-8", "surrogateescape"))
         h.update(b"\x00")
-        h.update(file_sha256(full))
+        h.update(sha256_digest(full))
     return "sha256:" + h.hexdigest()

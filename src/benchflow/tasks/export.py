@@ -73,9 +73,10 @@ class ExportReport:
 
 
 def _hashes(root: Path) -> dict[str, str]:
-    from benchflow.tasks.digest import file_sha256, task_files
+    from benchflow.tasks.digest import task_files
+    from benchflow.util.files import sha256_digest
 
-    return {rel: file_sha256(full).hex() for rel, full in task_files(root)
+    return {rel: sha256_digest(full).hex() for rel, full in task_files(root)
             if not rel.startswith("compatibility/")}
 
 

@@ -233,7 +233,12 @@ def normalize_task(path: str | os.PathLike[str], *, output: str | os.PathLike[st
         UserError: both ``output`` and ``write``, or not a folder.
         TaskError: no task.md, or a task.md that does not load.
     """
-    from benchflow.tasks import load_task, normalize_frontmatter, parse_task_md, render_task_md
+    from benchflow.tasks import (
+        load_task,
+        normalize_frontmatter,
+        parse_task_md,
+        render_task_md,
+    )
 
     if output is not None and write:
         raise UserError("--output and --write both given; use --output FILE or --write (in place), not both")

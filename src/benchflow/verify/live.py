@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import BenchError
+from benchflow.jobs.layout import TrialPaths
 from benchflow.util import atomic
 
 REWARD_TOL = 1e-9
@@ -42,7 +43,7 @@ class ControlRun:
     @property
     def workspace(self) -> Path | None:
         """The frozen workspace (runs with ``freeze=True``), before the verifier touched it."""
-        return None if self.trial_dir is None else self.trial_dir / "evidence" / "workspace"
+        return None if self.trial_dir is None else TrialPaths(self.trial_dir).evidence_workspace
 
 
 def run_control(task_dir: Path, agent: str, sandbox: str | None, jobs_dir: Path, *,
