@@ -166,7 +166,7 @@ def test_runtime_capability_multi_service(task):
 
 
 def test_levels_that_need_the_run_engine_are_refused(task):
-    for level in ("acceptance-live", "equivalence"):  # they run in benchflow.verify.levels
+    for level in ("acceptance-live", "equivalence"):  # they run in benchflow.checks.levels
         with pytest.raises(ConfigError, match="runs the task in a sandbox"):
             check_task(task, level=level)
     with pytest.raises(ConfigError, match="needs --sandbox"):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from benchflow.errors import TaskError
-from benchflow.verify.acceptance_live import live_spec
-from benchflow.verify.variants import make_variants, output_files
+from benchflow.checks.acceptance_live import live_spec
+from benchflow.checks.variants import make_variants, output_files
 
 
 def by_name(outputs: dict[str, bytes]) -> dict[str, dict[str, bytes]]:

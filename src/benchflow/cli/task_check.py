@@ -49,7 +49,7 @@ def check(
              "--report-output."),
 ) -> None:
     if level in (Level.equivalence, Level.acceptance_live):
-        from benchflow.verify.levels import run_level
+        from benchflow.checks.levels import run_level
 
         outcomes = run_level(task_dir, level.value, sandbox, report_output=report_output,
                              write=not no_report_write)

@@ -3,7 +3,7 @@
 Levels are cumulative: ``schema`` < ``structural`` < ``runtime-capability``
 (needs a sandbox) < ``publication-grade`` < ``acceptance`` (the static evidence
 of ``evidence.py``). The levels that run the task
-(acceptance-live, equivalence) live in ``benchflow.verify.levels`` (they need the
+(acceptance-live, equivalence) live in ``benchflow.checks.levels`` (they need the
 run engine, which the task model never imports); ``check_task`` refuses them.
 """
 
@@ -212,11 +212,11 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
 
     Raises:
         ConfigError: an unknown level, a level that runs the task (see
-            ``benchflow.verify.levels``), or runtime-capability without a sandbox.
+            ``benchflow.checks.levels``), or runtime-capability without a sandbox.
     """
     if level in LIVE_LEVELS:
         raise ConfigError(f"--level {level}: runs the task in a sandbox, which check_task does not do; "
-                          f"use bench tasks check --level {level} (benchflow.verify.levels.run_level)")
+                          f"use bench tasks check --level {level} (benchflow.checks.levels.run_level)")
     if level not in CHECK_LEVELS:
         raise ConfigError(f"--level {level}: unknown level; use one of: {', '.join(CHECK_LEVELS + LIVE_LEVELS)}")
     if level == "runtime-capability" and sandbox is None:
