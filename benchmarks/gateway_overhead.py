@@ -101,15 +101,16 @@ def start_child(args: list[str]) -> subprocess.Popen[str]:
 
 async def main(calls: int, rounds: int) -> None:
     fake = start_child([str(FAKE)])
-    upstream = fake.stdout.readline().strip()
-    with tempfile.TemporaryDirectory() as out:
-        gateway = start_child([__file__, "--serve-gateway", upstream, "--out", out])
-        info = json.loads(gateway.stdout.readline())
-        idle_rss, _ = rss_mb(gateway.pid)
-        direct = [(upstream + "/v1", REAL_KEY)] * N_TRIALS
-        via = [(t["url"], t["key"]) for t in info["trials"]]
-        rows = []
-        try:
+    gateway = None
+    try:
+        upstream = fake.stdout.readline().strip()
+        with tempfile.TemporaryDirectory() as out:
+            gateway = start_child([__file__, "--serve-gateway", upstream, "--out", out])
+            info = json.loads(gateway.stdout.readline())
+            idle_rss, _ = rss_mb(gateway.pid)
+            direct = [(upstream + "/v1", REAL_KEY)] * N_TRIALS
+            via = [(t["url"], t["key"]) for t in info["trials"]]
+            rows = []
             for stream in (False, True):
                 for concurrency in (1, 32):
                     samples: dict[str, list[float]] = {"direct": [], "gateway": []}
@@ -121,14 +122,22 @@ async def main(calls: int, rounds: int) -> None:
                         cpu += cpu_sec(gateway.pid) - before
                     rows.append((stream, concurrency, samples, cpu * 1000 / len(samples["gateway"])))
             rss, peak = rss_mb(gateway.pid)
-        finally:
             gateway.stdin.close()
             gateway.wait(timeout=30)
-            fake.terminate()
-            fake.wait(timeout=10)
-        n_lines = sum(1 for p in Path(out).rglob("llm_trajectory.jsonl") for _ in p.open())
-
+            n_lines = sum(1 for p in Path(out).rglob("llm_trajectory.jsonl") for _ in p.open())
+    finally:
+        for child in (gateway, fake):
+            if child is not None and child.poll() is None:
+                child.terminate()
+                child.wait(timeout=10)
     print(f"gateway start: {info['start_ms']:.0f} ms; trials: {N_TRIALS}; calls recorded: {n_lines}")
+    report(rows)
+    print(f"gateway memory: {idle_rss:.1f} MB idle with {N_TRIALS} trials registered, "
+          f"{rss:.1f} MB after the load, {peak:.1f} MB peak")
+
+
+def report(rows: list) -> None:
+    """The latency table: direct vs through the gateway, per mode and concurrency."""
     print(f"{'mode':<10}{'conc':>5}{'n':>6}{'direct p50':>12}{'gateway p50':>13}{'added p50':>11}"
           f"{'direct p90':>12}{'gateway p90':>13}{'ratio p50':>11}{'gw CPU/call':>13}")
     for stream, concurrency, s, cpu_ms in rows:
@@ -138,8 +147,6 @@ async def main(calls: int, rounds: int) -> None:
         mode = "ttfb" if stream else "full"
         print(f"{mode:<10}{concurrency:>5}{len(s['gateway']):>6}{d50:>10.2f}ms{g50:>11.2f}ms{g50 - d50:>9.2f}ms"
               f"{d90:>10.2f}ms{g90:>11.2f}ms{g50 / d50:>10.2f}x{cpu_ms:>11.2f}ms")
-    print(f"gateway memory: {idle_rss:.1f} MB idle with {N_TRIALS} trials registered, "
-          f"{rss:.1f} MB after the load, {peak:.1f} MB peak")
     load = os.getloadavg()[0]
     print(f"(machine: {os.cpu_count()} CPUs shared by client, gateway and fake server; load average {load:.1f}."
           " 'gw CPU/call' is the gateway process's own CPU time per call: the latency it adds on an idle core)")

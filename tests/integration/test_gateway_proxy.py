@@ -9,18 +9,14 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
-import fake_model_server as fake  # noqa: E402
-
-from benchflow.gateway import Gateway, GatewayConfig, TrialRoute, Upstreams  # noqa: E402
+from benchflow.gateway import Gateway, GatewayConfig, TrialRoute, Upstreams
+from tests.doubles import fake_model_server as fake
 
 CONTENT_START = fake.PIECES[0]
 REAL_KEYS = {
@@ -316,10 +312,12 @@ def test_only_the_trials_own_key_opens_its_route(gateway, upstream, trial):
 
 def test_non_model_paths_pass_through_uncounted(gateway, trial):
     route = trial()
+    assert route.llm_trajectory_path.read_text() == ""
     reply = HTTP.get(route.agent_env()["OPENAI_BASE_URL"] + "/models",
                       headers={"authorization": f"Bearer {route.key}"})
     assert reply.status_code == 200 and reply.json()["data"][0]["id"] == "fake-model"
     assert route.usage()["n_requests"] == 0
+    assert records(gateway, route) == []
 
 
 def test_job_spent_sums_every_trial(gateway, trial):

@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
-import fake_model_server as fake  # noqa: E402
-
-from benchflow.gateway.upstream_client import UpstreamClient, UpstreamError  # noqa: E402
+from benchflow.gateway.upstream_client import UpstreamClient, UpstreamError
+from tests.doubles import fake_model_server as fake
 
 BODY = json.dumps({"model": "gpt-4o", "messages": []}).encode()
 JSON = {"content-type": "application/json"}

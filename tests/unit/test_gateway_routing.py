@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchflow.errors import ConfigError
 from benchflow.gateway.pricing import price_call, price_source
@@ -152,3 +154,14 @@ def test_recorder_keeps_call_order_when_a_large_exchange_goes_to_the_thread(tmp_
     recorder.close()
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [line["request"]["body"]["n"] for line in lines] == list(range(len(sizes)))
+
+
+@settings(max_examples=60)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40),
+       st.text(alphabet="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-", min_size=12, max_size=40))
+def test_record_line_never_holds_a_real_key(prefix, key):
+    exchange = Exchange(path=Path("unused.jsonl"),
+                        request={"headers": {"x-api-key": key}, "body": json.dumps({"note": prefix + key}).encode()},
+                        response={"status_code": 500, "body": f"upstream says {key}{prefix}".encode()},
+                        duration_ms=0.0, metadata={"echo": [key]}, secrets=(key,))
+    assert key not in render(exchange)

@@ -135,7 +135,8 @@ def test_anthropic_stream_reassembles_blocks_and_final_usage():
         sse({"type": "content_block_start", "index": 1,
              "content_block": {"type": "tool_use", "id": "tu1", "name": "bash", "input": {}}}),
         sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"c'}}),
-        sse({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '": 1}'}}),
+        sse({"type": "content_block_delta", "index": 1,
+             "delta": {"type": "input_json_delta", "partial_json": '": 1}'}}),
         sse({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 30}}),
         sse({"type": "message_stop"}),
     ])

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from benchflow.categories import classify_error
 from benchflow.agents.native_claude import ClaudeStreamParser
 from benchflow.agents.native_codex import CodexExecParser
 from benchflow.agents.trajectory import TrajectoryMerger
+from benchflow.categories import classify_error
 
 SID = "8f2c4d1e-0000-4000-8000-000000000001"
 

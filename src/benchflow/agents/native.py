@@ -211,6 +211,7 @@ class _NativeRun(_AcpRun):
         """``outcome.usage["agent_reported"]``: what the CLI says it used, summed without double counting."""
         if not parser.usage and parser.cost_usd is None:
             return
+
         def key(cumulative: bool) -> str:
             return parser.session_id if cumulative and parser.session_id else f"prompt {number}"
 

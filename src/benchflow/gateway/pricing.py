@@ -64,5 +64,7 @@ def price_call(model: str | None, usage: CallUsage, price_provider: str) -> Pric
             calculation = calc_price(billed, name, provider_id=price_provider)
         except LookupError:
             continue
+        except Exception:  # noqa: BLE001 - a table the package cannot apply is "no price", never a failed call
+            return Price(None, None)
         return Price(float(calculation.total_price), price_source(), calculation.model.id)
     return Price(None, None)

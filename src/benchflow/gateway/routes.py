@@ -83,9 +83,10 @@ class TrialRoute:
         found = self._upstreams.for_model(model) if model else None
         if found:
             upstream, model_id = found
+            provider_url = self.base_url(upstream.name, gateway_url) + upstream.provider.openai_path
             env.update({
                 "BENCHFLOW_PROVIDER_NAME": upstream.name,
-                "BENCHFLOW_PROVIDER_BASE_URL": self.base_url(upstream.name, gateway_url) + upstream.provider.openai_path,
+                "BENCHFLOW_PROVIDER_BASE_URL": provider_url,
                 "BENCHFLOW_PROVIDER_API_KEY": self.key,
                 "BENCHFLOW_PROVIDER_MODEL": model_id,
                 "BENCHFLOW_PROVIDER_PROTOCOL": upstream.provider.protocol,

@@ -197,6 +197,9 @@ class Gateway:
             raise ValueError(f"trial {trial_id!r} is already registered with the gateway")
         route = TrialRoute(trial_id, Path(llm_trajectory_path), self.config.upstreams, self.base_url,
                            token_budget=token_budget, turn_budget=turn_budget)
+        # The file exists from the start: "no model call" reads differently from "never routed".
+        route.llm_trajectory_path.parent.mkdir(parents=True, exist_ok=True)
+        route.llm_trajectory_path.touch()
         self._routes[trial_id] = route
         self._proxy.routes[route.segment] = route
         return route

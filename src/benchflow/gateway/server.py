@@ -272,9 +272,9 @@ class Proxy:
     def _record(self, call: _Call, status: int, headers: dict[str, str], body: Any) -> None:
         response = {"timestamp": _now(), "status_code": status, "headers": headers, "body": body}
         secrets = (*self.state.upstreams.secrets(), call.route.key)
-        self.state.recorder.submit(Exchange(call.route.llm_trajectory_path, call.request, response,
-                                            ((call.ended or time.perf_counter()) - call.started) * 1000, call.metadata, secrets,
-                                            size=call.size))
+        duration_ms = ((call.ended or time.perf_counter()) - call.started) * 1000
+        self.state.recorder.submit(Exchange(call.route.llm_trajectory_path, call.request, response, duration_ms,
+                                            call.metadata, secrets, size=call.size))
 
 
 async def _health(request: Request) -> Response:

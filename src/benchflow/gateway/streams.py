@@ -51,7 +51,7 @@ class StreamAssembler:
         self._texts: list[str] = []
 
     def feed(self, chunk: bytes) -> None:
-        for event, data in self._parser.feed(chunk):
+        for _event, data in self._parser.feed(chunk):
             if data.strip() == "[DONE]":
                 continue
             try:

@@ -123,7 +123,8 @@ class UpstreamResponse:
 class UpstreamClient:
     """Pooled HTTP/1.1 client; create and use it on one event loop."""
 
-    def __init__(self, connect_timeout: float = 30.0, read_timeout: float = 900.0, max_idle_per_origin: int = 64) -> None:
+    def __init__(self, connect_timeout: float = 30.0, read_timeout: float = 900.0,
+                 max_idle_per_origin: int = 64) -> None:
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_idle_per_origin = max_idle_per_origin
@@ -156,7 +157,7 @@ class UpstreamClient:
                 if not isinstance(event, h11.Response):
                     raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a response")
                 return UpstreamResponse(self, connection, event)
-            except asyncio.TimeoutError as exc:  # before _RETRYABLE: it is an OSError too
+            except TimeoutError as exc:  # before _RETRYABLE: it is an OSError too
                 connection.close()
                 raise UpstreamError("provider did not answer in time") from exc
             except _RETRYABLE as exc:
@@ -179,7 +180,7 @@ class UpstreamClient:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, ssl=tls, server_hostname=host if tls else None, limit=1 << 20),
                 self.connect_timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise UpstreamError(f"provider unreachable: {type(exc).__name__}") from exc
         return _Connection(origin, reader, writer), False
 

@@ -299,7 +299,10 @@ def _account_model_use(req: TrialRequest, trial: str, outcome: AgentOutcome, sta
     from benchflow.gateway import api_error_message, suspected_api_error_message
 
     info = req.models.close_trial(trial, outcome.n_tool_calls)
-    outcome.usage = info.get("usage") or outcome.usage
+    reported = (outcome.usage or {}).get("agent_reported")
+    outcome.usage = dict(info.get("usage") or outcome.usage)
+    if reported:  # what the agent itself said it used, kept beside the gateway's count
+        outcome.usage["usage_details"] = {**(outcome.usage.get("usage_details") or {}), "agent_reported": reported}
     state.api_error_info = info.get("api_error_info")
     state.suspected_api_error_info = info.get("suspected_api_error_info")
     if outcome.error is None and state.api_error_info:
