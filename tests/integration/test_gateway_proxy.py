@@ -277,7 +277,7 @@ def test_unreachable_upstream_is_a_counted_502(gateway, trial):
     reply = HTTP.post(route.agent_env()["VLLM_BASE_URL"] + "/chat/completions",
                       headers={"authorization": f"Bearer {route.key}"}, json={"model": "Qwen/Qwen3-8B"})
     assert reply.status_code == 502
-    assert "upstream unreachable" in reply.json()["error"]["message"]
+    assert "provider unreachable" in reply.json()["error"]["message"]
     assert route.usage()["status_counts"] == {"502": 1}
     assert route.api_error_info()["subcategory"] == "unavailable"
     assert records(gateway, route)[0]["metadata"]["gateway_error"].startswith("BenchFlow gateway")

@@ -74,3 +74,10 @@ async def test_unreachable_and_slow_providers_raise_upstream_error(upstream):
         await resp.read()
     resp.close()
     await client.aclose()
+
+
+async def test_a_request_h11_cannot_write_is_an_upstream_error(upstream):
+    client = UpstreamClient()
+    with pytest.raises(UpstreamError, match="not sendable"):
+        await client.send("POST", upstream.url + "/v1/chat/completions", {"x-bad": "line\nbreak"}, BODY)
+    await client.aclose()

@@ -26,12 +26,12 @@ Measured on this project's machine (2 shared cores, Python 3.11), LiteLLM
                               LiteLLM                     this gateway
 ============================  ==========================  ============================
 installed size / packages     381 MB / 64 packages;       nothing new but genai-prices
-                              ``[proxy]`` extra: 756 MB   (1.6 MB table) and sniffio;
-                              / 120 packages              the whole .venv is 84 MB
+                              ``[proxy]`` extra: 756 MB   (1.6 MB table); h11 comes
+                              / 120 packages              with uvicorn; .venv: 84 MB
 ``import`` time               2.9 s (4.1 s plus retries   0.2 s; the price table loads
                               when its remote price map   in the background (0.25 s)
                               is unreachable); proxy 6 s  after ``start()`` returns
-start-up                      a proxy process + config    10-20 ms in-process
+start-up                      a proxy process + config    under 20 ms, in-process
 memory                        192 MB after import,        37 MB with 32 trials
                               316 MB for the proxy        registered, 54 MB after 4,000
                                                           calls from 32 trials
@@ -45,12 +45,14 @@ that refuse the next call, the record format, redaction, usage from each API's
 own fields) would be callbacks and config around LiteLLM's proxy, which also
 wants a master key and fetches its price map from the internet at import.
 
-Added latency (``benchmarks/gateway_overhead.py``, same machine, load ~1.5):
-median +2.3 ms per non-streamed call and +1.8 ms to first byte of a streamed
-one at concurrency 1; the gateway's own CPU is ~1.9 ms per call (2.7 ms
-streamed), so 32 concurrent trials on 2 shared cores queue behind it. Most of
-that is the HTTP machinery: the provider side therefore uses a small h11
-client instead of httpx, which cost ~1.1 ms more CPU per call.
+Added latency (``benchmarks/gateway_overhead.py``, same machine, load ~1):
+median +1.3 ms per non-streamed call and +1.7 ms to the first byte of a
+streamed one at concurrency 1 (target: 2 ms). The gateway's own CPU is
+~1.5 ms per call (2.2 ms streamed), so at 32 concurrent calls on 2 cores
+shared with the client and the fake upstream the calls queue behind it:
++20 ms / +13 ms median there. Most of that CPU is HTTP machinery, which is
+why the provider side uses a small h11 client (``upstream_client``) rather
+than httpx: httpx cost ~1.1 ms more CPU per call.
 """
 
 from benchflow.gateway.budget import JobBudget, TrialBudget

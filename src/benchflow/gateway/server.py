@@ -162,7 +162,7 @@ class Proxy:
             finally:
                 resp.close()
         except UpstreamError as exc:
-            return _error(502, f"BenchFlow gateway: upstream unreachable ({exc})", kind, "api_error")
+            return _error(502, f"BenchFlow gateway: {exc}", kind, "api_error")
         return Response(data, status_code=resp.status_code, headers=_response_headers(resp))
 
     async def _model_call(self, request: Request, route: TrialRoute, upstream: Upstream, kind: str, rest: str,
@@ -200,7 +200,7 @@ class Proxy:
         try:
             resp = await self.state.client.send(request.method, url, headers, body)
         except UpstreamError as exc:
-            message = f"BenchFlow gateway: upstream unreachable ({exc})"
+            message = f"BenchFlow gateway: {exc}"
             metadata["gateway_error"] = message
             self._finish(call, 502, {}, {"error": {"message": message}}, None)
             return _error(502, message, kind, "api_error")

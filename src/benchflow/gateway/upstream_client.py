@@ -157,6 +157,9 @@ class UpstreamClient:
                 if not isinstance(event, h11.Response):
                     raise h11.RemoteProtocolError(f"unexpected {type(event).__name__} before a response")
                 return UpstreamResponse(self, connection, event)
+            except h11.LocalProtocolError as exc:  # a request h11 refuses to write (e.g. a bad header value)
+                connection.close()
+                raise UpstreamError(f"request not sendable: {exc}") from exc
             except TimeoutError as exc:  # before _RETRYABLE: it is an OSError too
                 connection.close()
                 raise UpstreamError("provider did not answer in time") from exc
