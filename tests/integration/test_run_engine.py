@@ -149,7 +149,8 @@ def test_kill_9_loses_no_finished_trial_and_reruns_none(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
-def test_ctrl_c_cancels_running_trials_and_removes_their_sandboxes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_cancels_running_trials_and_removes_their_sandboxes(tmp_path: Path, sig: int) -> None:
     make_task(tmp_path / "tasks", "slow", solve="sleep 60", test=PASS_IF_HELLO, agent_timeout=120)
     jobs = tmp_path / "jobs"
     cmd = [sys.executable, "-m", "benchflow.cli", "run", str(tmp_path / "tasks"), "-s", "docker",
@@ -159,7 +160,7 @@ def test_ctrl_c_cancels_running_trials_and_removes_their_sandboxes(tmp_path: Pat
     while time.monotonic() < deadline and not list(jobs.rglob("sandbox.json")):
         time.sleep(0.2)
     time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "resume" in err
