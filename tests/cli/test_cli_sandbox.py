@@ -101,3 +101,58 @@ def test_create_refuses_an_unknown_backend(bench, tmp_path):
     result = bench("sandbox", "create", str(make_task(tmp_path, "m2")), "--sandbox", "daytona")
     assert result.returncode == 2
     assert "--sandbox daytona" in result.stderr
+
+
+def _without_docker(tmp_path: Path) -> dict[str, str]:
+    """An environment where no Docker engine answers and the local cache is empty."""
+    return {"BENCHFLOW_CACHE": str(tmp_path / "cache"), "DOCKER_HOST": "unix:///nonexistent/bf-cli-test.sock",
+            "BENCHFLOW_REMOTE_DOCKER_HOST": ""}
+
+
+def test_list_and_cleanup_work_without_a_docker_engine(bench, tmp_path):
+    env = _without_docker(tmp_path)
+    listed = bench("sandbox", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+    assert "note: skipped Docker" in listed.stderr
+    cleaned = bench("sandbox", "cleanup", env=env)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert "Nothing to clean up." in cleaned.stdout
+
+
+def test_an_unreachable_remote_engine_is_an_error_after_the_rest(bench, tmp_path):
+    env = _without_docker(tmp_path) | {"BENCHFLOW_REMOTE_DOCKER_HOST": "unix:///nonexistent/bf-remote.sock"}
+    listed = bench("sandbox", "list", "--json", env=env)
+    assert listed.returncode == 1
+    assert json.loads(listed.stdout) == []
+    assert "error: remote Docker engine unix:///nonexistent/bf-remote.sock" in listed.stderr
+
+
+def test_a_local_state_folder_without_owner_goes_only_after_max_age(bench, tmp_path):
+    env = _without_docker(tmp_path)
+    stray = tmp_path / "cache" / "local" / "sandboxes" / "half-made-0000abcd"
+    stray.mkdir(parents=True)  # what a crash between mkdir and owner.json leaves
+    listed = json.loads(bench("sandbox", "list", "--json", env=env).stdout)
+    assert [(r["id"], r["engine"], r["owner"], r["owner_alive"]) for r in listed] == [
+        ("half-made-0000abcd", "local", "none", None)]
+    young = bench("sandbox", "cleanup", "--max-age", "60", env=env)
+    assert young.returncode == 0, young.stderr
+    assert "Kept local sandbox half-made-0000abcd: no recorded owner" in young.stdout
+    assert stray.is_dir()
+    old = bench("sandbox", "cleanup", "--max-age", "0", env=env)
+    assert "Removed local sandbox half-made-0000abcd" in old.stdout
+    assert not stray.exists()
+
+
+def test_cache_commands_know_the_local_sandbox(bench, tmp_path):
+    env = _without_docker(tmp_path)
+    listed = bench("cache", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout) == []
+    only_local = bench("cache", "clean", "--sandbox", "local", env=env)
+    assert only_local.returncode == 0 and "Nothing to clean." in only_local.stdout
+    assert "skipped Docker" not in only_local.stderr, "an explicit --sandbox local does not ask Docker"
+    wrong = bench("cache", "list", "--sandbox", "daytona", env=env)
+    assert wrong.returncode == 2
+    assert "--sandbox daytona" in wrong.stderr and "local" in wrong.stderr
+

@@ -163,7 +163,7 @@ async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
     if backend_name == "local":
         # each local exec has its own PID namespace, so the check above sees none of the timed-out
         # one's processes; the host's /proc sees them all
-        needles = [f"sleep\0{s}".encode() for s in seconds]
+        needles = [f"sleep\x00{s}".encode() for s in seconds]
         for _ in range(40):
             survivors = [pid for needle in needles for pid in _host_processes_with(needle)]
             if not survivors:

@@ -23,7 +23,7 @@ from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic
-from benchflow.util.redact import redact_text
+from benchflow.util.redact import is_secret_entry, redact_text
 
 from .agent_layer import layer_spec, wants_layer
 from .layout import JobPaths, TrialPaths, trial_name
@@ -100,7 +100,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                               extra_instruction=req.spec.extra_instruction)
     atomic.write_json(paths.config, build_config(req, started_at, prompts, agent_timeout(req)))
     atomic.write_json(paths.prompts, prompts)
-    sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=tuple(req.agent_env.values()))
+    secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v))
+    sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = _TrialState()
     sandbox: Sandbox | None = None
     keep = False

@@ -4,7 +4,8 @@ Two kinds of place are looked at, each named by a *target*: a Docker engine
 (``None`` for the local engine, else its URL), where only containers labelled
 ``benchflow.owned=true`` count, and :data:`LOCAL`, the state folders of the
 embedded ``local`` backend (:mod:`local_state`; a ``kill -9`` of their owner
-kills their processes but leaves the folder). Which of them go, by default:
+leaves the folder, and a kill that lands as an exec starts can leave its
+namespace running too, which removal sweeps). Which of them go, by default:
 
 - an **orphan** (labels name an owning process on this host that is gone, or
   whose pid now belongs to another process): removed whatever its age or state;
@@ -206,3 +207,25 @@ def targets() -> tuple[list[str | None], list[str], list[str]]:
         else:
             errors.append(f"remote Docker engine {url}: {why}")
     return found + [LOCAL], notes, errors
+
+
+def remove_own(urls: list[str | None] | None = None) -> int:
+    """Force-remove every container this process owns (not kept ones); for a SIGTERM/atexit
+    handler of a run that cannot await its sandboxes' ``stop()``. Returns how many went."""
+    import os
+
+    pid, started = str(os.getpid()), eng.process_start_ticks(os.getpid()) or ""
+    removed = 0
+    for url in urls if urls is not None else engines():
+        api = eng.client(url)
+        mine = api.containers(all=True, filters={"label": [f"{eng.OWNED}=true", f"{eng.PID}={pid}",
+                                                           f"{eng.PID_START}={started}"]})
+        for item in mine:
+            if (item.get("Names") or ["/"])[0].lstrip("/").startswith(KEPT_PREFIX):
+                continue
+            try:
+                api.remove_container(item["Id"], force=True, v=True)
+                removed += 1
+            except Exception:  # noqa: BLE001 - best effort; cleanup catches the rest later
+                pass
+    return removed
