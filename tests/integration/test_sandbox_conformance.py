@@ -153,8 +153,10 @@ def _host_processes_with(needle: bytes) -> list[int]:
 
 
 async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
-    seconds = [f"31{n}.{os.getpid()}" for n in (7, 8, 9)]  # unique to this test process
-    script = f"sleep {seconds[0]} & sleep {seconds[1]} & echo started; sleep {seconds[2]}"
+    seconds = [f"31{n}.{os.getpid()}" for n in (6, 7, 8, 9)]  # unique to this test process
+    # a plain background child, one that left the session with setsid, and the foreground one
+    script = (f"sleep {seconds[0]} & (setsid sleep {seconds[1]} &) ; sleep {seconds[2]} & "
+              f"echo started; sleep {seconds[3]}")
     result = await sandbox.exec(["sh", "-c", script], timeout=1.5)
     assert result.timed_out and result.return_code == 124
     assert "started" in result.stdout

@@ -16,6 +16,7 @@ appended when something was cut.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import socket
 import time
 from collections.abc import Mapping
@@ -30,9 +31,10 @@ PRELUDE = ["/bin/sh", "-c", 'echo $$; exec "$@"', "sh"]
 TIMEOUT_RC = 124
 DRAIN_AFTER_KILL_SEC = 5.0
 
-# Stop, then kill, every process whose session is $1 or whose parent chain reaches $1.
+# Stop, then kill, every process whose session is $1, whose parent chain reaches $1, or whose
+# environment carries the exec's marker $2 (a `setsid` child re-parented to init still has it).
 KILL_TREE = r"""
-root=$1; tree=" $root "; pass=0
+root=$1; mark="BENCHFLOW_EXEC_ID=$2"; tree=" $root "; pass=0
 while [ $pass -lt 2 ]; do
   grown=1
   while [ $grown = 1 ]; do
@@ -44,7 +46,10 @@ while [ $pass -lt 2 ]; do
       case "$tree" in *" $pid "*) continue ;; esac
       set -- ${line##*) }
       case "$tree" in *" $2 "*) tree="$tree$pid "; grown=1; continue ;; esac
-      [ "$4" = "$root" ] && { tree="$tree$pid "; grown=1; }
+      [ "$4" = "$root" ] && { tree="$tree$pid "; grown=1; continue; }
+      case "$(tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null)" in
+        *"$mark"*) tree="$tree$pid "; grown=1 ;;
+      esac
     done
   done
   if [ $pass = 0 ]; then kill -STOP $tree 2>/dev/null; else kill -KILL $tree 2>/dev/null; fi
@@ -150,12 +155,12 @@ def exit_code(api, exec_id: str) -> int:
     raise InfraError(f"exec {exec_id[:12]}: the engine never reported an exit code")
 
 
-def kill_tree(api, container: str, pid: int | None) -> None:
-    """Kill the process tree rooted at ``pid`` inside ``container``; never raises."""
+def kill_tree(api, container: str, pid: int | None, marker: str) -> None:
+    """Kill the process tree rooted at ``pid`` (and everything carrying ``marker``); never raises."""
     if pid is None:
         return
     try:
-        exec_id = api.exec_create(container, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid)], user="0")
+        exec_id = api.exec_create(container, ["/bin/sh", "-c", KILL_TREE, "sh", str(pid), marker], user="0")
         api.exec_start(exec_id["Id"])
     except Exception:  # noqa: BLE001 - the container may be gone already, which is the goal
         pass
@@ -196,6 +201,8 @@ async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd
     if not cmd:
         raise ValueError("exec needs a command (an argv list)")
     out, err, header, box = _Stream(output_cap), _Stream(output_cap), PidHeader(), []
+    marker = secrets.token_hex(8)
+    env = {**(env or {}), "BENCHFLOW_EXEC_ID": marker}
     worker = asyncio.ensure_future(call(_run_blocking, api, container, cmd, user, env, cwd, stdin,
                                         out, err, header, box))
     timed_out = False
@@ -203,7 +210,7 @@ async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd
         code = await asyncio.wait_for(asyncio.shield(worker), timeout)
     except asyncio.TimeoutError:
         timed_out = True
-        await call(kill_tree, api, container, header.pid)
+        await call(kill_tree, api, container, header.pid, marker)
         try:
             await asyncio.wait_for(asyncio.shield(worker), DRAIN_AFTER_KILL_SEC)
         except asyncio.TimeoutError:
@@ -212,7 +219,7 @@ async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd
         await asyncio.gather(worker, return_exceptions=True)
         code = TIMEOUT_RC
     except asyncio.CancelledError:
-        POOL.submit(kill_tree, api, container, header.pid)
+        POOL.submit(kill_tree, api, container, header.pid, marker)
         raise
     except InfraError:
         raise

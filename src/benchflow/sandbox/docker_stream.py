@@ -9,6 +9,7 @@ stdin half-closes the socket, so the process sees end-of-file.
 from __future__ import annotations
 
 import asyncio
+import secrets
 
 from . import docker_exec as dx
 from .docker_engine import POOL, call
@@ -75,8 +76,10 @@ class DockerProcess:
     """See :class:`benchflow.sandbox.base.Process`."""
 
     def __init__(self, api, container: str, exec_id: str, sock,
-                 loop: asyncio.AbstractEventLoop) -> None:
+                 loop: asyncio.AbstractEventLoop, marker: str) -> None:
         self._api, self._container, self._exec_id, self._sock = api, container, exec_id, sock
+        self.marker = marker
+        """``BENCHFLOW_EXEC_ID`` of this process: ``kill`` finds its detached children by it."""
         self.stdin = _Writer(sock)
         self.stdout = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
         self.stderr = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
@@ -122,7 +125,7 @@ class DockerProcess:
         """Kill the process and everything it started; safe to call twice."""
         if self._code is not None:
             return
-        await call(dx.kill_tree, self._api, self._container, self._header.pid)
+        await call(dx.kill_tree, self._api, self._container, self._header.pid, self.marker)
         try:
             await asyncio.wait_for(asyncio.shield(self._pump), dx.DRAIN_AFTER_KILL_SEC)
         except asyncio.TimeoutError:
@@ -133,5 +136,7 @@ async def open_process(api, container: str, cmd: list[str], *, user: str | None,
                        cwd: str | None) -> DockerProcess:
     if not cmd:
         raise ValueError("exec_stream needs a command (an argv list)")
+    marker = secrets.token_hex(8)
+    env = {**(env or {}), "BENCHFLOW_EXEC_ID": marker}
     exec_id, sock = await call(dx.start, api, container, cmd, user=user, env=env, cwd=cwd, stdin=True)
-    return DockerProcess(api, container, exec_id, sock, asyncio.get_running_loop())
+    return DockerProcess(api, container, exec_id, sock, asyncio.get_running_loop(), marker)
