@@ -303,17 +303,21 @@ class _AcpRun:
         out.error_category = classify_error(out.error)
 
     async def _stop_on_trip(self, conn: Any, session: asyncio.Task[None], trip: Trip) -> None:
-        out = self.outcome
         if self.session_id is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(conn.cancel(session_id=self.session_id), CANCEL_GRACE_SEC)
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(session), CANCEL_GRACE_SEC)
         answered = session.done() and not session.cancelled() and session.exception() is None
+        self._record_trip(trip, answered)
+
+    def _record_trip(self, trip: Trip, answered: bool) -> None:
+        """Put a watchdog trip on the outcome and the trajectory (shared with the native harness)."""
+        out = self.outcome
         info = dict(trip.info)
+        out.partial_trajectory = not answered
         if trip.kind == "stop":  # asked for by the run (a spent budget): graded, not an error
             self._emit({"type": "agent_stopped", "reason": info["reason"], "terminal_trajectory_complete": answered})
-            out.partial_trajectory = not answered
             return
         out.error, out.error_category = trip.error, classify_error(trip.error)
         if trip.kind == "wall_clock":
@@ -328,7 +332,6 @@ class _AcpRun:
             out.idle_timed_out, out.idle_timeout_info = True, info
             self._emit({"type": "agent_timeout", "reason": "idle_timeout",
                         "idle_timeout_sec": info["idle_timeout_sec"], "terminal_trajectory_complete": answered})
-        out.partial_trajectory = not answered
 
     async def _teardown(self, pump: asyncio.Task[None]) -> None:
         process = self.process

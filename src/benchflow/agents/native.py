@@ -256,29 +256,11 @@ class _NativeRun(_AcpRun):
 
     async def _stop_on_native_trip(self, talk: asyncio.Task[None], trip: Trip) -> None:
         """Kill the CLI (these modes have no cancel request) and record the trip as an ACP run does."""
-        out = self.outcome
         self.tripped = True
         await self._end_process()
         with contextlib.suppress(BaseException):
             await asyncio.wait_for(asyncio.shield(talk), EXIT_GRACE_SEC)
-        info = dict(trip.info)
-        out.partial_trajectory = True
-        if trip.kind == "stop":  # asked for by the run (a spent budget): graded, not an error
-            self._emit({"type": "agent_stopped", "reason": info["reason"], "terminal_trajectory_complete": False})
-            return
-        out.error, out.error_category = trip.error, classify_error(trip.error)
-        if trip.kind == "wall_clock":
-            info["pending_tool_call_ids"] = self.client.merger.pending_tool_call_ids()
-            info["terminal_event_recorded"] = True
-            info["terminal_trajectory_complete"] = False
-            out.timed_out, out.agent_timeout_info = True, info
-            self._emit({"type": "agent_timeout", "reason": "wall_clock_timeout", "timeout_sec": info["timeout_sec"],
-                        "pending_tool_call_ids": info["pending_tool_call_ids"],
-                        "terminal_trajectory_complete": False})
-        else:
-            out.idle_timed_out, out.idle_timeout_info = True, info
-            self._emit({"type": "agent_timeout", "reason": "idle_timeout",
-                        "idle_timeout_sec": info["idle_timeout_sec"], "terminal_trajectory_complete": False})
+        self._record_trip(trip, answered=False)
 
     async def _end_process(self) -> None:
         """Kill the current CLI process if it still runs, and drain its stderr."""
