@@ -178,15 +178,18 @@ def test_sort_and_explain_link(jobs: Jobs, page, serve) -> None:
 def test_trial_tabs_regrade_and_llm(jobs: Jobs, page, serve) -> None:
     page.goto(serve(jobs.trial(jobs.a, "hello-world")).url)
     page.wait_for_selector("#trial-header")
+    from playwright.sync_api import expect  # waits for the tab's data to load, up to its timeout
+
     page.click("[data-tab=llm]")
-    assert "tokens in 1,234 · out 56" in page.locator("#llm-events").inner_text()
+    expect(page.locator("#llm-events")).to_contain_text("tokens in 1,234 · out 56")
     page.click("[data-tab=verifier]")
-    assert page.locator("#regrade").is_visible() and page.locator("#reward-original").is_visible()
+    expect(page.locator("#regrade")).to_be_visible()
+    expect(page.locator("#reward-original")).to_be_visible()
     assert "1 passed" in page.locator(".verifier-file").first.inner_text() + page.locator(".verifier-file").last.inner_text()
     page.click("[data-tab=timing]")
-    assert "agent execution" in page.locator("#timing").inner_text()
+    expect(page.locator("#timing")).to_contain_text("agent execution")
     page.click("[data-tab=instruction]")
-    assert "Print hello world" in page.locator("#instruction").inner_text()
+    expect(page.locator("#instruction")).to_contain_text("Print hello world")
     assert page.errors == []
 
 
