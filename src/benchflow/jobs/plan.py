@@ -211,6 +211,9 @@ def judge(plan: Plan, availability: tuple[bool, str]) -> RunCard:
     ok, reason = availability
     if not ok:
         card.refusals.append(f"sandbox {plan.sandbox} cannot run here: {reason}")
+    if plan.sandbox == "remote-docker" and plan.spec.agent not in {"oracle", "nop", "empty"}:
+        card.refusals.append("remote-docker cannot bridge the model gateway into a remote engine's sandboxes; "
+                             "run model-calling agents on --sandbox docker or local")
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
