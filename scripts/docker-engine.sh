@@ -36,18 +36,45 @@ install_packages() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
+clear_stale_pidfile() {
+  # clear_stale_pidfile FILE PATTERN: a dockerd (or its containerd) killed with -9 leaves its pid
+  # file behind, and the next start refuses or hangs on it. A process that still holds the file and
+  # whose command line has PATTERN is this engine's leftover: stop it. Then remove the file.
+  local file=$1 pattern=$2 pid
+  [ -f "$file" ] || return 0
+  pid=$(cat "$file" 2>/dev/null || true)
+  if [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$pattern"; then
+    $SUDO kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do [ -d "/proc/$pid" ] || break; sleep 0.5; done
+    $SUDO kill -9 "$pid" 2>/dev/null || true
+  fi
+  $SUDO rm -f "$file"
+}
+
+launch_dockerd() {
+  # launch_dockerd NAME ANSWERS_FN EXEC_ROOT LOGFILE ARGS...: start it (twice at most) until it answers.
+  local name=$1 answers=$2 exec_root=$3 logfile=$4 attempt pidfile
+  shift 4
+  pidfile="$exec_root.pid"
+  for attempt in 1 2; do
+    clear_stale_pidfile "$pidfile" "--pidfile=$pidfile"
+    clear_stale_pidfile "$exec_root/containerd/containerd.pid" "$exec_root/containerd/containerd.toml"
+    $SUDO sh -c "nohup dockerd --pidfile=$pidfile --exec-root=$exec_root $* >$logfile 2>&1 &"
+    for _ in $(seq 1 120); do
+      "$answers" && return 0
+      sleep 0.5
+    done
+    log "$name did not answer within 60 s (attempt $attempt); see $logfile"
+    tail -n 5 "$logfile" >&2 || true
+  done
+  return 1
+}
+
 start_engine() {
   engine_answers && return 0
   log "starting dockerd (--bridge=none --iptables=false)"
-  local logfile=/var/log/benchflow-dockerd.log
-  $SUDO sh -c "nohup dockerd --bridge=none --iptables=false >$logfile 2>&1 &"
-  for _ in $(seq 1 120); do
-    engine_answers && return 0
-    sleep 0.5
-  done
-  log "dockerd did not answer within 60 s; see $logfile"
-  tail -n 20 "$logfile" >&2 || true
-  return 1
+  launch_dockerd dockerd engine_answers /var/run/docker /var/log/benchflow-dockerd.log \
+    --bridge=none --iptables=false
 }
 
 apt_mirror() {
@@ -86,18 +113,10 @@ remote_answers() { docker -H "$REMOTE_HOST" info >/dev/null 2>&1; }
 start_remote_engine() {
   remote_answers && return 0
   log "starting a second dockerd on $REMOTE_HOST"
-  local logfile=/var/log/benchflow-remote-dockerd.log
   $SUDO mkdir -p /var/lib/benchflow-remote-docker /run/benchflow-remote-docker
-  $SUDO sh -c "nohup dockerd --host=$REMOTE_HOST --data-root=/var/lib/benchflow-remote-docker \
-    --exec-root=/run/benchflow-remote-docker --pidfile=/run/benchflow-remote-docker.pid \
-    --bridge=none --iptables=false --ip-masq=false >$logfile 2>&1 &"
-  for _ in $(seq 1 120); do
-    remote_answers && return 0
-    sleep 0.5
-  done
-  log "the second dockerd did not answer within 60 s; see $logfile"
-  tail -n 20 "$logfile" >&2 || true
-  return 1
+  launch_dockerd "the second dockerd" remote_answers /run/benchflow-remote-docker \
+    /var/log/benchflow-remote-dockerd.log --host=$REMOTE_HOST --data-root=/var/lib/benchflow-remote-docker \
+    --bridge=none --iptables=false --ip-masq=false
 }
 
 load_remote_images() {
