@@ -70,3 +70,17 @@ def run_bench(*args: str, cwd: Path | None = None, env: dict[str, str] | None = 
 @pytest.fixture
 def bench():
     return run_bench
+
+
+def host_processes_with(needle: bytes | str) -> list[int]:
+    """Pids of host processes whose command line contains ``needle`` (e.g. ``b"sleep\x00317.42"``)."""
+    needle = needle.encode() if isinstance(needle, str) else needle
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found

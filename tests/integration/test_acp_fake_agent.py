@@ -17,8 +17,8 @@ import pytest
 from acp import RequestError, spawn_agent_process, text_block
 
 from benchflow.agents.acp_client import BenchClient
-from benchflow.categories import classify_error
 from benchflow.agents.watchdog import Activity
+from benchflow.categories import classify_error
 
 FAKE = Path(__file__).resolve().parents[1] / "doubles" / "fake_acp_agent.py"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchflow.sandbox import SandboxSpec, get_backend
+from tests.conftest import host_processes_with
 
 pytestmark = pytest.mark.local_sandbox
 
@@ -69,18 +70,6 @@ def run(bench, cache):
     return call
 
 
-def _processes_with(needle: bytes) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 async def _until(check, what: str, tries: int = 100):
     for _ in range(tries):
         if value := check():
@@ -105,7 +94,7 @@ async def killed_owner(cache: Path, job: str, env_dir: Path | None = None) -> tu
     try:
         sandbox_id = child.stdout.readline().strip()
         assert sandbox_id, "the child did not start its sandbox"
-        await _until(lambda: _processes_with(needle), "the sandbox's sleep")
+        await _until(lambda: host_processes_with(needle), "the sandbox's sleep")
         os.kill(child.pid, signal.SIGKILL)
         child.wait(10)
     finally:
@@ -159,7 +148,7 @@ async def test_list_shows_a_killed_owners_sandbox_as_orphan_and_cleanup_removes_
     assert f"Removed local sandbox {orphan}" in cleaned.stdout
     assert f"Kept local sandbox {live.sandbox_id}: held by a live run" in cleaned.stdout
     assert not (sandboxes / orphan).exists()
-    await _until(lambda: not _processes_with(needle), "no process of the orphan to survive cleanup")
+    await _until(lambda: not host_processes_with(needle), "no process of the orphan to survive cleanup")
     assert (await live.exec(["echo", "still here"])).stdout == "still here\n"
 
     everything = run("sandbox", "cleanup", "--all", "--json")
@@ -181,7 +170,7 @@ async def test_a_new_run_of_the_job_removes_only_its_own_leftovers(cache, live_s
     await asyncio.to_thread(_remove_leftovers, "local", "/jobs/this-job")
     sandboxes = cache / "local" / "sandboxes"
     assert not (sandboxes / mine).exists()
-    await _until(lambda: not _processes_with(needle), "no process of the leftover to survive")
+    await _until(lambda: not host_processes_with(needle), "no process of the leftover to survive")
     assert (sandboxes / other).is_dir(), "another job's leftover is not this run's to remove"
     assert live.state_dir.is_dir(), "a live sandbox of the same job stays"
 
@@ -206,7 +195,7 @@ async def test_cache_lists_local_layers_and_removes_only_idle_ones(cache, run, l
                              env={**os.environ, "BENCHFLOW_CACHE": str(cache)}, stdout=subprocess.DEVNULL)
     try:
         [unfinished] = await _until(lambda: list(images.glob("*.tmp-*")), "the build's work folder", tries=400)
-        await _until(lambda: _processes_with(f"sleep\x00{seconds}".encode()), "the RUN step", tries=400)
+        await _until(lambda: host_processes_with(f"sleep\x00{seconds}".encode()), "the RUN step", tries=400)
     finally:
         child.kill()
         child.wait(10)

@@ -13,6 +13,7 @@ import pytest
 
 from benchflow.errors import InfraError
 from benchflow.sandbox import SandboxSpec, get_backend
+from tests.conftest import host_processes_with
 
 pytestmark = pytest.mark.local_sandbox
 
@@ -39,18 +40,6 @@ async def make(cache):
     yield factory
     for sandbox in made:
         await sandbox.stop()
-
-
-def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
 
 
 async def test_exec_basics(make):
@@ -96,7 +85,7 @@ async def test_timeout_kills_the_whole_tree(make):
     r = await sb.exec(["sh", "-c", script], timeout=1)
     assert r.timed_out and r.return_code == 124
     await asyncio.sleep(0.2)
-    assert _processes_with(f"sleep\0{marker}") == []
+    assert host_processes_with(f"sleep\0{marker}") == []
 
 
 async def test_non_root_user_cannot_read_root_only_files(make, tmp_path):
@@ -234,17 +223,17 @@ async def test_cancellation_leaves_no_process_and_no_state(cache):
     task = asyncio.create_task(trial())
     await asyncio.wait_for(started.wait(), 10)
     for _ in range(50):
-        if _processes_with(f"sleep\0{marker}"):
+        if host_processes_with(f"sleep\0{marker}"):
             break
         await asyncio.sleep(0.05)
-    assert _processes_with(f"sleep\0{marker}")
+    assert host_processes_with(f"sleep\0{marker}")
     state = sandbox.state_dir
     assert state is not None and state.is_dir()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     await asyncio.sleep(0.2)
-    assert _processes_with(f"sleep\0{marker}") == []
+    assert host_processes_with(f"sleep\0{marker}") == []
     assert not state.exists()
     await sandbox.stop()  # a second stop is harmless
     with pytest.raises(InfraError):

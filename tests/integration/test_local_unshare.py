@@ -14,6 +14,7 @@ import pytest
 
 from benchflow.sandbox import SandboxSpec, get_backend
 from benchflow.sandbox.local_state import list_sandboxes, remove_sandbox
+from tests.conftest import host_processes_with
 
 pytestmark = pytest.mark.local_sandbox
 
@@ -33,24 +34,12 @@ def unshare_only(monkeypatch, cache):
 def _sleeping(marker: bytes) -> list[int]:
     """The ``sleep`` processes themselves (not the namespace tools whose arguments name them)."""
     found = []
-    for pid in _processes_with(marker):
+    for pid in host_processes_with(marker):
         try:
             if Path(f"/proc/{pid}/comm").read_text().strip() == "sleep":
                 found.append(pid)
         except OSError:
             continue
-    return found
-
-
-def _processes_with(marker: bytes) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if marker in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
     return found
 
 
@@ -79,7 +68,7 @@ async def test_unshare_sandbox_isolates_like_bwrap(unshare_only, tmp_path):
         r = await sandbox.exec(["sh", "-c", "sleep 291.5 & sleep 291.5"], timeout=1)
         assert r.timed_out and r.return_code == 124
         await asyncio.sleep(0.2)
-        assert _processes_with(b"sleep\x00291.5") == []
+        assert host_processes_with(b"sleep\x00291.5") == []
         assert not os.path.exists("/opt/bf-unshare-marker")
     finally:
         await sandbox.stop()
@@ -116,10 +105,10 @@ async def test_killed_owner_leaves_only_a_folder_that_cleanup_removes(cache, mon
     owner.send_signal(signal.SIGKILL)
     owner.wait()
     for _ in range(50):
-        if not _processes_with(b"sleep\x00283.5"):
+        if not host_processes_with(b"sleep\x00283.5"):
             break
         await asyncio.sleep(0.05)
-    assert _processes_with(b"sleep\x00283.5") == []
+    assert host_processes_with(b"sleep\x00283.5") == []
     [entry] = [e for e in list_sandboxes() if e["id"] == sandbox_id]
     assert entry["alive"] is False
     assert remove_sandbox(sandbox_id)
@@ -142,7 +131,7 @@ async def test_cleanup_kills_a_namespace_that_outlived_its_tool(cache):
         assert remove_sandbox(box.sandbox_id)
         assert stray.wait(timeout=5) != 0
         await asyncio.sleep(0.1)
-        assert _processes_with(b"sleep\x00257.5") == []
+        assert host_processes_with(b"sleep\x00257.5") == []
     finally:
         stray.kill()
         await box.stop()

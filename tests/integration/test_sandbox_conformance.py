@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from benchflow.sandbox import SandboxSpec, get_backend
+from tests.conftest import host_processes_with
 
 REMOTE_SOCKET = "unix:///run/benchflow-remote-docker.sock"
 BASE = "benchflow/python:3.11-bookworm"
@@ -140,18 +141,6 @@ async def test_exec_passes_stdin(sandbox):
     assert result.stdout == "fed through stdin"
 
 
-def _host_processes_with(needle: bytes) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
-                    found.append(int(entry))
-            except OSError:
-                continue
-    return found
-
-
 async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
     seconds = [f"31{n}.{os.getpid()}" for n in (6, 7, 8, 9)]  # unique to this test process
     # a plain background child, one that left the session with setsid, and the foreground one
@@ -167,7 +156,7 @@ async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
         # one's processes; the host's /proc sees them all
         needles = [f"sleep\x00{s}".encode() for s in seconds]
         for _ in range(40):
-            survivors = [pid for needle in needles for pid in _host_processes_with(needle)]
+            survivors = [pid for needle in needles for pid in host_processes_with(needle)]
             if not survivors:
                 break
             await asyncio.sleep(0.05)

@@ -17,7 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fixtures.viewer_jobs import TOOL_OUTPUT, XSS_SCRIPT, XSS_TASK, XSS_TOOL, Jobs, make_jobs, write_big_trial
+from fixtures.viewer_jobs import (
+    TOOL_OUTPUT,
+    XSS_SCRIPT,
+    XSS_TASK,
+    XSS_TOOL,
+    Jobs,
+    make_jobs,
+    write_big_trial,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -178,7 +186,9 @@ def test_sort_and_explain_link(jobs: Jobs, page, serve) -> None:
 def test_trial_tabs_regrade_and_llm(jobs: Jobs, page, serve) -> None:
     page.goto(serve(jobs.trial(jobs.a, "hello-world")).url)
     page.wait_for_selector("#trial-header")
-    from playwright.sync_api import expect  # waits for the tab's data to load, up to its timeout
+    from playwright.sync_api import (
+        expect,  # waits for the tab's data to load, up to its timeout
+    )
 
     page.click("[data-tab=llm]")
     expect(page.locator("#llm-events")).to_contain_text("tokens in 1,234 · out 56")

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 from acp import RequestError
-from acp.schema import AgentMessageChunk, PermissionOption, TextContentBlock, ToolCallProgress, ToolCallStart
+from acp.schema import (
+    AgentMessageChunk,
+    PermissionOption,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+)
 
 from benchflow.agents.acp_client import BenchClient, choose_permission
 from benchflow.agents.watchdog import Activity

@@ -6,8 +6,14 @@ import subprocess
 
 import pytest
 
-from benchflow.agents.agent_env import (check_effort, credential_file_script, format_model, gateway_env,
-                                        gateway_env_from, process_env)
+from benchflow.agents.agent_env import (
+    check_effort,
+    credential_file_script,
+    format_model,
+    gateway_env,
+    gateway_env_from,
+    process_env,
+)
 from benchflow.agents.install import install_script
 from benchflow.agents.registry import get_agent_config
 from benchflow.errors import ConfigError

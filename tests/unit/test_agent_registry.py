@@ -6,7 +6,12 @@ import pytest
 
 from benchflow.agents import registry
 from benchflow.agents.agent_config import AgentConfig
-from benchflow.agents.registry import find_credentials, get_agent_config, list_agents, resolve_agent
+from benchflow.agents.registry import (
+    find_credentials,
+    get_agent_config,
+    list_agents,
+    resolve_agent,
+)
 from benchflow.errors import ConfigError
 
 REQUIRED = {"claude-agent-acp", "codex-acp", "gemini", "opencode", "openhands", "goose", "qwen-code"}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from benchflow.agents.trajectory import AcpTrajectoryFile, TrajectoryMerger
 

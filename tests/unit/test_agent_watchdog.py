@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from benchflow.agents.watchdog import Activity, Watchdog, default_idle_timeout_sec, poll_interval
+from benchflow.agents.watchdog import (
+    Activity,
+    Watchdog,
+    default_idle_timeout_sec,
+    poll_interval,
+)
 
 
 class Clock:

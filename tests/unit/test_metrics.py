@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 import pytest
 
-from benchflow.results.metrics import default_ks, interval_over_tasks, pass_at_k, pass_hat_k, solve_rates, t_critical
+from benchflow.results.metrics import (
+    default_ks,
+    interval_over_tasks,
+    pass_at_k,
+    pass_hat_k,
+    solve_rates,
+    t_critical,
+)
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import benchflow.errors as errors
-from benchflow.results import explain
 from benchflow.categories import AGENT_CATEGORIES, VERIFIER_CATEGORIES
+from benchflow.results import explain
 
 
 def _error_categories() -> set[str]:

@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 from fixtures.jobgen import TrialSpec, write_job
 
-from benchflow.results.lift import DuplicateRollouts, bootstrap_interval, compare_lift, markdown, write_reports
+from benchflow.results.lift import (
+    DuplicateRollouts,
+    bootstrap_interval,
+    compare_lift,
+    markdown,
+    write_reports,
+)
 
 
 @pytest.fixture

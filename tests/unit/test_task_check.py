@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 
 from benchflow.errors import ConfigError
-from benchflow.tasks import check_task, discover_tasks, is_task_dir, resolve_collection_root
+from benchflow.tasks import (
+    check_task,
+    discover_tasks,
+    is_task_dir,
+    resolve_collection_root,
+)
 from benchflow.tasks.overlap import overlap
 
 ROOT = Path(__file__).resolve().parents[2]

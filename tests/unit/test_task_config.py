@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from benchflow.errors import TaskError
-from benchflow.tasks import (TaskConfig, load_legacy_config, load_task, normalize_frontmatter,
-                             read_legacy)
+from benchflow.tasks import (
+    TaskConfig,
+    load_legacy_config,
+    load_task,
+    normalize_frontmatter,
+    read_legacy,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "hello-world"

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from benchflow.errors import TaskError
 from benchflow.checks.acceptance_live import live_spec
 from benchflow.checks.variants import make_variants, output_files
+from benchflow.errors import TaskError
 
 
 def by_name(outputs: dict[str, bytes]) -> dict[str, dict[str, bytes]]:

@@ -7,7 +7,14 @@ import re
 from pathlib import Path
 
 import pytest
-from fixtures.viewer_jobs import IDLE_ERROR, XSS_TASK, Jobs, llm_exchanges, make_jobs, write_big_trial
+from fixtures.viewer_jobs import (
+    IDLE_ERROR,
+    XSS_TASK,
+    Jobs,
+    llm_exchanges,
+    make_jobs,
+    write_big_trial,
+)
 from starlette.testclient import TestClient
 
 from benchflow.viewer.app import PAGE_LIMIT_MAX, STATIC_DIR, ConfirmState, create_app
