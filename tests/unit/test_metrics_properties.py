@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchflow.results.metrics import pass_at_k, pass_hat_k
+from benchflow.scoring import pass_at_k, pass_hat_k
 
 
 @st.composite

@@ -6,13 +6,13 @@ import pytest
 
 from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.results.outcome import (
-    audit_bucket,
     clean_reward,
     control_of,
     execution_of,
     outcome_of,
     score_bucket,
 )
+from benchflow.scoring import audit_bucket
 
 
 @pytest.mark.parametrize("message, category", [

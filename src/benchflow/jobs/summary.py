@@ -13,24 +13,20 @@ import statistics
 from collections import Counter
 from typing import Any
 
+from benchflow.scoring import audit_bucket, pass_at_k
 
-def bucket(result: dict[str, Any] | None) -> str:
+
+def _bucket(result: dict[str, Any] | None) -> str:
     if not result:
         return "unscored"
-    if result.get("verifier_error"):
-        return "verifier_errored"
-    reward = (result.get("rewards") or {}).get("reward")
-    if reward is not None:
-        return "passed" if reward == 1.0 else "failed"
-    if result.get("error"):
-        return "errored"
-    return "unscored"
+    return audit_bucket((result.get("rewards") or {}).get("reward"), result.get("error"),
+                        result.get("verifier_error"))
 
 
 def build_summary(*, job_name: str, spec: Any, sandbox: str, results: dict[str, dict[str, Any] | None],
                   elapsed_sec: float, budget: dict[str, Any] | None) -> dict[str, Any]:
     """``results`` maps every planned task to its final result (None: never finished)."""
-    buckets = Counter(bucket(r) for r in results.values())
+    buckets = Counter(_bucket(r) for r in results.values())
     total = len(results)
     passed, failed = buckets["passed"], buckets["failed"]
     rewards = [float(r["rewards"]["reward"]) for r in results.values()
@@ -65,13 +61,6 @@ def build_summary(*, job_name: str, spec: Any, sandbox: str, results: dict[str, 
         "trials": {task: (r or {}).get("trial_name") for task, r in sorted(results.items())},
         "seeds": seed_stats(results) if getattr(spec, "seeds", None) else None,
     }
-
-
-def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """Unbiased pass@k: 1 - C(n-c, k) / C(n, k); None when n < k."""
-    if n < k:
-        return None
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def seed_stats(results: dict[str, dict[str, Any] | None]) -> dict[str, Any]:

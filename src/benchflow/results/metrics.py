@@ -33,33 +33,13 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from benchflow.scoring import pass_at_k, pass_hat_k
+
 _Z = 1.959963984540054
 _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
          2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
          2.045, 2.042)
 INTERVAL_METHOD = "student_t_over_tasks"
-
-
-def pass_at_k(n: int, c: int, k: int) -> float | None:
-    """Probability that at least one of k trials drawn without replacement succeeds."""
-    _check(n, c, k)
-    if n < k:
-        return None
-    total = math.comb(n, k)
-    return (total - math.comb(n - c, k)) / total
-
-
-def pass_hat_k(n: int, c: int, k: int) -> float | None:
-    """Probability that all k trials drawn without replacement succeed (pass^k)."""
-    _check(n, c, k)
-    if n < k:
-        return None
-    return math.comb(c, k) / math.comb(n, k)
-
-
-def _check(n: int, c: int, k: int) -> None:
-    if k < 1 or n < 0 or not 0 <= c <= n:
-        raise ValueError(f"need k >= 1 and 0 <= c <= n (got n={n}, c={c}, k={k})")
 
 
 def default_ks(min_n: int) -> list[int]:

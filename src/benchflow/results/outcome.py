@@ -8,7 +8,7 @@ Two bucket schemes exist on purpose:
 
 * the *score* bucket (``score_bucket``) lets a reward win over an error string
   (a timed-out agent whose verifier still scored is ``passed``/``failed``);
-* the *audit* bucket (``audit_bucket``) puts a verifier error first; it is what
+* the *audit* bucket (``benchflow.scoring.audit_bucket``) puts a verifier error first; it is what
   a 0.7 ``summary.json`` counted.
 
 ``TrialSummary.outcome`` is the score bucket, except that a finished trial
@@ -51,17 +51,6 @@ def score_bucket(reward: float | None, error: str | None, verifier_error: str | 
     if verifier_error:
         return "verifier_errored"
     return "errored"
-
-
-def audit_bucket(reward: float | None, error: str | None, verifier_error: str | None) -> str:
-    """Bucket a 0.7 summary.json counted: a verifier error comes first."""
-    if verifier_error:
-        return "verifier_errored"
-    if reward is not None:
-        return "passed" if reward == 1.0 else "failed"
-    if error:
-        return "errored"
-    return "unscored"
 
 
 def outcome_of(reward: float | None, error: str | None, verifier_error: str | None, finished: bool) -> Outcome:

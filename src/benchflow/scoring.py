@@ -1,0 +1,42 @@
+"""Scoring rules every reader and the run engine share (contracts §3.10, §4.2).
+
+Pure functions, no imports of ours: the engine's summary.json and the results
+readers count the same trial the same way.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def audit_bucket(reward: float | None, error: str | None, verifier_error: str | None) -> str:
+    """Bucket a 0.7 summary.json counted: a verifier error comes first."""
+    if verifier_error:
+        return "verifier_errored"
+    if reward is not None:
+        return "passed" if reward == 1.0 else "failed"
+    if error:
+        return "errored"
+    return "unscored"
+
+
+def pass_at_k(n: int, c: int, k: int) -> float | None:
+    """Probability that at least one of k trials drawn without replacement succeeds."""
+    _check(n, c, k)
+    if n < k:
+        return None
+    total = math.comb(n, k)
+    return (total - math.comb(n - c, k)) / total
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float | None:
+    """Probability that all k trials drawn without replacement succeed (pass^k)."""
+    _check(n, c, k)
+    if n < k:
+        return None
+    return math.comb(c, k) / math.comb(n, k)
+
+
+def _check(n: int, c: int, k: int) -> None:
+    if k < 1 or n < 0 or not 0 <= c <= n:
+        raise ValueError(f"need k >= 1 and 0 <= c <= n (got n={n}, c={c}, k={k})")
