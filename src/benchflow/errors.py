@@ -100,6 +100,10 @@ class AgentError(BenchError):
 
     category = "other"
 
+    def __init__(self, message: str, *, category: str | None = None, log_tail: str = "") -> None:
+        super().__init__(message, category=category)
+        self.log_tail = log_tail
+
 
 class VerifierError(BenchError):
     """The verifier failed; ``category`` says how (verifier_failure, verifier_timeout, ...)."""

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT, run_bench
 from tests.doubles.fake_model_server import FakeModelServer
-from tests.taskgen import make_task
+from tests.taskgen import PASS_IF_HELLO, make_task
 
 PYTHON_IMAGE = "FROM benchflow/python:3.11-bookworm\nWORKDIR /app\n"
 UPSTREAM_KEY = "sk-proj-UPSTREAMSECRET" + "q" * 30
@@ -139,3 +139,16 @@ def test_wall_clock_and_idle_timeouts_stop_the_agent_and_the_verifier_still_scor
     idle = _run_fake(tmp_path / "idle", [{"op": "hang"}], "--agent-idle-timeout", "2s", agent_timeout=120)
     assert idle["error_category"] == "idle_timeout" and idle["idle_timeout_info"]["idle_timeout_sec"] == 2
     assert idle["rewards"] == {"reward": 0.0} or idle["rewards"]["reward"] == 0.0
+
+
+@pytest.mark.docker
+def test_a_failed_agent_install_is_install_failure_with_its_log(tmp_path: Path) -> None:
+    make_task(tmp_path / "tasks", "broken-install", dockerfile=PYTHON_IMAGE, test=PASS_IF_HELLO)
+    agent = fake_agent_file(tmp_path, install={"kind": "script", "script": "echo no-such-package >&2; exit 7"})
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / "jobs"),
+                     "-a", str(agent), "--retry-attempts", "0")
+    assert done.returncode == 1, done.stderr
+    trial = next((tmp_path / "jobs").rglob("result.json")).parent
+    result = json.loads((trial / "result.json").read_text())
+    assert result["error_category"] == "install_failure" and result["rewards"] is None
+    assert "no-such-package" in (trial / "agent" / "install-stdout.txt").read_text()

@@ -53,3 +53,20 @@ def layer_spec(task_spec: SandboxSpec, task_image: str, agent: Any, *, fresh: bo
         task_spec, name=f"{task_spec.name}-{config.name}", environment_dir=context, dockerfile="Dockerfile",
         cache_key=f"agent-layer:{key}", image=None, base_image_override=None,
         build_timeout_sec=float(config.install.timeout_sec), build_network="host")
+
+
+async def build_layered(backend: Any, base: Any, spec: SandboxSpec, agent: Any, *, fresh: bool) -> Any:
+    """Build the agent's layer on the already built task image ``base``; returns the (unstarted) sandbox.
+
+    Raises:
+        AgentError: category ``install_failure``, with the build log's tail as ``log_tail``.
+    """
+    from benchflow.errors import AgentError, BuildError
+
+    layered = backend.create(layer_spec(spec, base.image, agent, fresh=fresh))
+    try:
+        await layered.build()
+    except BuildError as exc:
+        raise AgentError(f"agent install failed: {exc}", category="install_failure",
+                         log_tail=exc.log_tail or str(exc)) from exc
+    return layered

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchflow.errors import AgentError, BenchError, ConfigError
+from benchflow.errors import ConfigError
 
 
 async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | None = None,
@@ -34,7 +34,7 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
     from benchflow.sandbox.from_task import spec_for_task
     from benchflow.tasks import load_task
 
-    from .agent_layer import layer_spec, wants_layer
+    from .agent_layer import build_layered, wants_layer
 
     agent = agents.resolve(name)
     if agent.is_control or not hasattr(agent, "handshake"):
@@ -50,11 +50,7 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
         try:
             await box.build()
             if layered:
-                box = backend.create(layer_spec(spec, box.image, agent, fresh=False))
-                try:
-                    await box.build()
-                except BenchError as exc:
-                    raise AgentError(f"agent install failed: {exc}", category="install_failure") from exc
+                box = await build_layered(backend, box, spec, agent, fresh=False)
             await box.start()
             ctx = AgentContext(task_name="hello-world", workdir=box.workdir, prompts=[], trial_dir=trial,
                                trajectory=AcpTrajectoryFile(trial / "trajectory" / "acp_trajectory.jsonl"),

@@ -25,7 +25,7 @@ from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry, redact_text
 
-from .agent_layer import layer_spec, wants_layer
+from .agent_layer import build_layered, wants_layer
 from .layout import JobPaths, TrialPaths, trial_name
 from .prompts import resolve_prompts
 from .record import build_config, build_result
@@ -195,14 +195,12 @@ async def _agent_layer(req: TrialRequest, base: Sandbox, spec: SandboxSpec, path
                        state: _TrialState) -> Sandbox:
     """The sandbox from the agent's cached install layer; a failed install is ``install_failure``."""
     req.on_phase(paths.name, "install")
-    layered = req.backend.create(layer_spec(spec, base.image, req.agent, fresh=req.spec.fresh_install))
     try:
-        await layered.build()
-    except BuildError as exc:
-        state.error = f"agent install failed: {exc}"
-        state.error_category = "install_failure"
-        atomic.write_text(paths.agent_dir / "install-stdout.txt", redact_text(exc.log_tail or str(exc)))
-        return layered
+        layered = await build_layered(req.backend, base, spec, req.agent, fresh=req.spec.fresh_install)
+    except AgentError as exc:
+        state.error, state.error_category = str(exc), exc.category
+        atomic.write_text(paths.agent_dir / "install-stdout.txt", redact_text(exc.log_tail))
+        return base
     if layered.build_log:
         atomic.write_text(paths.agent_dir / "install-stdout.txt", redact_text(layered.build_log))
     state.installed_by_layer = True
