@@ -175,14 +175,13 @@ def _select(tasks: list[PlannedTask], spec: RunSpec) -> list[PlannedTask]:
 
 def choose_sandbox(spec: RunSpec) -> tuple[str, str, tuple[bool, str]]:
     """(backend name, why it was chosen, its availability)."""
-    from benchflow.sandbox import get_backend
+    from benchflow.sandbox import default_backend, get_backend
 
     if spec.sandbox:
         return spec.sandbox, "--sandbox", get_backend(spec.sandbox).available()
-    docker = get_backend("docker").available()
-    if docker[0]:
-        return "docker", "default: a Docker engine answers", docker
-    return "local", "default: no Docker engine answers", get_backend("local").available()
+    name, availability = default_backend()
+    why = "a Docker engine answers" if name == "docker" else "no Docker engine answers"
+    return name, f"default: {why}", availability
 
 
 def make_plan(spec: RunSpec) -> Plan:

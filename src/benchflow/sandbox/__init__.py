@@ -15,7 +15,7 @@ from benchflow.errors import ConfigError
 from .base import Capabilities, ExecResult, Sandbox, SandboxSpec
 
 __all__ = ["BACKENDS", "Backend", "Capabilities", "ExecResult", "Sandbox", "SandboxSpec",
-           "get_backend", "default_backend_name"]
+           "get_backend", "default_backend", "default_backend_name"]
 
 # name -> "module:attribute" of its Backend object. Imported lazily.
 BACKENDS: dict[str, str] = {
@@ -55,7 +55,11 @@ def get_backend(name: str) -> Backend:
     return getattr(importlib.import_module(module), attr)
 
 
+def default_backend() -> tuple[str, tuple[bool, str]]:
+    """(``docker`` when an engine answers, else ``local``; that backend's availability)."""
+    docker = get_backend("docker").available()
+    return ("docker", docker) if docker[0] else ("local", get_backend("local").available())
+
+
 def default_backend_name() -> str:
-    """``docker`` when an engine answers, else ``local``."""
-    ok, _ = get_backend("docker").available()
-    return "docker" if ok else "local"
+    return default_backend()[0]
