@@ -30,13 +30,6 @@ RUN id -un > "$HOME/who"
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("BENCHFLOW_CACHE", str(root))
-    return root
-
-
-@pytest.fixture
 def task_env(tmp_path) -> Path:
     env = tmp_path / "environment"
     env.mkdir()

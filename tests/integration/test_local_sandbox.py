@@ -7,7 +7,6 @@ import hashlib
 import os
 import socket
 import stat
-from pathlib import Path
 
 import pytest
 
@@ -16,13 +15,6 @@ from benchflow.sandbox import SandboxSpec, get_backend
 from tests.conftest import host_processes_with
 
 pytestmark = pytest.mark.local_sandbox
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("BENCHFLOW_CACHE", str(root))
-    return root
 
 
 @pytest.fixture

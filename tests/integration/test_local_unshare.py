@@ -20,13 +20,6 @@ pytestmark = pytest.mark.local_sandbox
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch) -> Path:
-    root = tmp_path / "cache"
-    monkeypatch.setenv("BENCHFLOW_CACHE", str(root))
-    return root
-
-
-@pytest.fixture
 def unshare_only(monkeypatch, cache):
     monkeypatch.setenv("BENCHFLOW_LOCAL_TOOL", "unshare")
 
