@@ -40,7 +40,7 @@ async def serve_gateway(upstream_url: str, out_dir: str) -> None:
     from benchflow.gateway import Gateway, GatewayConfig, Upstreams
 
     gw = Gateway(GatewayConfig(upstreams=Upstreams.from_env({"OPENAI_API_KEY": REAL_KEY,
-                                                             "OPENAI_BASE_URL": upstream_url + "/v1"})))
+                                                             "OPENAI_BASE_URL": upstream_url + "/v1"}), port=0))
     started = time.perf_counter()
     await gw.start()
     start_ms = (time.perf_counter() - started) * 1000

@@ -5,6 +5,10 @@ Responses (``/v1/responses``), Anthropic Messages (``/v1/messages``) and Gemini
 (``/v1beta/models/M:generateContent`` / ``:streamGenerateContent``), streamed
 (SSE) and not, always with the same content and the same usage (below), and
 records every request it gets (headers included) in :attr:`FakeModelServer.requests`.
+It also answers token counts (``/v1/messages/count_tokens``, Gemini
+``:countTokens``) and ``GET /v1/models``. Any other path (``/v1/batches``,
+``/v1/files/…``) is answered 200 and recorded like the rest, as a real
+provider account would serve it: a test sees whether the gateway let it through.
 
 On request it fails: send header ``x-fake-status: 429`` (or use a model id
 ``fake-error-429``) to get that status with the API's error body. A model id
@@ -78,7 +82,9 @@ class FakeModelServer:
             Route("/v1/responses", self._responses, methods=["POST"]),
             Route("/v1/messages", self._messages, methods=["POST"]),
             Route("/v1beta/models/{target:path}", self._gemini, methods=["POST"]),
+            Route("/v1/messages/count_tokens", self._count_tokens, methods=["POST"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/{anything:path}", self._anything, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
         ])
 
     @property
@@ -125,6 +131,16 @@ class FakeModelServer:
         if not status and model.startswith("fake-error-"):
             status = model.rsplit("-", 1)[1]
         return body, int(status) if status else None
+
+    async def _anything(self, request: Request) -> Response:
+        raw = await request.body()
+        self.requests.append({"method": request.method, "path": request.url.path, "query": request.url.query,
+                              "headers": dict(request.headers), "body_bytes": len(raw)})
+        return JSONResponse({"object": "fake", "path": request.url.path})
+
+    async def _count_tokens(self, request: Request) -> Response:
+        await self._take(request)
+        return JSONResponse({"input_tokens": INPUT_UNCACHED})
 
     async def _models(self, request: Request) -> Response:
         self.requests.append({"method": "GET", "path": request.url.path, "headers": dict(request.headers)})
@@ -239,6 +255,8 @@ class FakeModelServer:
             return _error(status, anthropic=False)
         target = request.path_params["target"]
         model = target.split(":", 1)[0]
+        if target.endswith(":countTokens"):
+            return JSONResponse({"totalTokens": INPUT_UNCACHED})
         if target.endswith(":generateContent"):
             return JSONResponse({"candidates": [{"content": {"role": "model", "parts": [{"text": CONTENT}]},
                                                  "finishReason": "STOP"}],

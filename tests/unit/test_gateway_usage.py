@@ -14,7 +14,6 @@ from benchflow.gateway.usage import (
     MESSAGES,
     RESPONSES,
     CallUsage,
-    api_kind,
     model_from_body,
     usage_from_body,
 )
@@ -23,15 +22,6 @@ from benchflow.gateway.usage import (
 def sse(data, event=None) -> bytes:
     head = f"event: {event}\n" if event else ""
     return (head + "data: " + (data if isinstance(data, str) else json.dumps(data)) + "\n\n").encode()
-
-
-def test_api_kind_from_path():
-    assert api_kind("/chat/completions") == CHAT
-    assert api_kind("/v1/responses") == RESPONSES
-    assert api_kind("/v1/messages") == MESSAGES
-    assert api_kind("/v1beta/models/gemini-2.5-flash:streamGenerateContent") == GEMINI
-    assert api_kind("/v1/messages/count_tokens") is None
-    assert api_kind("/v1/models") is None
 
 
 def test_chat_usage_splits_cached_tokens_out_of_prompt():

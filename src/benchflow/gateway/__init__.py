@@ -5,14 +5,17 @@ which gets a per-trial key and the provider variables its agent already reads
 (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``, ``GEMINI_API_KEY`` …) pointing at
 the gateway. The gateway checks the key, swaps in the real provider key (which
 never enters a sandbox or the job folder), forwards OpenAI Chat Completions,
-OpenAI Responses, Anthropic Messages and Gemini calls, streamed or not, and per
+OpenAI Responses, Anthropic Messages and Gemini calls, streamed or not (and
+the token counts and model lists around them; any other provider API is
+refused with 403, see ``policy``), and per
 trial records ``trajectory/llm_trajectory.jsonl`` (redacted), counts tokens
 from the provider's own ``usage``, prices them from a maintained table, and
 refuses the next call once the trial's token or turn budget is spent.
 
 Modules: ``upstream`` (providers from the standard variables, table in
 ``providers.toml``), ``upstream_client`` (pooled HTTP/1.1 to providers),
-``server`` (the Starlette proxy), ``usage`` and ``streams`` (usage per API;
+``server`` (the Starlette proxy), ``policy`` (which requests and headers are
+forwarded), ``usage`` and ``streams`` (usage per API;
 SSE reassembly), ``pricing`` (genai-prices), ``budget``, ``recorder`` (the
 jsonl writer), ``routes`` (a trial's key, URLs, counters), ``failures``
 (api_error / suspected_api_error blocks), ``runner`` (start/stop).

@@ -43,6 +43,14 @@ class TrialBudget:
             self._turns_started += 1
             return None
 
+    def check(self) -> str | None:
+        """Like :meth:`try_start` without taking a turn: for look-ups (token counts, model lists)."""
+        with self._lock:
+            reason = self._spent_locked(self._turns_started)
+            if reason:
+                self._refused = self._refused or reason
+            return reason
+
     def finish(self, tokens: int) -> None:
         """Account a finished call that :meth:`try_start` admitted."""
         with self._lock:

@@ -51,6 +51,8 @@ class TrialRoute:
         self._n_requests = 0
         self._n_failed = 0
         self._n_refused = 0
+        self._n_forbidden = 0
+        self._n_lookups = 0
         self._n_with_usage = 0
         self._n_ok_without_usage = 0
         self._status_counts: Counter[str] = Counter()
@@ -101,6 +103,16 @@ class TrialRoute:
         with self._lock:
             self._n_refused += 1
 
+    def record_forbidden(self) -> None:
+        """Count a request the gateway refused because it is not a model API call."""
+        with self._lock:
+            self._n_forbidden += 1
+
+    def record_lookup(self) -> None:
+        """Count a forwarded look-up (token count, model list): not a model call, no tokens."""
+        with self._lock:
+            self._n_lookups += 1
+
     def record_call(self, status: int, usage: CallUsage | None, price: Price | None, model: str | None) -> None:
         """Count one finished model call."""
         with self._lock:
@@ -130,7 +142,10 @@ class TrialRoute:
 
         ``cost_status`` is ``unpriced`` when a call's model has no price (cost None, never a
         guess), ``unavailable`` when no call reported usage or a successful one reported
-        none (so any sum would be short), else ``priced``.
+        none (so any sum would be short), else ``priced``. ``n_requests`` counts model calls
+        only; ``usage_details`` adds calls refused by the budget (``n_refused_requests``), requests
+        refused as not a model API (``n_forbidden_requests``) and forwarded look-ups such as
+        token counts and model lists (``n_lookup_requests``).
         """
         with self._lock:
             u = self._usage
@@ -156,6 +171,8 @@ class TrialRoute:
                 "usage_details": {
                     "n_reasoning_tokens": u.reasoning_tokens,
                     "n_refused_requests": self._n_refused,
+                    "n_forbidden_requests": self._n_forbidden,
+                    "n_lookup_requests": self._n_lookups,
                     "n_requests_without_usage": self._n_ok_without_usage,
                     "unpriced_models": sorted(self._unpriced_models),
                     "priced_cost_usd": round(self._cost_usd, 10),

@@ -1,11 +1,11 @@
-"""Start and stop the gateway in-process, on a loopback port and/or a unix socket.
+"""Start and stop the gateway in-process, on a unix socket and/or (when asked) a loopback port.
 
 By default the gateway runs its own event loop in a background thread, so a
 run engine that blocks its loop for a moment (a Docker SDK call, a large
 file write) never stalls the model calls of every running trial. With
 ``in_thread=False`` it runs as a task on the caller's loop instead.
 
-    gw = Gateway(GatewayConfig(upstreams=Upstreams.from_env(os.environ)))
+    gw = Gateway(GatewayConfig(upstreams=Upstreams.from_env(os.environ), unix_socket=bridge_dir / "gateway.sock"))
     await gw.start()
     route = gw.register_trial("task__ab12cd34", trial_paths.llm_trajectory, token_budget=200_000)
     env = route.agent_env(model="claude-sonnet-4-5")
@@ -45,11 +45,15 @@ class GatewayConfig:
     upstreams: Upstreams
     """Real providers, usually ``Upstreams.from_env(os.environ)``."""
     host: str = "127.0.0.1"
-    """Loopback address of the TCP listener."""
-    port: int | None = 0
-    """TCP port; 0 picks a free one, None disables TCP (unix socket only)."""
+    """Loopback address of the TCP listener, when there is one."""
+    port: int | None = None
+    """TCP port; 0 picks a free one; None (the default) opens no TCP listener.
+
+    A job reaches its gateway only through ``unix_socket`` (the sandbox bridge), so it
+    opens no port that any process of the machine could connect to; tests and the
+    overhead benchmark ask for one."""
     unix_socket: str | os.PathLike[str] | None = None
-    """Also listen on this unix socket path (mode 0666; the per-trial key is the guard)."""
+    """Listen on this unix socket path (mode 0666; the per-trial key is the guard)."""
     max_cost_usd: float | None = None
     """Job cap in USD (book-kept; the engine checks :attr:`Gateway.job_cap_reached`)."""
     max_tokens: int | None = None
@@ -136,7 +140,7 @@ class Gateway:
             uds.listen(1024)
             sockets.append(uds)
         if not sockets:
-            raise ValueError("GatewayConfig: set port (0 for any) or unix_socket; both are off")
+            raise ValueError("GatewayConfig: set unix_socket or port (0 for any); both are off")
         return sockets
 
     async def _serve(self, sockets: list[socket.socket]) -> None:

@@ -1,11 +1,15 @@
 """The proxy itself: a Starlette app that checks, forwards, counts and records.
 
 Every request under ``/__benchflow/<trial>/<provider mount>/…`` is checked
-against the trial's key, refused if the trial's budget is spent, forwarded to
-the provider's real base URL with the real key, and streamed back as it
-arrives. Model calls (Chat Completions, Responses, Messages, Gemini
-``generateContent``) are counted, priced and recorded; anything else under the
-mount (model lists, token counting) is passed through untouched.
+against the trial's key, then against :mod:`benchflow.gateway.policy`: only
+the providers' model APIs are forwarded; anything else gets 403, never
+reaches the provider, and is recorded as refused. Model calls (Chat
+Completions, Responses, Messages, Gemini ``generateContent``) are refused if
+the trial's budget is spent, forwarded to the provider's real base URL with
+the real key, streamed back as they arrive, and counted, priced and recorded.
+Look-ups (token counting, model lists) are forwarded and recorded too, but
+take no turn of the budget. Every request that carries the trial's key ends
+as one line of its ``llm_trajectory.jsonl``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from benchflow.gateway import policy
 from benchflow.gateway.budget import JobBudget
 from benchflow.gateway.pricing import Price, price_call
 from benchflow.gateway.recorder import Exchange, Recorder
@@ -38,15 +43,12 @@ from benchflow.gateway.usage import (
     GEMINI,
     MESSAGES,
     CallUsage,
-    api_kind,
     model_from_body,
     usage_from_body,
 )
 
-_HOP_HEADERS = frozenset({
-    "host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
-    "proxy-authorization", "proxy-connection", "accept-encoding", "authorization", "x-api-key", "x-goog-api-key",
-})
+_REFUSED_BODY_DRAIN = 1 << 20
+"""A refused request's body is read (and dropped) up to this size, so the agent gets the 403 cleanly."""
 _DROP_RESPONSE_HEADERS = frozenset({"content-length", "connection", "keep-alive", "transfer-encoding"})
 
 
@@ -66,8 +68,8 @@ class _Call:
     """Bookkeeping of one model call while it is in flight."""
 
     route: TrialRoute
-    upstream: Upstream
-    kind: str
+    upstream: Upstream | None
+    kind: str | None
     path: str
     request: dict[str, Any]
     started: float
@@ -134,36 +136,86 @@ class Proxy:
             return _error(404, "BenchFlow gateway: not a gateway path", None, "not_found")
         route = self.state.routes.get(parts[2])
         match = self.state.upstreams.match("/" + parts[3])
-        kind = api_kind(match[1]) if match else None
+        kind = policy.classify(request.method, match[1]) if match else None
+        anthropic = kind == MESSAGES or (match is not None and match[0].provider.protocol == "anthropic-messages")
+        shape = MESSAGES if anthropic else kind  # the error body shape the agent's SDK parses
         slot = next((slot for key, slot in _presented_keys(request) if route and route.key_matches(key)), None)
         if route is None or slot is None:
-            return _error(401, "BenchFlow gateway: unknown trial or wrong per-trial key", kind, "authentication_error")
+            return _error(401, "BenchFlow gateway: unknown trial or wrong per-trial key", shape,
+                          "authentication_error")
+        visible_path = "/" + parts[3].partition("/")[2]
         if match is None:
-            return _error(404, f"BenchFlow gateway: no provider configured on the host for /{parts[3]}",
-                          kind, "not_found")
+            message = f"BenchFlow gateway: no provider configured on the host for /{parts[3]}"
+            return await self._refuse(request, route, None, visible_path, 404, message, shape, "not_found")
         upstream, rest = match
+        if kind is None:
+            message = policy.refusal_message(request.method, visible_path)
+            return await self._refuse(request, route, upstream, visible_path, 403, message, shape,
+                                      "permission_error")
         body = await request.body()
         url, auth = upstream.prepare(rest, request.url.query, slot)
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        headers = policy.upstream_headers(request.headers.items())
         headers.update(auth)
         headers["accept-encoding"] = "identity"
-        if kind is None:
-            return await self._pass_through(request.method, url, headers, body, kind)
-        visible_path = "/" + parts[3].partition("/")[2]
+        if kind not in policy.MODEL_CALLS:
+            return await self._lookup(request, route, upstream, kind, shape, url, headers, body, visible_path)
         return await self._model_call(request, route, upstream, kind, rest, url, headers, body, visible_path)
 
-    async def _pass_through(self, method: str, url: str, headers: dict[str, str], body: bytes,
-                            kind: str | None) -> Response:
+    async def _refuse(self, request: Request, route: TrialRoute, upstream: Upstream | None, visible_path: str,
+                      status: int, message: str, shape: str | None, error_type: str) -> Response:
+        """Answer ``status`` without contacting any provider, and record the refusal (no body kept)."""
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > _REFUSED_BODY_DRAIN:
+                break
+        route.record_forbidden()
+        metadata = {"trial_id": route.trial_id, "provider": upstream.name if upstream else None, "call_type": None,
+                    "call_purpose": "agent", "refused": policy.NOT_A_MODEL_API, "request_bytes": size}
+        record_request = {"timestamp": _now(), "method": request.method, "path": visible_path,
+                          "headers": dict(request.headers), "body": None}
+        reply = _error(status, message, shape, error_type)
+        call = _Call(route, upstream, None, visible_path, record_request, time.perf_counter(), metadata)
+        self._record(call, status, {}, json.loads(reply.body))
+        return reply
+
+    async def _lookup(self, request: Request, route: TrialRoute, upstream: Upstream, kind: str, shape: str | None,
+                      url: str, headers: dict[str, str], body: bytes, visible_path: str) -> Response:
+        """Forward a token count or model list: recorded, refused once the budget is spent, no turn taken."""
+        metadata: dict[str, Any] = {"trial_id": route.trial_id, "provider": upstream.name, "call_type": kind,
+                                    "call_purpose": "agent", "stream": False}
+        record_request = {"timestamp": _now(), "method": request.method, "path": visible_path,
+                          "headers": dict(request.headers), "body": body}
+        call = _Call(route, upstream, kind, visible_path, record_request, time.perf_counter(), metadata,
+                     size=len(body))
+        refusal = route.budget.check()
+        if refusal:
+            return self._budget_refusal(call, refusal, shape)
         assert self.state.client is not None
         try:
-            resp = await self.state.client.send(method, url, headers, body)
+            resp = await self.state.client.send(request.method, url, headers, body)
             try:
                 data = await resp.read()
             finally:
                 resp.close()
         except UpstreamError as exc:
-            return _error(502, f"BenchFlow gateway: {exc}", kind, "api_error")
+            message = f"BenchFlow gateway: {exc}"
+            metadata["gateway_error"] = message
+            route.record_lookup()
+            self._record(call, 502, {}, {"error": {"message": message}})
+            return _error(502, message, shape, "api_error")
+        route.record_lookup()
+        call.size, call.ended = len(body) + len(data), time.perf_counter()
+        self._record(call, resp.status_code, dict(resp.headers), _parse_body(data, resp.header("content-encoding")))
         return Response(data, status_code=resp.status_code, headers=_response_headers(resp))
+
+    def _budget_refusal(self, call: _Call, reason: str, shape: str | None) -> Response:
+        """The 400 for a call made after the trial's budget is spent; recorded, never forwarded."""
+        call.route.record_refusal()
+        call.metadata["refused"] = reason
+        reply = _error(400, call.route.budget.describe(reason), shape, "budget_exceeded")
+        self._record(call, reply.status_code, dict(reply.headers), json.loads(reply.body))
+        return reply
 
     async def _model_call(self, request: Request, route: TrialRoute, upstream: Upstream, kind: str, rest: str,
                           url: str, headers: dict[str, str], body: bytes, visible_path: str) -> Response:
@@ -185,11 +237,7 @@ class Proxy:
 
         refusal = route.budget.try_start()
         if refusal:
-            route.record_refusal()
-            metadata["refused"] = refusal
-            reply = _error(400, route.budget.describe(refusal), kind, "budget_exceeded")
-            self._record(call, reply.status_code, dict(reply.headers), json.loads(reply.body))
-            return reply
+            return self._budget_refusal(call, refusal, kind)
 
         if stream and kind == CHAT and upstream.provider.stream_usage and isinstance(parsed, dict) \
                 and "stream_options" not in parsed:

@@ -24,8 +24,9 @@ RESPONSES = "responses"
 MESSAGES = "messages"
 GEMINI = "gemini"
 COMPLETIONS = "completions"
-MODEL_APIS = frozenset({CHAT, RESPONSES, MESSAGES, GEMINI, COMPLETIONS})
-"""API kinds that are model calls: counted, budgeted and recorded."""
+COUNT_TOKENS = "count_tokens"
+MODELS = "models"
+"""Look-ups around model calls (token counting, model lists): recorded, never priced."""
 
 
 @dataclass
@@ -55,22 +56,6 @@ class CallUsage:
                 "cache_read_tokens": self.cache_read_tokens,
                 "cache_creation_tokens": self.cache_creation_tokens,
                 "reasoning_tokens": self.reasoning_tokens, "total_tokens": self.total}
-
-
-def api_kind(rest: str) -> str | None:
-    """Which model API a path (after the provider mount) is, or None for anything else."""
-    path = rest.split("?", 1)[0].rstrip("/")
-    if path.endswith("/chat/completions"):
-        return CHAT
-    if path.endswith("/responses"):
-        return RESPONSES
-    if path.endswith("/messages"):
-        return MESSAGES
-    if path.endswith(":generateContent") or path.endswith(":streamGenerateContent"):
-        return GEMINI
-    if path.endswith("/completions"):
-        return COMPLETIONS
-    return None
 
 
 def _int(value: Any) -> int:
