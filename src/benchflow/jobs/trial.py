@@ -98,7 +98,10 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     prompts = resolve_prompts(req.task.instruction, req.spec.prompts,
                               prefix=req.task.config.agent.prompt_prefix,
                               extra_instruction=req.spec.extra_instruction)
-    atomic.write_json(paths.config, build_config(req, started_at, prompts, agent_timeout(req)))
+    atomic.write_json(paths.config, build_config(
+        spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
+        agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
+        started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed))
     atomic.write_json(paths.prompts, prompts)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v))
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
@@ -119,7 +122,14 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             state.error_category = unexpected_category(exc)
         timing["total"] = time.monotonic() - t0
         sink.close()
-        result = build_result(req, name, started_at, timing, state, sink.merger.events)
+        result = build_result(
+            task_name=req.task.name, trial_name=name, agent=req.agent.name, model=req.spec.model,
+            environment=req.backend_name, task_digest=req.digest, attempt=req.attempt, seed=req.seed,
+            started_at=started_at, timing=timing, events=sink.merger.events, outcome=state.outcome,
+            verifier=state.verifier, error=state.error, error_category=state.error_category,
+            sandbox_id=state.sandbox_id, sandbox_startup_info=state.sandbox_startup_info,
+            api_error_info=state.api_error_info, suspected_api_error_info=state.suspected_api_error_info,
+            budget_stop=state.budget_stop)
         atomic.write_json(paths.timing, result["timing"])
         _write_rewards(paths, result)
         keep = sandbox is not None and hasattr(sandbox, "keep") and _keep(req.spec.keep_sandbox, result)

@@ -1,0 +1,85 @@
+"""The job-level records: ``summary.json``, ``evaluation.json`` and ``run-card.json`` (contracts §3.1, §3.6).
+
+``summary.json`` keeps BenchFlow 0.7's keys, including the short aliases
+``pass``/``fail``/``error`` that 0.7 dashboards read; 0.7's aggregates this
+version does not compute (memory scores, skill and phase aggregates) are kept
+as extra keys when a 0.7 summary is read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from .base import Number, Record
+
+
+class JobSummary(Record):
+    """``summary.json``: the job's counts and score over each planned task's final trial.
+
+    Counts use the audit buckets (§3.10): a verifier error comes first, then
+    reward 1 ``passed``, any other reward ``failed``, an error ``errored``,
+    else ``unscored``. ``<jobs_dir>/summary.json`` is a copy of the latest job's.
+    """
+
+    job_name: str | None = Field(None, description="The job folder's name.")
+    agent: str | None = Field(None, description="The agent the job ran.")
+    model: str | None = Field(None, description="The model, or null for controls.")
+    environment: str | None = Field(None, description="The sandbox backend.")
+    concurrency: int | None = Field(None, description="Trials run at once.")
+    agent_idle_timeout_sec: float | None = Field(None, description="The idle watchdog as asked for.")
+    total: int | None = Field(None, description="Planned tasks (× seeds): the score's denominator.")
+    passed: int | None = Field(None, description="Final trials with reward 1 and no verifier error.")
+    failed: int | None = Field(None, description="Final trials with another reward.")
+    errored: int | None = Field(None, description="Final trials with an error and no reward.")
+    verifier_errored: int | None = Field(None, description="Final trials whose verifier failed.")
+    unscored: int | None = Field(None, description="Planned tasks with no reward and no error (or never run).")
+    pass_: int | None = Field(None, alias="pass", description="= passed (0.7's alias).")
+    fail: int | None = Field(None, description="= failed (0.7's alias).")
+    error: int | None = Field(None, description="= errored (0.7's alias).")
+    timed_out: int | None = Field(None, description="Final trials whose agent ran out of wall-clock time.")
+    error_categories: dict[str, int] | None = Field(None, description="Error category -> trials; null if none.")
+    verifier_error_categories: dict[str, int] | None = Field(None, description="Verifier error category -> "
+                                                             "trials; null if none.")
+    score: str | None = Field(None, description="passed / total as a percentage, e.g. \"12.5%\".")
+    score_ratio: Number = Field(None, description="passed / total.")
+    score_excl_errors: str | None = Field(None, description="passed / (passed + failed) as a percentage.")
+    score_excl_errors_ratio: Number = Field(None, description="passed / (passed + failed).")
+    mean_reward: Number = Field(None, description="Mean reward over the scored final trials, or null.")
+    elapsed_sec: Number = Field(None, description="Wall time of the run that wrote this summary.")
+    budget: dict[str, Any] | None = Field(None, description="Job budgets: caps, spent, stopped, reason, "
+                                          "cancelled, not_started.")
+    trials: dict[str, str | None] | None = Field(None, description="Task (or task@seedN) -> its final trial "
+                                                 "folder, null if it never finished.")
+    seeds: dict[str, Any] | None = Field(None, description="With --seeds: per task n, mean reward, variance, "
+                                         "pass@k.")
+
+
+class EvaluationRecord(Record):
+    """``evaluation.json``: the run config a job was started with, for ``bench eval resume`` (secrets dropped)."""
+
+    kind: Literal["benchflow.evaluation"] = Field("benchflow.evaluation", description="Document kind.")
+    job_name: str | None = Field(None, description="The job folder's name.")
+    tasks_dir: str | None = Field(None, description="The tasks folder the job ran, or null.")
+    identity: dict[str, Any] | None = Field(None, description="agent and model: a plain rerun resumes this job "
+                                            "only when they match.")
+    created_at: str | None = Field(None, description="When the job was first started (ISO 8601, UTC).")
+    resumed_at: str | None = Field(None, description="When it was last resumed, or null.")
+    run_config: dict[str, Any] | None = Field(None, description="The run spec (bench run's options); agent_env "
+                                              "without secret-looking entries.")
+
+
+class RunCardRecord(Record):
+    """``run-card.json``: the plan's verdict on the run (accept or refuse) and the deviations accepted."""
+
+    kind: Literal["benchflow.run-card"] = Field("benchflow.run-card", description="Document kind.")
+    verdict: Literal["accept", "refuse"] = Field("accept", description="accept, or refuse (nothing ran).")
+    refusals: list[str] = Field(default_factory=list, description="Why the run was refused.")
+    warnings: list[str] = Field(default_factory=list, description="What the plan noticed but accepted.")
+    accepted_deviations: str | None = Field(None, description="--accept-deviations: why this run differs from "
+                                            "its task set's reference.")
+    agent: str | None = Field(None, description="The agent.")
+    model: str | None = Field(None, description="The model, or null.")
+    sandbox: str | None = Field(None, description="The sandbox backend chosen.")
+    n_tasks: int | None = Field(None, description="Tasks planned.")
