@@ -13,8 +13,10 @@ from benchflow.sandbox.base import SandboxSpec
 from benchflow.sandbox.docker_build import image_tag, rewrite_from
 from benchflow.sandbox.docker_exec import PidHeader, _Stream
 from benchflow.sandbox.docker_setup import parse_ready, resolve_workdir
-from benchflow.sandbox.orphans import OwnedContainer, decide
-from benchflow.sandbox.tarstream import pack, unpack
+from benchflow.sandbox.base import OwnedSandbox
+from benchflow.sandbox.orphans import decide
+from benchflow.sandbox.copyout import copy_out_tar
+from benchflow.sandbox.tarstream import pack
 
 
 def test_rewrite_from_replaces_base_images_but_not_stage_references():
@@ -68,7 +70,7 @@ def test_output_cap_counts_what_was_cut():
     assert "3 more bytes" in stream.text()
 
 
-def test_tar_round_trip_keeps_modes_and_symlinks(tmp_path):
+def test_tar_round_trip_keeps_runnable_files_and_symlinks(tmp_path):
     src = tmp_path / "src"
     (src / "d").mkdir(parents=True)
     (src / "d" / "x.sh").write_text("echo\n")
@@ -85,14 +87,14 @@ def test_tar_round_trip_keeps_modes_and_symlinks(tmp_path):
             data = tin.extractfile(member) if member.isfile() else None
             member.name = member.name.removeprefix("srv/")
             tout.addfile(member, data)
-    unpack([rebased.getvalue()], "copy", tmp_path / "out")
-    assert oct((tmp_path / "out" / "d" / "x.sh").stat().st_mode & 0o777) == oct(0o751)
+    copy_out_tar([rebased.getvalue()], "copy", tmp_path / "out")
+    assert oct((tmp_path / "out" / "d" / "x.sh").stat().st_mode & 0o777) == oct(0o755)  # copy-out fixes modes
     assert os.readlink(tmp_path / "out" / "ln") == "d/x.sh"
 
 
 @pytest.mark.parametrize("name,link", [("../escape", None), ("top/../../escape", None),
                                        ("top/hard", "../../etc/passwd")])
-def test_unpack_refuses_members_outside_the_destination(tmp_path, name, link):
+def test_copy_out_drops_members_outside_the_destination(tmp_path, name, link):
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         info = tarfile.TarInfo(name)
@@ -102,16 +104,16 @@ def test_unpack_refuses_members_outside_the_destination(tmp_path, name, link):
         else:
             info.size = 1
             archive.addfile(info, io.BytesIO(b"x"))
-    with pytest.raises(tarfile.FilterError):
-        unpack([buffer.getvalue()], "top", tmp_path / "dest" / "top")
-    assert not (tmp_path / "escape").exists()
+    report = copy_out_tar([buffer.getvalue()], "top", tmp_path / "dest" / "top")
+    assert report.n_dropped == 1
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "dest" / "escape").exists()
 
 
-def _row(**fields) -> OwnedContainer:
-    base = dict(id="c0ffee", name="bf-x", engine="docker", state="running", image="i", created=1000.0,
+def _row(**fields) -> OwnedSandbox:
+    base = dict(id="c0ffee", name="bf-x", sandbox="docker", engine="docker", state="running", image="i", created=1000.0,
                 job=None, trial=None, task=None, owner="none", owner_alive=None, kept=False)
     base.update(fields)
-    return OwnedContainer(**base)
+    return OwnedSandbox(**base)
 
 
 def test_cleanup_rules():

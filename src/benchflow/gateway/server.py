@@ -146,12 +146,13 @@ class Proxy:
         visible_path = "/" + parts[3].partition("/")[2]
         if match is None:
             message = f"BenchFlow gateway: no provider configured on the host for /{parts[3]}"
-            return await self._refuse(request, route, None, visible_path, 404, message, shape, "not_found")
+            return await self._refuse(request, route, None, visible_path, 404, message, shape, "not_found",
+                                      "no_provider")
         upstream, rest = match
         if kind is None:
             message = policy.refusal_message(request.method, visible_path)
             return await self._refuse(request, route, upstream, visible_path, 403, message, shape,
-                                      "permission_error")
+                                      "permission_error", policy.NOT_A_MODEL_API)
         body = await request.body()
         url, auth = upstream.prepare(rest, request.url.query, slot)
         headers = policy.upstream_headers(request.headers.items())
@@ -162,8 +163,8 @@ class Proxy:
         return await self._model_call(request, route, upstream, kind, rest, url, headers, body, visible_path)
 
     async def _refuse(self, request: Request, route: TrialRoute, upstream: Upstream | None, visible_path: str,
-                      status: int, message: str, shape: str | None, error_type: str) -> Response:
-        """Answer ``status`` without contacting any provider, and record the refusal (no body kept)."""
+                      status: int, message: str, shape: str | None, error_type: str, reason: str) -> Response:
+        """Answer ``status`` without contacting any provider; record the refusal as ``reason`` (no body kept)."""
         size = 0
         async for chunk in request.stream():
             size += len(chunk)
@@ -171,7 +172,7 @@ class Proxy:
                 break
         route.record_forbidden()
         metadata = {"trial_id": route.trial_id, "provider": upstream.name if upstream else None, "call_type": None,
-                    "call_purpose": "agent", "refused": policy.NOT_A_MODEL_API, "request_bytes": size}
+                    "call_purpose": "agent", "refused": reason, "request_bytes": size}
         record_request = {"timestamp": _now(), "method": request.method, "path": visible_path,
                           "headers": dict(request.headers), "body": None}
         reply = _error(status, message, shape, error_type)

@@ -22,6 +22,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from .copyout import CopyReport
+
 NetworkMode = Literal["no-network", "public", "allowlist"]
 
 DEFAULT_OUTPUT_CAP_BYTES = 1 << 20  # 1 MiB kept of each stream; the rest is cut with a note
@@ -192,8 +194,13 @@ class Sandbox(Protocol):
     async def put(self, local: Path, remote: str) -> None:
         """Copy a local file or folder to ``remote`` (modes and symlinks kept)."""
 
-    async def get(self, remote: str, local: Path) -> None:
-        """Copy ``remote`` (file or folder) to the local path ``local``."""
+    async def get(self, remote: str, local: Path) -> CopyReport:
+        """Copy ``remote`` (file or folder) to the local path ``local`` through :mod:`.copyout`.
+
+        What the sandbox wrote is untrusted: links that lead out, devices, FIFOs
+        and sockets are dropped, modes are reset, and sizes are capped; the
+        report says what was left out (``report.note()`` for a result file).
+        """
 
     async def snapshot(self) -> str:
         """Save the filesystem; returns a reference for ``restore``.

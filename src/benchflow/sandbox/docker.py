@@ -54,7 +54,8 @@ from .docker_exec import run as run_exec
 from .docker_setup import main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
 from .orphans import KEPT_PREFIX
-from .tarstream import pack, pack_members, unpack
+from .copyout import CopyReport, copy_out_tar
+from .tarstream import pack, pack_members
 
 log = logging.getLogger(__name__)
 
@@ -269,19 +270,19 @@ class DockerSandbox:
         if not ok:
             raise InfraError(f"put {local} -> {remote}: the engine refused the archive")
 
-    async def get(self, remote: str, local: Path) -> None:
+    async def get(self, remote: str, local: Path) -> CopyReport:
         from docker.errors import NotFound
 
         container = self._require_container()
 
-        def fetch() -> None:
+        def fetch() -> CopyReport:
             try:
                 stream, stat = self.api.get_archive(container, remote, chunk_size=1 << 20)
             except NotFound as exc:
                 raise FileNotFoundError(f"get: {remote} does not exist in the sandbox") from exc
-            unpack(stream, stat["name"], Path(local))
+            return copy_out_tar(stream, stat["name"], Path(local))
 
-        await call(fetch)
+        return await call(fetch)
 
     async def snapshot(self) -> str:
         container = self._require_container()

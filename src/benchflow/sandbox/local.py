@@ -37,6 +37,7 @@ from benchflow.sandbox.base import (
     ExecResult,
     SandboxSpec,
 )
+from benchflow.sandbox.copyout import CopyReport, copy_out_tree
 from benchflow.sandbox.local_dockerfile import (
     DEFAULT_PATH,
     SUGGESTION,
@@ -333,7 +334,7 @@ class LocalSandbox:
         target = self._private_target(layout, remote)
         await self._host_command(copy_argv(local, target), f"put {remote}")
 
-    async def get(self, remote: str, local: Path) -> None:
+    async def get(self, remote: str, local: Path) -> CopyReport:
         layout = self._require()
         remote = _norm(remote)
         if layout.covering_root(remote) is not None:
@@ -342,7 +343,7 @@ class LocalSandbox:
             source = layout.locate(remote)
         if source is None or not os.path.lexists(source):
             raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
-        await self._host_command(copy_argv(source, Path(local)), f"get {remote}")
+        return await asyncio.to_thread(copy_out_tree, Path(source), Path(local))
 
     async def _host_command(self, argv: list[str], what: str) -> None:
         """Run a host-side helper (``cp``) that ``stop()`` can kill like any sandbox process."""

@@ -180,3 +180,13 @@ def test_token_counts_and_model_lists_are_forwarded_and_recorded(gateway, upstre
     assert found == [("POST", "/v1/messages/count_tokens", 200, "count_tokens"),
                      ("POST", "/v1beta/models/gemini-2.5-flash:countTokens", 200, "count_tokens"),
                      ("GET", "/v1/models", 200, "models")]
+
+
+def test_a_provider_not_configured_on_the_host_is_a_recorded_404(gateway, upstream, trial, client):
+    route = trial()
+    n_upstream = len(upstream.requests)
+    reply = client.post(route.base_url("mistral") + "/v1/chat/completions", headers=auth(route, "openai"), json={})
+    assert reply.status_code == 404 and "no provider configured" in reply.json()["error"]["message"]
+    assert len(upstream.requests) == n_upstream
+    [record] = records(gateway, route)
+    assert (record["response"]["status_code"], record["metadata"]["refused"]) == (404, "no_provider")
