@@ -3,9 +3,9 @@
 Checks, each ``ok``, ``warn`` or ``fail`` with a one-line detail:
 
 - Python version (required: 3.11+) and whether ``uv`` is installed (info);
-- every sandbox backend and whether it works here: a real engine ping for
-  ``docker``/``remote-docker``, the local backend's own probe; the one named by
-  ``--sandbox`` is required;
+- every registered sandbox backend (built-in or from an installed package) and
+  whether it works here, by its own ``available()`` probe, with what it does
+  with public-network tasks; the one named by ``--sandbox`` is required;
 - credentials, by name and source only (environment or ``.env``), never values;
 - network probes (short TCP connects to model providers and package registries)
   unless ``offline``; a failed probe is a warning, never required.
@@ -30,7 +30,6 @@ CREDENTIAL_VARS = (
 PROBES = (("api.anthropic.com", 443), ("api.openai.com", 443), ("generativelanguage.googleapis.com", 443),
           ("pypi.org", 443))
 PROBE_TIMEOUT_SEC = 2.0
-BACKENDS = ("docker", "remote-docker", "local")
 
 
 @dataclass
@@ -71,24 +70,22 @@ def _backend(name: str, required: bool) -> Check:
     from benchflow.sandbox import get_backend
 
     try:
-        works, reason = get_backend(name).available()
-    except ImportError:
-        works, reason = False, "not part of this build yet"
-    except Exception as exc:  # noqa: BLE001 - a probe that breaks means "does not work here"
+        backend = get_backend(name)
+        works, reason = backend.available()
+        if works:
+            reason += _network_note(backend.capabilities)
+    except Exception as exc:  # noqa: BLE001 - a backend that breaks (even on import) does not work here
         works, reason = False, f"{type(exc).__name__}: {exc}"
-    if works and name in ("docker", "remote-docker"):
-        reason += _network_note(name)
     status = "ok" if works else ("fail" if required else "warn")
     return Check("sandbox", name, status, reason, required=required)
 
 
-def _network_note(name: str) -> str:
-    from benchflow.sandbox import get_backend
-
-    caps = get_backend(name).capabilities
+def _network_note(caps) -> str:
     if "public" in caps.network_modes:
         return "; public-network tasks get a network"
-    return "; no bridge network: public-network tasks run with no network"
+    if "public" in caps.network_fallbacks:
+        return f"; public-network tasks run with {caps.network_fallbacks['public']}"
+    return "; public-network tasks are refused"
 
 
 def _credentials(cwd: Path) -> list[Check]:
@@ -118,13 +115,14 @@ def _probe(host: str, port: int) -> Check:
 def run_doctor(*, sandbox: str = "docker", offline: bool = False, cwd: Path | None = None) -> DoctorReport:
     """Run every check; the backend named ``sandbox`` is required to work."""
     from benchflow.errors import ConfigError
-    from benchflow.sandbox import BACKENDS as KNOWN
+    from benchflow.sandbox import names
 
-    if sandbox not in KNOWN:
-        raise ConfigError(f"--sandbox {sandbox}: unknown sandbox; use one of: {', '.join(KNOWN)}")
+    known = names()
+    if sandbox not in known:
+        raise ConfigError(f"--sandbox {sandbox}: unknown sandbox; use one of: {', '.join(known)}")
     report = DoctorReport(_python())
     with ThreadPoolExecutor(max_workers=8) as pool:
-        backends = [pool.submit(_backend, name, name == sandbox) for name in BACKENDS]
+        backends = [pool.submit(_backend, name, name == sandbox) for name in known]
         probes = [] if offline else [pool.submit(_probe, host, port) for host, port in PROBES]
         report.checks += [f.result() for f in backends]
         report.checks += _credentials(cwd or Path.cwd())

@@ -114,7 +114,7 @@ def test_list_and_cleanup_work_without_a_docker_engine(bench, tmp_path):
     listed = bench("sandbox", "list", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     assert json.loads(listed.stdout) == []
-    assert "note: skipped Docker" in listed.stderr
+    assert "note: skipped docker: no Docker engine answers" in listed.stderr
     cleaned = bench("sandbox", "cleanup", env=env)
     assert cleaned.returncode == 0, cleaned.stderr
     assert "Nothing to clean up." in cleaned.stdout
@@ -125,7 +125,7 @@ def test_an_unreachable_remote_engine_is_an_error_after_the_rest(bench, tmp_path
     listed = bench("sandbox", "list", "--json", env=env)
     assert listed.returncode == 1
     assert json.loads(listed.stdout) == []
-    assert "error: remote Docker engine unix:///nonexistent/bf-remote.sock" in listed.stderr
+    assert "error: remote-docker: no Docker engine answers at unix:///nonexistent/bf-remote.sock" in listed.stderr
 
 
 def test_a_local_state_folder_without_owner_goes_only_after_max_age(bench, tmp_path):

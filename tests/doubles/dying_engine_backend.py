@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchflow.sandbox.base import Capabilities, SandboxSpec
+from benchflow.sandbox.base import Backend, Capabilities, OwnedSandbox, SandboxSpec
 
 
 class DeadEngine(ConnectionError):
@@ -53,7 +53,7 @@ class DyingSandbox:
         self.stopped = True
 
 
-class DyingBackend:
+class DyingBackend(Backend):
     name = "dying"
     capabilities = DyingSandbox.capabilities
 
@@ -62,6 +62,15 @@ class DyingBackend:
 
     def create(self, spec: SandboxSpec) -> DyingSandbox:
         return DyingSandbox(spec)
+
+    def exists(self, sandbox_id: str) -> bool:
+        return False  # nothing of it is ever on the machine
+
+    def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
+        return []
+
+    def remove(self, ids: list[str]) -> dict[str, str]:
+        return {}
 
 
 BACKEND = DyingBackend()

@@ -13,9 +13,18 @@ import pytest
 
 from benchflow.sandbox import SandboxSpec, get_backend
 from benchflow.sandbox import docker_engine as eng
-from benchflow.sandbox.orphans import cleanup, list_owned
+from benchflow.sandbox.orphans import cleanup, scan
+
 
 pytestmark = pytest.mark.docker
+
+
+def list_owned():
+    return get_backend("docker").leftovers()
+
+
+def docker_found():
+    return scan([get_backend("docker")]).found
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,7 +92,7 @@ async def test_kept_sandbox_survives_stop_and_cleanup():
         assert record["sandbox_id"] == box.sandbox_id and record["backend"] == "docker"
         await box.stop()
         assert box.api.inspect_container(box.sandbox_id)["State"]["Running"]
-        report = cleanup([None], max_age_sec=0, dry_run=True)
+        report = cleanup(docker_found(), max_age_sec=0, dry_run=True)
         assert box.sandbox_id not in {entry["id"] for entry in report.removed}
     finally:
         box.api.remove_container(box.sandbox_id, force=True)
@@ -135,12 +144,12 @@ def test_an_unowned_container_goes_only_after_max_age():
         labels.pop(key)
     created = api.create_container("debian:bookworm-slim", command=["true"], labels=labels)["Id"]
     try:
-        young = cleanup([None], max_age_sec=3600, dry_run=True)
+        young = cleanup(docker_found(), max_age_sec=3600, dry_run=True)
         assert created not in {e["id"] for e in young.removed}
         assert any(e["id"] == created and "younger" in e["reason"] for e in young.kept)
-        old = cleanup([None], max_age_sec=0, dry_run=True)
+        old = cleanup(docker_found(), max_age_sec=0, dry_run=True)
         assert created in {e["id"] for e in old.removed}
-        named = cleanup([None], max_age_sec=3600, ids=[created[:12]])
+        named = cleanup(docker_found(), max_age_sec=3600, ids=[created[:12]])
         assert [e["id"] for e in named.removed] == [created]
     finally:
         from docker.errors import NotFound
@@ -168,7 +177,7 @@ async def test_a_start_that_fails_raises_and_removes_the_container(overrides, me
 
 
 async def test_remove_own_takes_this_process_containers_but_not_kept_ones():
-    from benchflow.sandbox.orphans import remove_own
+    from benchflow.sandbox.docker_leftovers import remove_own
 
     mine = get_backend("docker").create(prebuilt("mine"))
     kept = get_backend("docker").create(prebuilt("mine-kept"))

@@ -1,6 +1,7 @@
-"""``bench cache list|clean``: the images and build cache BenchFlow made (Docker engines, ``local``).
+"""``bench cache list|clean``: the images and build cache BenchFlow made, on every sandbox backend
+that keeps any (Docker engines, ``local``, and those of installed packages).
 
-Both commands parse the shared flags, call :mod:`benchflow.sandbox.docker_cache`
+Both commands parse the shared flags, call :mod:`benchflow.sandbox.caches`
 and print a table (or ``--json`` on stdout, notes on stderr).
 """
 
@@ -16,50 +17,51 @@ clean_cmd = typer.Typer(add_completion=False)
 
 ONLY_HELP = ("Only these kinds: images, build-cache, pulled-images (comma-separated or repeated; "
              "default: images and build-cache)")
-SANDBOX_HELP = ("docker, remote-docker or local (default: docker when an engine answers, remote-docker when "
-                "BENCHFLOW_REMOTE_DOCKER_HOST is set, and local)")
+SANDBOX_HELP = ("docker, remote-docker, local or another installed backend (default: every backend that "
+                "answers: docker when an engine answers, remote-docker when BENCHFLOW_REMOTE_DOCKER_HOST "
+                "is set, and local)")
 OLDER_HELP = ("Only what was created longer ago than this (e.g. 30d, 12h); the age is the creation time, "
               "not the last use")
 
 
-def _kinds(only: list[str] | None) -> tuple[str, ...]:
-    from benchflow.errors import ConfigError
-    from benchflow.sandbox.docker_cache import DEFAULT_KINDS, KINDS
+def _backends(sandbox: list[str] | None) -> list:
+    from benchflow.sandbox import get_backend, names
 
+    return [get_backend(name) for name in sandbox or names()]
+
+
+def _kinds(only: list[str] | None, backends: list) -> tuple[str, ...]:
+    from benchflow.errors import ConfigError
+    from benchflow.sandbox.caches import DEFAULT_KINDS, kinds
+
+    known = kinds(backends)
     chosen = [part.strip() for value in only or [] for part in value.split(",") if part.strip()]
     for kind in chosen:
-        if kind not in KINDS:
-            raise ConfigError(f"--only {kind}: unknown kind; use {', '.join(KINDS)}")
+        if kind not in known:
+            raise ConfigError(f"--only {kind}: unknown kind; use {', '.join(known)}")
     return tuple(chosen) or DEFAULT_KINDS
 
 
-def _engines(sandbox: list[str] | None) -> list[str | None]:
-    """The targets to look at; without ``--sandbox``, a local engine that does not answer is
-    skipped with a note (a machine without Docker still lists its local cache)."""
+def _stores(sandbox: list[str] | None, backends: list) -> tuple[list, list[str]]:
+    """(the cache stores to look at, errors to report after the rest). One that does not answer is
+    a note, or an error when named with ``--sandbox`` or configured, so a machine without Docker
+    still lists its local cache."""
     from benchflow.errors import ConfigError
-    from benchflow.sandbox import docker_engine as eng
-    from benchflow.sandbox.docker_cache import LOCAL
+    from benchflow.sandbox.caches import stores
 
-    if not sandbox:
-        remote = eng.remote_url()
-        answers, why = eng.ping(None)
-        if not answers:
-            typer.echo(f"note: skipped Docker: {why}", err=True)
-        return ([None] if answers else []) + ([remote] if remote else []) + [LOCAL]
-    urls: list[str | None] = []
-    for name in sandbox:
-        if name == "docker":
-            urls.append(None)
-        elif name == "remote-docker":
-            remote = eng.remote_url()
-            if remote is None:
-                raise ConfigError(f"--sandbox remote-docker: set {eng.REMOTE_ENV} to the engine URL")
-            urls.append(remote)
-        elif name == "local":
-            urls.append(LOCAL)
-        else:
-            raise ConfigError(f"--sandbox {name}: bench cache supports docker, remote-docker and local here")
-    return urls
+    found = stores(backends, asked=bool(sandbox))
+    for note in found.notes:
+        typer.echo(f"note: {note}", err=True)
+    if sandbox and not found.stores and not found.errors:
+        raise ConfigError(f"--sandbox {', '.join(sandbox)}: keeps no cache")
+    return found.stores, found.errors
+
+
+def _errors(errors: list[str]) -> None:
+    for error in errors:
+        typer.echo(f"error: {error}", err=True)
+    if errors:
+        raise typer.Exit(1)
 
 
 def _older(text: str | None) -> float | None:
@@ -102,19 +104,20 @@ def list_(
     older_than: Optional[str] = typer.Option(None, "--older-than", help=OLDER_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout; notes go to stderr"),
 ) -> None:
-    from benchflow.sandbox.docker_cache import list_cache
+    from benchflow.sandbox.caches import list_cache
 
-    kinds, age = _kinds(only), _older(older_than)
-    rows = [entry.to_json() for url in _engines(sandbox)
-            for entry in list_cache(url, kinds=kinds, older_than_sec=age)]
+    backends = _backends(sandbox)
+    kinds, age = _kinds(only, backends), _older(older_than)
+    stores, errors = _stores(sandbox, backends)
+    rows = [entry.to_json() for entry in list_cache(stores, kinds=kinds, older_than_sec=age)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
-        return
-    if not rows:
+    elif not rows:
         typer.echo("BenchFlow keeps nothing of these kinds: " + ", ".join(kinds))
-        return
-    _table(rows)
-    typer.echo(f"{len(rows)} entries, {_size(sum(r['size_bytes'] for r in rows))}", err=True)
+    else:
+        _table(rows)
+        typer.echo(f"{len(rows)} entries, {_size(sum(r['size_bytes'] for r in rows))}", err=True)
+    _errors(errors)
 
 
 @clean_cmd.command(help="Print what would be removed; remove it with --remove.")
@@ -125,10 +128,12 @@ def clean(
     as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout; notes go to stderr"),
     remove: bool = typer.Option(False, "--remove", help="Remove what is listed; without it, nothing is removed"),
 ) -> None:
-    from benchflow.sandbox.docker_cache import clean_cache
+    from benchflow.sandbox.caches import clean_cache
 
-    report = clean_cache(_engines(sandbox), kinds=_kinds(only), older_than_sec=_older(older_than),
-                         remove=remove)
+    backends = _backends(sandbox)
+    kinds, age = _kinds(only, backends), _older(older_than)
+    stores, errors = _stores(sandbox, backends)
+    report = clean_cache(stores, kinds=kinds, older_than_sec=age, remove=remove)
     if as_json:
         typer.echo(json.dumps({"removed_bytes": report.removed_bytes, "entries": report.entries}, indent=2))
     elif not report.entries:
@@ -139,3 +144,4 @@ def clean(
         typer.echo("Nothing was removed; add --remove to remove what is marked 'would remove'.", err=True)
     elif remove:
         typer.echo(f"Freed {_size(report.removed_bytes)}.", err=True)
+    _errors(errors)

@@ -24,7 +24,8 @@ cleanup_cmd = typer.Typer(add_completion=False)
 @create_cmd.command(help="Create an environment from a task directory (does not start it).")
 def create(
     task_dir: Path = typer.Argument(..., help="Task directory with task.md or task.toml + Dockerfile"),
-    sandbox: str = typer.Option("docker", "--sandbox", help="Sandbox: docker or remote-docker"),
+    sandbox: str = typer.Option("docker", "--sandbox",
+                                help="Sandbox: docker, remote-docker, or another backend that can keep sandboxes"),
 ) -> None:
     from benchflow.sandbox.manage import create_from_task_dir
 
@@ -32,7 +33,7 @@ def create(
     if made.network_note:
         typer.echo(f"warning: {made.network_note}", err=True)
     typer.echo(f"{'Built' if made.built else 'Reused'} image {made.image}")
-    typer.echo(f"Created {made.name} ({made.sandbox_id[:12]}) on {made.docker_host or made.backend}, not started")
+    typer.echo(f"Created {made.name} ({made.sandbox_id[:12]}) on {made.where or made.backend}, not started")
     typer.echo(f"Remove it with: bench sandbox cleanup --id {made.sandbox_id[:12]}")
 
 
@@ -53,11 +54,11 @@ def _notes(notes: list[str], errors: list[str]) -> None:
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the sandboxes as JSON"),
 ) -> None:
-    from benchflow.sandbox.orphans import list_owned, targets
+    from benchflow.sandbox.orphans import scan
 
-    places, notes, errors = targets()
-    rows = [row for url in places for row in list_owned(url)]
-    _notes(notes, errors)
+    found = scan()
+    rows, errors = found.rows, found.errors
+    _notes(found.notes, errors)
     if as_json:
         typer.echo(json.dumps([row.to_json() for row in rows], indent=2))
     elif not rows:
@@ -71,7 +72,7 @@ def list_(
             table.add_column(column)
         for row in rows:
             where = "/".join(part for part in (row.job, row.trial) if part) or "-"
-            table.add_row(row.name, row.id[:12], row.engine, row.state, row.owner, where, _age(row.created),
+            table.add_row(row.name, row.id[:12], row.sandbox, row.state, row.owner, where, _age(row.created),
                           "yes" if row.kept else "")
         Console(highlight=False, soft_wrap=True).print(table)
     if errors:
@@ -101,8 +102,8 @@ def release(
 
 
 def _label(entry: dict) -> str:
-    if entry["engine"] == "local":
-        return f"local sandbox {entry['id']}"
+    if entry["name"] == entry["id"]:
+        return f"{entry['sandbox']} sandbox {entry['id']}"
     return f"{entry['name']} ({entry['id'][:12]})"
 
 
@@ -121,13 +122,13 @@ def cleanup(
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON"),
 ) -> None:
     from benchflow.sandbox.orphans import cleanup as run_cleanup
-    from benchflow.sandbox.orphans import targets
+    from benchflow.sandbox.orphans import scan
 
-    places, notes, unreachable = targets()
-    report = run_cleanup(places, max_age_sec=max_age * 60, everything=everything,
+    found = scan()
+    report = run_cleanup(found.found, max_age_sec=max_age * 60, everything=everything,
                          ids=list(ids or []), dry_run=dry_run)
-    _notes(notes, [])
-    report.errors[:0] = unreachable
+    _notes(found.notes, [])
+    report.errors[:0] = found.errors
     if as_json:
         typer.echo(json.dumps({"dry_run": report.dry_run, "removed": report.removed, "kept": report.kept,
                                "errors": report.errors, "unmatched_ids": report.unmatched_ids}, indent=2))

@@ -1,4 +1,5 @@
-"""Agent installs as cached image layers on Docker: install once per (agent, version, task image).
+"""Agent installs as cached image layers (backends with ``image_layers``): install once per (agent,
+version, task image).
 
 The agent's install recipe runs as an image build ``FROM`` the task's image,
 with the host network (sandboxes themselves may have none) and the host CA
@@ -26,9 +27,13 @@ _RUN = ('RUN ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then bash /t
 
 
 def wants_layer(agent: Any, backend_name: str) -> bool:
+    """Whether ``agent`` installs as an image layer: it has an install, and the backend can build
+    image layers (``Capabilities.image_layers``); else it installs in the running sandbox."""
+    from benchflow.sandbox import get_backend
+
     config = getattr(agent, "config", None)
-    return (backend_name in {"docker", "remote-docker"} and not agent.is_control and config is not None
-            and config.install.kind != "none")
+    return (not agent.is_control and config is not None and config.install.kind != "none"
+            and get_backend(backend_name).capabilities.image_layers)
 
 
 def cache_dir() -> Path:

@@ -93,10 +93,7 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
 
     agent = agents.resolve(spec.agent, harness=spec.harness)
     backend = get_backend(plan.sandbox)
-    if plan.sandbox in {"docker", "remote-docker"}:
-        from benchflow.sandbox.docker_build import set_build_concurrency
-
-        set_build_concurrency(spec.build_concurrency or spec.concurrency)
+    backend.set_build_concurrency(spec.build_concurrency or spec.concurrency)
     ca_bundle = resolve_ca_bundle(spec.ca_bundle)
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
     job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
@@ -122,7 +119,9 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     write_evaluation(job, spec.redacted(), {"agent": agent.name, "model": spec.model}, plan.tasks_dir)
     atomic.write_json(paths.run_card, plan.card.document(plan))
     job_label = str(paths.root.resolve())
-    await asyncio.to_thread(_remove_leftovers, plan.sandbox, job_label)
+    from benchflow.sandbox.orphans import reap
+
+    await asyncio.to_thread(reap, backend, job_label)  # what a killed earlier run of this job left
     units = plan.units
     todo = [t for t in units if t.key not in job.finished]
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
@@ -169,19 +168,6 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     _write_side_files(spec, plan, outcome)
     emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
     return outcome
-
-
-def _remove_leftovers(backend_name: str, job_label: str) -> None:
-    """Remove the sandboxes a killed earlier run of this job left behind (their owner is gone):
-    containers on the job's engine, or ``local`` sandbox state folders."""
-    if backend_name not in {"docker", "remote-docker", "local"}:
-        return
-    from benchflow.sandbox import docker_engine, orphans
-
-    url = {"local": orphans.LOCAL, "remote-docker": docker_engine.remote_url()}.get(backend_name)
-    leftovers = [row.id for row in orphans.list_owned(url) if row.job == job_label and row.owner_alive is False]
-    if leftovers:
-        orphans.cleanup([url], max_age_sec=0, ids=leftovers)
 
 
 def exit_code(spec: RunSpec, summary: dict[str, Any],

@@ -179,9 +179,7 @@ def choose_sandbox(spec: RunSpec) -> tuple[str, str, tuple[bool, str]]:
 
     if spec.sandbox:
         return spec.sandbox, "--sandbox", get_backend(spec.sandbox).available()
-    name, availability = default_backend()
-    why = "a Docker engine answers" if name == "docker" else "no Docker engine answers"
-    return name, f"default: {why}", availability
+    return default_backend()
 
 
 def make_plan(spec: RunSpec) -> Plan:
@@ -210,9 +208,9 @@ def judge(plan: Plan, availability: tuple[bool, str]) -> RunCard:
     ok, reason = availability
     if not ok:
         card.refusals.append(f"sandbox {plan.sandbox} cannot run here: {reason}")
-    if plan.sandbox == "remote-docker" and plan.spec.agent not in {"oracle", "nop", "empty"}:
-        card.refusals.append("remote-docker cannot bridge the model gateway into a remote engine's sandboxes; "
-                             "run model-calling agents on --sandbox docker or local")
+    if not backend.capabilities.host_mounts and plan.spec.agent not in {"oracle", "nop", "empty"}:
+        card.refusals.append(f"{plan.sandbox} cannot mount the model gateway's socket into its sandboxes; "
+                             "run model-calling agents on a sandbox with host mounts (docker or local)")
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")

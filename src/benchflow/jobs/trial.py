@@ -132,7 +132,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             budget_stop=state.budget_stop)
         atomic.write_json(paths.timing, result["timing"])
         _write_rewards(paths, result)
-        keep = sandbox is not None and hasattr(sandbox, "keep") and _keep(req.spec.keep_sandbox, result)
+        keep = sandbox is not None and sandbox.capabilities.keep and _keep(req.spec.keep_sandbox, result)
         if keep:
             kept = await sandbox.keep()  # renamed so `bench sandbox cleanup` leaves it to `release`
             atomic.write_json(paths.kept_sandbox, {**kept, "trial": name,

@@ -254,13 +254,14 @@ def _load(task_dir: Path) -> tuple[Any, str] | tuple[str, str]:
 
 def _backends(names: set[str | None], chosen: str | None) -> dict[str | None, Any]:
     """Each backend the regrades need, checked before any sandbox starts."""
-    from benchflow.sandbox import BACKENDS, get_backend
+    from benchflow.sandbox import get_backend
+    from benchflow.sandbox import names as known
 
     out = {}
     for name in sorted(n for n in names if n):
-        if chosen is None and name not in BACKENDS:
+        if chosen is None and name not in known():
             raise ConfigError(f"trials ran on sandbox {name}, which this build does not provide; pass "
-                              f"--sandbox with one of: {', '.join(BACKENDS)}")
+                              f"--sandbox with one of: {', '.join(known())}")
         backend = get_backend(name)
         ok, why = backend.available()
         if not ok:

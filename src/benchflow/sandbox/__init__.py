@@ -1,42 +1,64 @@
-"""Sandbox backends, found by name and imported only when a plan picks one.
+"""Sandbox backends: a table of built-in ones plus the ``benchflow.sandboxes`` entry points.
 
-Each backend module exposes a ``Backend`` object (see :class:`Backend`) that
-reports whether it works on this machine and creates sandboxes from a
-:class:`~benchflow.sandbox.base.SandboxSpec`.
+Each entry names a :class:`~benchflow.sandbox.base.Backend` object as
+``"module:attribute"``; a backend's module is imported only when it is asked
+for, so importing this registry imports no engine SDK. A package adds a
+backend without editing BenchFlow by declaring an entry point::
+
+    [project.entry-points."benchflow.sandboxes"]
+    my-cloud = "my_package.sandbox:BACKEND"
+
+A built-in name cannot be taken over by an entry point (the entry point is
+ignored with a warning).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Protocol
+import logging
+from importlib.metadata import entry_points
 
 from benchflow.errors import ConfigError
 
-from .base import Capabilities, ExecResult, Sandbox, SandboxSpec
+from .base import Backend, Capabilities, ExecResult, Sandbox, SandboxSpec
 
-__all__ = ["BACKENDS", "Backend", "Capabilities", "ExecResult", "Sandbox", "SandboxSpec",
-           "get_backend", "default_backend", "default_backend_name"]
+__all__ = ["BACKENDS", "ENTRY_POINT_GROUP", "Backend", "Capabilities", "ExecResult", "Sandbox", "SandboxSpec",
+           "get_backend", "names", "default_backend", "default_backend_name"]
 
-# name -> "module:attribute" of its Backend object. Imported lazily.
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "benchflow.sandboxes"
+
+# The built-in backends: name -> "module:attribute" of its Backend object. Imported lazily.
 BACKENDS: dict[str, str] = {
-    "docker": "benchflow.sandbox.docker:BACKEND",
-    "remote-docker": "benchflow.sandbox.docker:REMOTE_BACKEND",
+    "docker": "benchflow.sandbox.docker_backend:BACKEND",
+    "remote-docker": "benchflow.sandbox.docker_backend:REMOTE_BACKEND",
     "local": "benchflow.sandbox.local:BACKEND",
 }
+
+# The default --sandbox: the first of these that works here, else the last.
+DEFAULT_ORDER = ("docker", "local")
 
 # Names the CLI reference knows that this build does not provide.
 UNSUPPORTED = ("daytona", "modal", "apple-container", "agentcore")
 
 
-class Backend(Protocol):
-    name: str
-    capabilities: Capabilities
+def _registered() -> dict[str, str]:
+    """Every backend: the built-in table, then the entry points (read each call: cheap, and a
+    package installed meanwhile, or put on ``sys.path`` by a test, is seen)."""
+    table = dict(BACKENDS)
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name in BACKENDS:
+            log.warning("entry point %s = %s ignored: %r is a built-in sandbox", point.name, point.value,
+                        point.name)
+            continue
+        table.setdefault(point.name, point.value)
+    return table
 
-    def available(self) -> tuple[bool, str]:
-        """(works here, a one-line reason) — e.g. an engine ping or a namespace probe."""
 
-    def create(self, spec: SandboxSpec) -> Sandbox:
-        """A sandbox for ``spec``; nothing is built or started yet."""
+def names() -> list[str]:
+    """The names ``--sandbox`` takes: built-in ones first, then those of installed packages."""
+    return list(_registered())
 
 
 def get_backend(name: str) -> Backend:
@@ -45,20 +67,28 @@ def get_backend(name: str) -> Backend:
     Raises:
         ConfigError: unknown or unsupported name; the message lists the choices.
     """
-    target = BACKENDS.get(name)
+    table = _registered()
+    target = table.get(name)
     if target is None:
-        known = ", ".join(BACKENDS)
+        known = ", ".join(table)
         if name in UNSUPPORTED:
             raise ConfigError(f"--sandbox {name}: not available in this build; use one of: {known}")
         raise ConfigError(f"--sandbox {name}: unknown sandbox; use one of: {known}")
-    module, attr = target.split(":")
+    module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
-def default_backend() -> tuple[str, tuple[bool, str]]:
-    """(``docker`` when an engine answers, else ``local``; that backend's availability)."""
-    docker = get_backend("docker").available()
-    return ("docker", docker) if docker[0] else ("local", get_backend("local").available())
+def default_backend() -> tuple[str, str, tuple[bool, str]]:
+    """(name, why it was chosen, its availability): the first of :data:`DEFAULT_ORDER` that works
+    here, else the last one."""
+    skipped = []
+    for name in DEFAULT_ORDER[:-1]:
+        availability = get_backend(name).available()
+        if availability[0]:
+            return name, f"default: {availability[1]}", availability
+        skipped.append(f"{name}: {availability[1]}")
+    last = DEFAULT_ORDER[-1]
+    return last, f"default: {'; '.join(skipped) or 'the last choice'}", get_backend(last).available()
 
 
 def default_backend_name() -> str:

@@ -11,10 +11,15 @@ A sandbox is one isolated machine for one trial. Its life is::
 Commands are argv lists; a shell is used only when the caller asks for one
 (``["sh", "-c", script]``). Helpers that several callers need (tar streams,
 workspace freezing) are free functions taking a ``Sandbox``, not methods.
+
+A :class:`Backend` is the kind of sandbox: its :class:`Capabilities` as data,
+whether it works here, and what it left behind (:meth:`Backend.leftovers`,
+:meth:`Backend.remove`, :meth:`Backend.exists`) and keeps (:attr:`Backend.cache`).
 """
 
 from __future__ import annotations
 
+import abc
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +55,16 @@ class Capabilities(BaseModel):
     """Whether it builds environment/Dockerfile (the local backend honours a subset)."""
     resource_limits: bool = True
     """Whether cpus/memory_mb limits are enforced."""
+    host_mounts: bool = False
+    """Whether ``SandboxSpec.mounts`` (host folders bind-mounted into the sandbox) work: the
+    host is the machine the sandbox runs on (not a remote engine's or a cloud's)."""
+    image_layers: bool = False
+    """Whether an agent's install can be baked into a cached image layer: ``build()`` of a spec
+    whose Dockerfile starts ``FROM`` the task sandbox's built ``image``."""
+    keep: bool = False
+    """Whether a sandbox can outlive its run (``--keep-sandbox``, ``bench sandbox
+    create|attach|release``): its sandboxes have ``keep()``, the backend ``create_kept``,
+    ``attach`` and ``release``."""
 
     def network_for(self, mode: str) -> str | None:
         """The network mode a task asking for ``mode`` gets here; None when it is refused."""
@@ -214,3 +229,179 @@ class Sandbox(Protocol):
 
     async def stop(self) -> None:
         """Remove everything this sandbox created. Safe to call twice, never raises."""
+
+
+@dataclass
+class OwnedSandbox:
+    """One sandbox BenchFlow made that still exists (a row of ``bench sandbox list``)."""
+
+    id: str
+    name: str
+    sandbox: str
+    """The backend it belongs to (its registered name)."""
+    engine: str
+    """Where it lives: ``docker`` (the local engine), a remote engine's URL, ``local``, or what
+    another backend names its place."""
+    state: str
+    image: str
+    created: float
+    job: str | None
+    trial: str | None
+    task: str | None
+    owner: str
+    """``live pid N``, ``gone (pid N)``, ``none`` or ``other host H``."""
+    owner_alive: bool | None
+    """True: its owning process runs; False: it is gone (an orphan); None: unknown (no recorded
+    owner, or one on another host), so its age governs it."""
+    kept: bool
+
+    def to_json(self) -> dict:
+        import time
+        from dataclasses import asdict
+
+        data = asdict(self)
+        data["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))
+        return data
+
+
+@dataclass
+class CacheEntry:
+    """One thing a backend keeps between runs (a row of ``bench cache list``)."""
+
+    kind: str
+    id: str
+    ref: str
+    size_bytes: int
+    created: str
+    engine: str
+    """Where it lives (see :attr:`OwnedSandbox.engine`)."""
+    in_use_by: list[str] = field(default_factory=list)
+    """What uses it right now (containers, live sandboxes, a build); such an entry is never removed."""
+
+    def to_json(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
+
+
+class CacheStore(Protocol):
+    """What a backend keeps between runs (images, layers, build cache), for ``bench cache``."""
+
+    place: str
+    """Where the cache lives; backends sharing one place (two backends on one engine) share one
+    store, and it is listed once."""
+    kinds: tuple[str, ...]
+    """The kinds of entry it has (``images``, ``build-cache``, …)."""
+
+    def entries(self, kinds: tuple[str, ...], older_than_sec: float | None = None) -> list[CacheEntry]:
+        """The entries of ``kinds`` (created longer ago than ``older_than_sec``), oldest first.
+
+        Raises:
+            SandboxUnavailable: the place cannot be looked at (an engine that does not answer).
+        """
+
+    def remove(self, entry: CacheEntry) -> None:
+        """Delete one entry, checking again that nothing took it up since.
+
+        Raises:
+            Exception: it must stay; the message says why (e.g. "used by …").
+        """
+
+
+class Backend(abc.ABC):
+    """A kind of sandbox that describes itself, so nothing above ``sandbox/`` knows it by name.
+
+    The run engine, the run card, ``bench doctor``, ``bench sandbox list|cleanup``
+    and ``bench cache`` ask a backend object only these things. Required:
+    :attr:`name`, :attr:`capabilities`, :meth:`available`, :meth:`create`,
+    :meth:`exists`, :meth:`leftovers` and :meth:`remove` (a backend that cannot
+    list what a ``kill -9`` left would leak it silently, so those are not
+    optional). The rest have defaults: no cache, nothing to configure, no kept
+    sandboxes.
+    """
+
+    name: str
+    """The name ``--sandbox`` takes (the built-in table's key or the entry point's name)."""
+
+    @property
+    @abc.abstractmethod
+    def capabilities(self) -> Capabilities:
+        """What this backend can do here, as data."""
+
+    @abc.abstractmethod
+    def available(self) -> tuple[bool, str]:
+        """(works here, a one-line reason): e.g. an engine ping or a namespace probe. Never raises."""
+
+    @abc.abstractmethod
+    def create(self, spec: SandboxSpec) -> Sandbox:
+        """A sandbox for ``spec``; nothing is built or started yet. Its ``start()`` leaves nothing
+        behind when it fails (or is cancelled), and ``stop()`` removes everything it made."""
+
+    @abc.abstractmethod
+    def exists(self, sandbox_id: str) -> bool:
+        """Whether anything of the sandbox ``sandbox_id`` is still on the machine."""
+
+    @abc.abstractmethod
+    def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
+        """Every sandbox this backend made that still exists, live or not, each saying whether its
+        owning process is alive; with ``owner``, only those labelled with that job
+        (``benchflow.job``). What a killed run left are the rows with ``owner_alive`` False.
+
+        Raises:
+            SandboxUnavailable: the backend cannot be looked at (an engine that does not answer).
+        """
+
+    @abc.abstractmethod
+    def remove(self, ids: list[str]) -> dict[str, str]:
+        """Remove these sandboxes (ids from :meth:`leftovers`) whatever holds them.
+
+        Returns id -> reason for each one that could not be removed; an id already gone counts
+        as removed.
+        """
+
+    def configured(self) -> bool:
+        """Whether the user set this backend up on purpose (e.g. gave its URL). Listing and cleanup
+        report a configured backend that cannot be looked at as an error, another as a note."""
+        return False
+
+    @property
+    def cache(self) -> CacheStore | None:
+        """What it keeps between runs, for ``bench cache``; None when nothing."""
+        return None
+
+    def set_build_concurrency(self, n: int) -> None:
+        """At most ``n`` image builds at once in this process (``--build-concurrency``)."""
+
+    def image_status(self, ref: str, *, pull: bool = True) -> tuple[bool | None, str]:
+        """Whether a task's pinned image ``ref`` can be run as is here, with a one-line reason.
+
+        ``pull=False`` (dry runs) fetches nothing and may answer None: not known until a run tries.
+        A task whose image cannot be had is built from its Dockerfile (:mod:`benchflow.sandbox.fit`).
+        """
+        return False, f"cannot be run by the {self.name} sandbox"
+
+    def host_resources(self) -> tuple[float | None, int | None]:
+        """(CPUs, memory in MiB) a sandbox can be given at most here; None where nothing is enforced."""
+        return None, None
+
+    async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
+        """Build and create, not start, a sandbox that outlives this process (``bench sandbox create``).
+
+        Returns ``sandbox_id``, ``name``, ``image``, ``where``, ``built``, ``network_note``.
+        """
+        from benchflow.errors import CapabilityError
+
+        raise CapabilityError(f"--sandbox {self.name}: its sandboxes cannot outlive a run")
+
+    def attach(self, record: Mapping[str, object], command: list[str]) -> int:
+        """Run ``command`` as root in the kept sandbox of ``record`` (a ``kept-sandbox.json``) with
+        live output and return its status; without a command, an interactive root shell."""
+        from benchflow.errors import CapabilityError
+
+        raise CapabilityError(f"--sandbox {self.name}: its sandboxes cannot be kept")
+
+    def release(self, record: Mapping[str, object]) -> None:
+        """Delete the kept sandbox of ``record``; nothing happens when it is already gone."""
+        from benchflow.errors import CapabilityError
+
+        raise CapabilityError(f"--sandbox {self.name}: its sandboxes cannot be kept")

@@ -1,4 +1,5 @@
-"""The ``docker`` and ``remote-docker`` sandboxes, on the Docker Engine API.
+"""The sandbox of the ``docker`` and ``remote-docker`` backends (:mod:`.docker_backend`), on the
+Docker Engine API.
 
 Every call goes through the SDK's low-level ``APIClient`` (no ``docker`` CLI
 process per call); blocking calls run in a worker pool. ``remote-docker`` is
@@ -19,7 +20,7 @@ network a container could use other than the host's, and sharing the host's
 network stack is not isolation, so there ``public`` runs as ``none``, with a note logged and
 kept in ``network_note`` for the trial record; set
 ``BENCHFLOW_DOCKER_PUBLIC_NETWORK=host`` to opt into the host network instead.
-:attr:`DockerBackend.capabilities` reports exactly this: ``public`` is listed
+:attr:`.docker_backend.DockerBackend.capabilities` reports exactly this: ``public`` is listed
 in ``network_modes`` only when it is really delivered, and in
 ``network_fallbacks`` (``public -> no-network``) when it is run stricter.
 ``allowlist`` is refused (no egress proxy yet).
@@ -40,7 +41,6 @@ from benchflow.errors import (
     CapabilityError,
     InfraError,
     SandboxError,
-    SandboxUnavailable,
 )
 
 from . import ca
@@ -51,9 +51,9 @@ from .docker_engine import call
 from .docker_exec import close as close_socket
 from .docker_exec import frames
 from .docker_exec import run as run_exec
+from .docker_leftovers import KEPT_PREFIX
 from .docker_setup import main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
-from .orphans import KEPT_PREFIX
 from .copyout import CopyReport, copy_out_tar
 from .tarstream import pack, pack_members
 
@@ -121,7 +121,7 @@ class DockerSandbox:
         return self._workdir
 
     def _labels(self, kind: str = "sandbox") -> dict[str, str]:
-        extra = {eng.TASK: self.spec.name, **self.spec.labels}
+        extra = {eng.TASK: self.spec.name, **self.spec.labels, eng.BACKEND: self.backend}
         labels = eng.owner_labels(extra, kind=kind)
         if self.detached:
             for key in (eng.PID, eng.PID_START, eng.HOST):
@@ -156,6 +156,9 @@ class DockerSandbox:
         """Build if needed and create the container without starting it; returns its id."""
         if self._state is not State.NEW:
             return self._container or ""
+        if self.spec.mounts and not self.capabilities.host_mounts:
+            raise CapabilityError(f"{self.spec.name}: --sandbox {self.backend} cannot mount host folders "
+                                  f"({', '.join(self.spec.mounts)}): the engine runs on another host")
         if self.image is None:
             await self.build()
         network, self.network_note = container_network(self.spec.network_mode, self.url)
@@ -354,45 +357,3 @@ class DockerSandbox:
 
 def _slug(name: str) -> str:
     return (re.sub(r"[^a-zA-Z0-9_.-]+", "-", name).strip("-.") or "task")[:40]
-
-
-class DockerBackend:
-    """The ``docker`` backend (local engine) or ``remote-docker`` (``BENCHFLOW_REMOTE_DOCKER_HOST``)."""
-
-    def __init__(self, name: str, remote: bool) -> None:
-        self.name = name
-        self.remote = remote
-
-    def url(self) -> str | None:
-        if not self.remote:
-            return None
-        url = eng.remote_url()
-        if url is None:
-            raise SandboxUnavailable(f"--sandbox remote-docker needs {eng.REMOTE_ENV} "
-                                     "(ssh://user@host, tcp://host:2376 or unix:///path.sock)")
-        return url
-
-    def available(self) -> tuple[bool, str]:
-        if self.remote and eng.remote_url() is None:
-            return False, f"{eng.REMOTE_ENV} is not set"
-        return eng.ping(eng.remote_url() if self.remote else None)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """What this backend delivers on this engine (asks the engine once; static when it is down)."""
-        modes, fallbacks = {"no-network", "public"}, {}
-        try:
-            url = self.url()
-            if not eng.facts(url).has_bridge and os.environ.get(eng.PUBLIC_NETWORK_ENV, "").lower() != "host":
-                modes, fallbacks = {"no-network"}, {"public": "no-network"}
-        except Exception:  # noqa: BLE001 - no engine: report the general capabilities
-            pass
-        return Capabilities(network_modes=frozenset(modes), network_fallbacks=fallbacks, snapshots=True)
-
-    def create(self, spec: SandboxSpec, *, detached: bool = False) -> DockerSandbox:
-        return DockerSandbox(spec, url=self.url(), capabilities=self.capabilities, backend=self.name,
-                             detached=detached)
-
-
-BACKEND = DockerBackend("docker", remote=False)
-REMOTE_BACKEND = DockerBackend("remote-docker", remote=True)

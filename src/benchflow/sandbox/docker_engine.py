@@ -34,6 +34,8 @@ HOST = "benchflow.host"
 CREATED = "benchflow.created"
 TASK = "benchflow.task"
 CACHE_KEY = "benchflow.cache_key"
+BACKEND = "benchflow.backend"
+"""The backend that made a container (two backends may share one engine)."""
 
 REMOTE_ENV = "BENCHFLOW_REMOTE_DOCKER_HOST"
 PUBLIC_NETWORK_ENV = "BENCHFLOW_DOCKER_PUBLIC_NETWORK"

@@ -30,14 +30,17 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import ca, local_exec
+from benchflow.sandbox import ca, local_exec, local_leftovers
 from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
+    Backend,
     Capabilities,
     ExecResult,
+    OwnedSandbox,
     SandboxSpec,
 )
 from benchflow.sandbox.copyout import CopyReport, copy_out_tree
+from benchflow.sandbox.local_cache import LocalCache
 from benchflow.sandbox.local_dockerfile import (
     DEFAULT_PATH,
     SUGGESTION,
@@ -63,7 +66,8 @@ from benchflow.util import atomic
 log = logging.getLogger(__name__)
 
 CAPABILITIES = Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=True, gpus=False,
-                            multi_service=False, build_from_dockerfile=True, resource_limits=False)
+                            multi_service=False, build_from_dockerfile=True, resource_limits=False,
+                            host_mounts=True, image_layers=False, keep=False)
 
 
 _WARNED_FROM: set[tuple[str, str]] = set()
@@ -379,7 +383,7 @@ class LocalSandbox:
         self._fs_args = None
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     name = "local"
     capabilities = CAPABILITIES
 
@@ -408,6 +412,19 @@ class LocalBackend:
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         return LocalSandbox(spec)
+
+    def exists(self, sandbox_id: str) -> bool:
+        return local_leftovers.exists(sandbox_id)
+
+    def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
+        return local_leftovers.list_owned(self.name, owner)
+
+    def remove(self, ids: list[str]) -> dict[str, str]:
+        return local_leftovers.remove(ids)
+
+    @property
+    def cache(self) -> LocalCache:
+        return LocalCache()
 
 
 BACKEND = LocalBackend()

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from . import local_state
-from .docker_cache import CacheEntry
+from .base import CacheEntry
 
 ENGINE = "local"
 _TMP = ".tmp-"
@@ -129,3 +129,16 @@ def remove_local(entry: CacheEntry, cache_root: Path | None = None) -> None:
     elif _build_running(images, key):
         raise RuntimeError("a build is in progress")
     shutil.rmtree(folder)
+
+
+class LocalCache:
+    """The local backend's cache as a ``CacheStore`` (``bench cache``)."""
+
+    place = ENGINE
+    kinds = ("images", "build-cache")
+
+    def entries(self, kinds: tuple[str, ...] = kinds, older_than_sec: float | None = None) -> list[CacheEntry]:
+        return list_local(kinds=kinds, older_than_sec=older_than_sec)
+
+    def remove(self, entry: CacheEntry) -> None:
+        remove_local(entry)

@@ -1,30 +1,30 @@
-"""Library side of ``bench sandbox create|list|attach|release``.
+"""Library side of ``bench sandbox create|attach|release`` (what a backend with ``keep`` offers).
 
 A kept sandbox is described by the trial's ``kept-sandbox.json`` (written by
-the run engine)::
+the run engine from the sandbox's ``keep()``), for example on Docker::
 
     {"schema_version": 1, "backend": "docker", "sandbox_id": "<container id>",
      "docker_host": null, "trial": "<trial dir name>", "created_at": "<iso>"}
 
-``docker_host`` null means the local engine.
+``backend`` picks the backend that attaches to and releases it; the other
+fields are that backend's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from benchflow.errors import ConfigError, SandboxError, UserError
 
-from . import docker_engine as eng
+from . import get_backend
 from .from_task import spec_for_task
 
-DOCKER_BACKENDS = ("docker", "remote-docker")
 KEPT_FILE = "kept-sandbox.json"
-
+DEFAULT_BACKEND = "docker"
+"""The backend of a kept-sandbox.json written before the file named one."""
 
 
 @dataclass
@@ -33,44 +33,45 @@ class Created:
     name: str
     image: str
     backend: str
-    docker_host: str | None
+    where: str | None
+    """Where it lives when that is not the backend's usual place (e.g. a remote engine's URL)."""
     built: bool
     network_note: str | None
 
 
-def create_from_task_dir(task_dir: Path, backend: str = "docker") -> Created:
-    """Build the task's image (if needed) and create its container, not started.
+def _keeping_backend(name: str, what: str):
+    backend = get_backend(name)
+    if not backend.capabilities.keep:
+        raise ConfigError(f"--sandbox {name}: {what} needs a sandbox that can outlive a run, and {name} "
+                          "cannot keep its sandboxes")
+    return backend
 
-    The container carries no owner pid: it outlives this command, and
+
+def create_from_task_dir(task_dir: Path, backend: str = DEFAULT_BACKEND) -> Created:
+    """Build the task's image (if needed) and create its sandbox, not started.
+
+    The sandbox carries no owner pid: it outlives this command, and
     ``bench sandbox cleanup`` removes it after ``--max-age`` (or by ``--id``).
     """
-    from benchflow.sandbox import get_backend
     from benchflow.tasks import load_task
 
-    if backend not in DOCKER_BACKENDS:
-        raise ConfigError(f"--sandbox {backend}: bench sandbox create supports "
-                          f"{', '.join(DOCKER_BACKENDS)}")
-    task = load_task(task_dir)
-    sandbox = get_backend(backend).create(spec_for_task(task), detached=True)
-
-    async def go() -> str:
-        await sandbox.build()
-        return await sandbox.create()
-
-    container = asyncio.run(go())
-    info = eng.client(sandbox.url).inspect_container(container)
-    return Created(sandbox_id=container, name=info["Name"].lstrip("/"), image=sandbox.image or "",
-                   backend=backend, docker_host=sandbox.url, built=bool(sandbox.build_log),
-                   network_note=sandbox.network_note)
+    chosen = _keeping_backend(backend, "bench sandbox create")
+    made = asyncio.run(chosen.create_kept(spec_for_task(load_task(task_dir))))
+    return Created(sandbox_id=str(made["sandbox_id"]), name=str(made["name"]), image=str(made["image"]),
+                   backend=backend, where=made.get("where"), built=bool(made["built"]),
+                   network_note=made.get("network_note"))
 
 
 @dataclass
 class Kept:
     path: Path
-    sandbox_id: str
-    docker_host: str | None
+    record: dict
     backend: str
     trial: str
+
+    @property
+    def sandbox_id(self) -> str:
+        return str(self.record["sandbox_id"])
 
 
 def read_kept(trial: Path) -> Kept:
@@ -91,72 +92,31 @@ def read_kept(trial: Path) -> Kept:
         raise UserError(f"{path}: not valid JSON ({exc}); it should be written by --keep-sandbox") from None
     if not isinstance(data, dict) or not data.get("sandbox_id"):
         raise UserError(f"{path}: field sandbox_id is missing; the file should be written by --keep-sandbox")
-    backend = data.get("backend", "docker")
-    if backend not in DOCKER_BACKENDS:
-        raise UserError(f"{path}: backend {backend!r} has no attach/release in this build")
-    return Kept(path=path, sandbox_id=str(data["sandbox_id"]), docker_host=data.get("docker_host"),
-                backend=backend, trial=str(data.get("trial") or path.parent.name))
-
-
-def _container(kept: Kept) -> dict:
-    from docker.errors import NotFound
-
-    api = eng.client(kept.docker_host)
+    backend = str(data.get("backend") or DEFAULT_BACKEND)
     try:
-        return api.inspect_container(kept.sandbox_id)
-    except NotFound:
-        raise SandboxError(f"{kept.path}: sandbox {kept.sandbox_id[:12]} no longer exists "
-                           "(released or cleaned up)") from None
+        keeps = get_backend(backend).capabilities.keep
+    except ConfigError:
+        keeps = False
+    if not keeps:
+        raise UserError(f"{path}: backend {backend!r} has no attach/release in this build")
+    return Kept(path=path, record=data, backend=backend, trial=str(data.get("trial") or path.parent.name))
 
 
 def attach(trial: Path, command: list[str]) -> int:
     """Run ``command`` as root in the kept sandbox with live output; its exit status.
 
-    Without a command, replaces this process with an interactive root shell
-    (``docker exec -it``, the one place a terminal is needed).
+    Without a command, an interactive root shell (the backend's own terminal).
     """
     kept = read_kept(trial)
-    info = _container(kept)
-    api = eng.client(kept.docker_host)
-    if not info.get("State", {}).get("Running"):
-        api.start(kept.sandbox_id)
-    if not command:
-        import os
-        import shutil
-
-        docker_cli = shutil.which("docker")
-        if docker_cli is None:
-            raise SandboxError("an interactive shell needs the docker CLI; pass a command after -- instead")
-        host = ["-H", kept.docker_host] if kept.docker_host else []
-        shell = "command -v bash >/dev/null 2>&1 && exec bash -l || exec sh -l"
-        os.execv(docker_cli, [docker_cli, *host, "exec", "-it", "-u", "root", kept.sandbox_id,
-                              "sh", "-c", shell])
-    return asyncio.run(_run_live(api, kept.sandbox_id, command))
-
-
-async def _run_live(api, container: str, command: list[str]) -> int:
-    from .docker_stream import open_process
-
-    process = await open_process(api, container, command, user="root", env=None, cwd=None)
-    process.stdin.close()
-
-    async def copy(reader, out) -> None:
-        while chunk := await reader.read(65536):
-            out.write(chunk)
-            out.flush()
-
-    await asyncio.gather(copy(process.stdout, sys.stdout.buffer), copy(process.stderr, sys.stderr.buffer))
-    return await process.wait()
+    try:
+        return get_backend(kept.backend).attach(kept.record, command)
+    except SandboxError as exc:
+        raise SandboxError(f"{kept.path}: {exc}") from exc
 
 
 def release(trial: Path) -> str:
-    """Delete the kept sandbox and its kept-sandbox.json; returns the container id."""
-    from docker.errors import NotFound
-
+    """Delete the kept sandbox and its kept-sandbox.json; returns the sandbox id."""
     kept = read_kept(trial)
-    try:
-        eng.client(kept.docker_host).remove_container(kept.sandbox_id, force=True, v=True)
-    except NotFound:
-        pass
+    get_backend(kept.backend).release(kept.record)
     kept.path.unlink(missing_ok=True)
     return kept.sandbox_id

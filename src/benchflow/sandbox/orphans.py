@@ -1,133 +1,76 @@
-"""Finding and removing the sandboxes BenchFlow left behind (``bench sandbox list|cleanup``).
+"""Finding and removing the sandboxes BenchFlow left behind (``bench sandbox list|cleanup``, and a
+run's removal of what a killed earlier run of its job left).
 
-Two kinds of place are looked at, each named by a *target*: a Docker engine
-(``None`` for the local engine, else its URL), where only containers labelled
-``benchflow.owned=true`` count, and :data:`LOCAL`, the state folders of the
-embedded ``local`` backend (:mod:`local_state`; a ``kill -9`` of their owner
-leaves the folder, and a kill that lands as an exec starts can leave its
-namespace running too, which removal sweeps). Which of them go, by default:
+Every registered backend is asked through its own ``leftovers()``/``remove()``
+(see :class:`benchflow.sandbox.base.Backend`); nothing here knows a backend by
+name. Which sandboxes go, by default:
 
-- an **orphan** (labels name an owning process on this host that is gone, or
-  whose pid now belongs to another process): removed whatever its age or state;
+- an **orphan** (its owning process on this host is gone, or its pid now
+  belongs to another process): removed whatever its age or state;
 - **no recorded owner** (made by ``bench sandbox create``, or by a process on
   another host of a shared remote engine): removed once older than ``max_age``;
-- held by a **live** process, or **kept** with ``--keep-sandbox`` (renamed
-  ``bf-kept-…``): never, unless named with ``--id`` (``--all`` takes kept ones
-  and unowned ones of any age, never a live run's).
+- held by a **live** process, or **kept** with ``--keep-sandbox``: never, unless
+  named with ``--id`` (``--all`` takes kept ones and unowned ones of any age,
+  never a live run's).
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 
-from . import docker_engine as eng
+from benchflow.errors import SandboxUnavailable
 
-KEPT_PREFIX = "bf-kept-"
-"""Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release``."""
+from .base import Backend, OwnedSandbox
 
-
-LOCAL = "local"
-"""The target naming the ``local`` backend's state folders rather than a Docker engine."""
+log = logging.getLogger(__name__)
 
 
 @dataclass
-class OwnedContainer:
-    """One sandbox we made: a container, or a local sandbox's state folder (``engine`` ``local``)."""
+class Scan:
+    """What every backend holds: (backend, its rows) for those that could be looked at."""
 
-    id: str
-    name: str
-    engine: str
-    """``docker`` (local engine), the remote engine URL, or ``local``."""
-    state: str
-    image: str
-    created: float
-    job: str | None
-    trial: str | None
-    task: str | None
-    owner: str
-    """``live pid N``, ``gone (pid N)``, ``none`` or ``other host H``."""
-    owner_alive: bool | None
-    kept: bool
+    found: list[tuple[Backend, list[OwnedSandbox]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """Backends skipped because they do not work here (normal, e.g. no Docker on this machine)."""
+    errors: list[str] = field(default_factory=list)
+    """Configured backends that could not be looked at (reported after the rest)."""
 
-    def to_json(self) -> dict:
-        data = asdict(self)
-        data["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.created))
-        return data
+    @property
+    def rows(self) -> list[OwnedSandbox]:
+        return [row for _, rows in self.found for row in rows]
 
 
-def list_owned(url: str | None = None) -> list[OwnedContainer]:
-    """Every sandbox we made at target ``url``: containers with ``benchflow.owned=true``,
-    or for :data:`LOCAL` every local sandbox state folder."""
-    if url == LOCAL:
-        return list_local()
-    api = eng.client(url)
-    rows = []
-    for item in api.containers(all=True, filters={"label": f"{eng.OWNED}=true"}):
-        labels = item.get("Labels") or {}
-        name = (item.get("Names") or ["/?"])[0].lstrip("/")
-        alive = eng.owner_alive(labels)
-        pid = labels.get(eng.PID)
-        if alive is True:
-            owner = f"live pid {pid}"
-        elif alive is False:
-            owner = f"gone (pid {pid})"
-        elif pid:
-            owner = f"other host {labels.get(eng.HOST, '?')}"
-        else:
-            owner = "none"
-        rows.append(OwnedContainer(
-            id=item["Id"], name=name, engine=url or "docker", state=item.get("State", "?"),
-            image=item.get("Image", "?"), created=eng.created_at(labels, float(item.get("Created", 0))) or 0.0,
-            job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK),
-            owner=owner, owner_alive=alive, kept=name.startswith(KEPT_PREFIX)))
-    return rows
+def scan(backends: list[Backend] | None = None) -> Scan:
+    """Ask each backend (default: every registered one) for its sandboxes."""
+    from . import get_backend, names
 
-
-def list_local() -> list[OwnedContainer]:
-    """The ``local`` backend's sandboxes, one per state folder (``owner.json`` names the owner).
-
-    A folder without a recorded pid (its ``owner.json`` unreadable) has no
-    known owner, so its age governs it like an unowned container's.
-    """
-    from . import local_state
-
-    rows = []
-    for entry in local_state.list_sandboxes():
-        path = Path(str(entry["path"]))
-        pid = entry.get("pid")
-        alive = bool(entry["alive"]) if isinstance(pid, int) else None
-        owner = "none" if alive is None else (f"live pid {pid}" if alive else f"gone (pid {pid})")
-        labels = entry.get("labels") if isinstance(entry.get("labels"), dict) else {}
-        created = entry.get("created")
-        if not isinstance(created, (int, float)):
-            try:
-                created = path.stat().st_mtime
-            except OSError:
-                created = 0.0
-        key = entry.get("image")
-        rows.append(OwnedContainer(
-            id=path.name, name=path.name, engine=LOCAL, state="running" if alive else "stale",
-            image=f"local:{key}" if key else "host", created=float(created),
-            job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL),
-            task=labels.get(eng.TASK) or entry.get("name"), owner=owner, owner_alive=alive, kept=False))
-    return rows
+    result = Scan()
+    for backend in backends if backends is not None else [get_backend(n) for n in names()]:
+        try:
+            result.found.append((backend, backend.leftovers()))
+        except SandboxUnavailable as exc:
+            if backend.configured():
+                result.errors.append(f"{backend.name}: {exc}")
+            else:
+                result.notes.append(f"skipped {backend.name}: {exc}")
+    return result
 
 
 @dataclass
 class CleanupReport:
     removed: list[dict] = field(default_factory=list)
     kept: list[dict] = field(default_factory=list)
-    """Containers left alone, each with a ``reason``."""
+    """Sandboxes left alone, each with a ``reason``."""
     errors: list[str] = field(default_factory=list)
     dry_run: bool = False
     unmatched_ids: list[str] = field(default_factory=list)
 
 
-def decide(row: OwnedContainer, *, max_age_sec: float, everything: bool, ids: list[str],
+def decide(row: OwnedSandbox, *, max_age_sec: float, everything: bool, ids: list[str],
            now: float) -> tuple[bool, str]:
-    """(remove?, why) for one container under the cleanup rules in the module docstring."""
+    """(remove?, why) for one sandbox under the cleanup rules in the module docstring."""
     if any(row.id.startswith(i) or row.name == i for i in ids):
         return True, "named with --id"
     if ids:
@@ -146,86 +89,42 @@ def decide(row: OwnedContainer, *, max_age_sec: float, everything: bool, ids: li
     return False, f"no recorded owner, {age / 60:.0f} min old (younger than --max-age)"
 
 
-def cleanup(urls: list[str | None], *, max_age_sec: float, everything: bool = False,
+def cleanup(found: list[tuple[Backend, list[OwnedSandbox]]], *, max_age_sec: float, everything: bool = False,
             ids: list[str] | None = None, dry_run: bool = False) -> CleanupReport:
-    """Remove what :func:`decide` says at each target; with ``dry_run`` only report it."""
+    """Remove what :func:`decide` says from what :func:`scan` found; with ``dry_run`` only report it."""
     ids = list(ids or [])
     report = CleanupReport(dry_run=dry_run)
     now = time.time()
     seen: set[str] = set()
-    for url in urls:
-        for row in list_owned(url):
+    for backend, rows in found:
+        doomed: list[tuple[OwnedSandbox, dict]] = []
+        for row in rows:
             remove, reason = decide(row, max_age_sec=max_age_sec, everything=everything, ids=ids, now=now)
             entry = row.to_json() | {"reason": reason}
-            if not remove:
+            if remove:
+                seen.update(i for i in ids if row.id.startswith(i) or row.name == i)
+                doomed.append((row, entry))
+            else:
                 report.kept.append(entry)
-                continue
-            seen.update(i for i in ids if row.id.startswith(i) or row.name == i)
-            if not dry_run:
-                try:
-                    _remove(url, row)
-                except Exception as exc:  # noqa: BLE001 - report and go on with the rest
-                    report.errors.append(f"{row.name}: {exc}")
-                    continue
-            report.removed.append(entry)
+        failed = {} if dry_run or not doomed else backend.remove([row.id for row, _ in doomed])
+        for row, entry in doomed:
+            if row.id in failed:
+                report.errors.append(f"{row.name}: {failed[row.id]}")
+            else:
+                report.removed.append(entry)
     report.unmatched_ids = [i for i in ids if i not in seen]
     return report
 
 
-def _remove(url: str | None, row: OwnedContainer) -> None:
-    if url != LOCAL:
-        eng.client(url).remove_container(row.id, force=True, v=True)
-        return
-    from . import local_state
-
-    if not local_state.remove_sandbox(row.id) and (local_state.sandboxes_dir() / row.id).exists():
-        raise OSError(f"could not remove {local_state.sandboxes_dir() / row.id}")
-
-
-def engines() -> list[str | None]:
-    """The local engine, plus the remote one when ``BENCHFLOW_REMOTE_DOCKER_HOST`` is set."""
-    remote = eng.remote_url()
-    return [None] + ([remote] if remote else [])
-
-
-def targets() -> tuple[list[str | None], list[str], list[str]]:
-    """Where ``bench sandbox list|cleanup`` look: (targets, notes, errors).
-
-    Each Docker engine of :func:`engines` that answers, then :data:`LOCAL`. The
-    local engine not answering is normal on a machine without Docker (a note);
-    a configured remote engine not answering is an error, reported after the
-    rest was listed or cleaned.
-    """
-    found: list[str | None] = []
-    notes, errors = [], []
-    for url in engines():
-        answers, why = eng.ping(url)
-        if answers:
-            found.append(url)
-        elif url is None:
-            notes.append(f"skipped Docker: {why}")
-        else:
-            errors.append(f"remote Docker engine {url}: {why}")
-    return found + [LOCAL], notes, errors
-
-
-def remove_own(urls: list[str | None] | None = None) -> int:
-    """Force-remove every container this process owns (not kept ones); for a SIGTERM/atexit
-    handler of a run that cannot await its sandboxes' ``stop()``. Returns how many went."""
-    import os
-
-    pid, started = str(os.getpid()), eng.process_start_ticks(os.getpid()) or ""
-    removed = 0
-    for url in urls if urls is not None else engines():
-        api = eng.client(url)
-        mine = api.containers(all=True, filters={"label": [f"{eng.OWNED}=true", f"{eng.PID}={pid}",
-                                                           f"{eng.PID_START}={started}"]})
-        for item in mine:
-            if (item.get("Names") or ["/"])[0].lstrip("/").startswith(KEPT_PREFIX):
-                continue
-            try:
-                api.remove_container(item["Id"], force=True, v=True)
-                removed += 1
-            except Exception:  # noqa: BLE001 - best effort; cleanup catches the rest later
-                pass
-    return removed
+def reap(backend: Backend, job: str) -> list[str]:
+    """Remove the sandboxes a killed earlier run of ``job`` left with ``backend`` (their owner is
+    gone); returns their ids. A backend that cannot be looked at is logged and skipped."""
+    try:
+        orphans = [row.id for row in backend.leftovers(owner=job) if row.owner_alive is False]
+    except SandboxUnavailable as exc:
+        log.warning("could not look for sandboxes a killed run left on %s: %s", backend.name, exc)
+        return []
+    failed = backend.remove(orphans) if orphans else {}
+    for sandbox_id, why in failed.items():
+        log.warning("could not remove leftover sandbox %s: %s (bench sandbox cleanup retries)", sandbox_id, why)
+    return [i for i in orphans if i not in failed]

@@ -1,0 +1,105 @@
+"""The containers a Docker-engine backend made: listing, removal, existence (its ``leftovers``).
+
+Only containers labelled ``benchflow.owned=true`` count, and of those the ones
+whose ``benchflow.backend`` label names the asking backend (two backends may
+share one engine); a container made before that label existed belongs to the
+engine's built-in backend. The owner labels (:mod:`.docker_engine`) say whether
+the process that made it still runs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from benchflow.errors import SandboxUnavailable
+
+from . import docker_engine as eng
+from .base import OwnedSandbox
+
+KEPT_PREFIX = "bf-kept-"
+"""Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release``."""
+
+
+def _api(url: str | None):
+    """The engine's client once it answers.
+
+    Raises:
+        SandboxUnavailable: no engine answers at ``url``.
+    """
+    answers, why = eng.ping(url)
+    if not answers:
+        raise SandboxUnavailable(why)
+    return eng.client(url)
+
+
+def list_owned(url: str | None, backend: str, unlabelled: str, owner: str | None = None) -> list[OwnedSandbox]:
+    """The containers ``backend`` made on the engine at ``url`` (those without a backend label
+    count as ``unlabelled``'s); with ``owner``, only the job ``owner``'s."""
+    rows = []
+    for item in _api(url).containers(all=True, filters={"label": f"{eng.OWNED}=true"}):
+        labels = item.get("Labels") or {}
+        if (labels.get(eng.BACKEND) or unlabelled) != backend or owner not in (None, labels.get(eng.JOB)):
+            continue
+        name = (item.get("Names") or ["/?"])[0].lstrip("/")
+        alive = eng.owner_alive(labels)
+        pid = labels.get(eng.PID)
+        if alive is True:
+            who = f"live pid {pid}"
+        elif alive is False:
+            who = f"gone (pid {pid})"
+        elif pid:
+            who = f"other host {labels.get(eng.HOST, '?')}"
+        else:
+            who = "none"
+        rows.append(OwnedSandbox(
+            id=item["Id"], name=name, sandbox=backend, engine=url or "docker", state=item.get("State", "?"),
+            image=item.get("Image", "?"), created=eng.created_at(labels, float(item.get("Created", 0))) or 0.0,
+            job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK),
+            owner=who, owner_alive=alive, kept=name.startswith(KEPT_PREFIX)))
+    return rows
+
+
+def remove(url: str | None, ids: list[str]) -> dict[str, str]:
+    """Force-remove containers (and their anonymous volumes); id -> reason for those that stay."""
+    from docker.errors import NotFound
+
+    failed = {}
+    api = eng.client(url)
+    for container in ids:
+        try:
+            api.remove_container(container, force=True, v=True)
+        except NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - report it and go on with the rest
+            failed[container] = str(exc)
+    return failed
+
+
+def exists(url: str | None, container: str) -> bool:
+    from docker.errors import NotFound
+
+    try:
+        eng.client(url).inspect_container(container)
+    except NotFound:
+        return False
+    return True
+
+
+def remove_own(urls: list[str | None]) -> int:
+    """Force-remove every container this process owns (not kept ones); for a SIGTERM/atexit
+    handler of a run that cannot await its sandboxes' ``stop()``. Returns how many went."""
+    pid, started = str(os.getpid()), eng.process_start_ticks(os.getpid()) or ""
+    removed = 0
+    for url in urls:
+        api = eng.client(url)
+        mine = api.containers(all=True, filters={"label": [f"{eng.OWNED}=true", f"{eng.PID}={pid}",
+                                                           f"{eng.PID_START}={started}"]})
+        for item in mine:
+            if (item.get("Names") or ["/"])[0].lstrip("/").startswith(KEPT_PREFIX):
+                continue
+            try:
+                api.remove_container(item["Id"], force=True, v=True)
+                removed += 1
+            except Exception:  # noqa: BLE001 - best effort; cleanup catches the rest later
+                pass
+    return removed
