@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any, TypeVar
 
-from benchflow.util import atomic
+from benchflow.util import atomic, nofollow
 
 from .base import Block, Record
 from .upgrade import Unreadable, upgrade
@@ -25,7 +25,7 @@ R = TypeVar("R", bound=Any)
 def read_json(path: str | os.PathLike[str]) -> Any:
     """The parsed file, ``None`` when it does not exist; ``Unreadable`` when it does not parse."""
     try:
-        with open(path, "rb") as handle:
+        with nofollow.open_file(path) as handle:  # a job folder holds what sandboxes wrote
             data = handle.read()
     except FileNotFoundError:
         return None

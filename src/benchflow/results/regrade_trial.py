@@ -24,7 +24,7 @@ from typing import Any
 from benchflow.jobs.layout import TrialPaths
 from benchflow.sandbox.base import Sandbox
 from benchflow.sandbox.from_task import spec_for_task
-from benchflow.util import atomic
+from benchflow.util import atomic, nofollow
 from benchflow.util.files import sha256_digest
 
 SCHEMA_VERSION = 1
@@ -62,9 +62,9 @@ def evidence_problem(candidate: Candidate) -> tuple[str, str] | None:
     manifest = _manifest(candidate.paths)
     for entry in manifest.get("files") or []:
         path = candidate.workspace / str(entry.get("path", ""))
-        if not path.is_file():
+        if not nofollow.is_regular(path):  # a link put here since the freeze is never followed
             return "evidence_changed", (f"evidence/workspace/{entry.get('path')} is listed in "
-                                        "evidence/manifest.json but missing")
+                                        "evidence/manifest.json but missing or not a plain file")
         expected = entry.get("sha256")
         if expected and sha256_digest(path).hex() != expected:
             return "evidence_changed", (f"evidence/workspace/{entry.get('path')} changed since it was "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from benchflow.errors import JobFolderError
 from benchflow.jobs.layout import TrialPaths
+from benchflow.util import nofollow
 
 from . import trajectory
 from .documents import TrialDocument
@@ -17,11 +19,11 @@ VERIFIER_TEXT_CAP = 64 * 1024
 MAX_LISTED_FILES = 2000
 
 
-def _tail_text(path: Path, cap: int = VERIFIER_TEXT_CAP) -> str | None:
-    """The file as text, or its last ``cap`` bytes with a marker; ``None`` for binary files."""
+def _tail_text(path: Path, root: Path, cap: int = VERIFIER_TEXT_CAP) -> str | None:
+    """The file as text, or its last ``cap`` bytes with a marker; ``None`` for binary files and links."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
+        with nofollow.open_file(path, root) as handle:
+            size = os.fstat(handle.fileno()).st_size
             if size > cap:
                 handle.seek(size - cap)
             data = handle.read(cap)
@@ -39,8 +41,8 @@ def verifier_files(trial: TrialPaths) -> dict[str, str]:
     folder = trial.verifier_dir
     if not folder.is_dir():
         return out
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        text = _tail_text(path)
+    for path in sorted(p for p in folder.rglob("*") if nofollow.is_regular(p)):
+        text = _tail_text(path, folder)
         if text is not None:
             out[path.relative_to(folder).as_posix()] = text
     return out
@@ -49,7 +51,7 @@ def verifier_files(trial: TrialPaths) -> dict[str, str]:
 def list_files(trial: TrialPaths) -> list[str]:
     files: list[str] = []
     for path in sorted(trial.root.rglob("*")):
-        if path.is_file():
+        if nofollow.is_regular(path):
             files.append(path.relative_to(trial.root).as_posix())
             if len(files) >= MAX_LISTED_FILES:
                 break

@@ -5,15 +5,22 @@ Both present: they must agree. A reward.json without ``reward`` needs an
 aggregate (its own ``aggregate`` block) and at least one numeric metric; the
 computed reward is added to the map. Rewards must be finite and inside the
 task's ``reward_range`` (default [0, 1]); booleans are not numbers.
+
+The verifier wrote these files, so they are opened without following links
+(:mod:`benchflow.util.nofollow`): a ``reward.txt`` that links to a host file
+is refused, never read.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from benchflow.util import nofollow
 
 STRUCTURED_KEYS = frozenset({
     "aggregate", "artifacts", "debug", "details", "details_path", "errors", "evidence", "items",
@@ -21,6 +28,7 @@ STRUCTURED_KEYS = frozenset({
 })
 _SPACES = {"output", "action", "reasoning", "memory", "latent"}
 _GRANULARITIES = {"terminal", "step"}
+MAX_REWARD_FILE_BYTES = 16 << 20
 
 
 class RewardError(ValueError):
@@ -145,15 +153,14 @@ def parse_reward_files(folder: Path, reward_range: tuple[float, float] | None = 
         RewardError: a file exists but cannot be scored.
     """
     lo, hi = reward_range or (0.0, 1.0)
-    txt_path, json_path = folder / "reward.txt", folder / "reward.json"
-    has_txt, has_json = txt_path.is_file(), json_path.is_file()
-    if not has_txt and not has_json:
+    txt_text, json_text = _read_reward(folder, "reward.txt"), _read_reward(folder, "reward.json")
+    if txt_text is None and json_text is None:
         return None
-    txt_value = parse_reward_text(txt_path.read_text(errors="replace"), lo, hi) if has_txt else None
-    if not has_json:
+    txt_value = parse_reward_text(txt_text, lo, hi) if txt_text is not None else None
+    if json_text is None:
         return {"reward": txt_value}
     try:
-        raw = json.loads(json_path.read_text(errors="replace"))
+        raw = json.loads(json_text)
     except json.JSONDecodeError as exc:
         raise RewardError(f"reward.json: not JSON ({exc.msg} at line {exc.lineno})") from None
     declared = isinstance(raw, dict) and ("reward" in raw or isinstance(raw.get("aggregate"), Mapping))
@@ -163,3 +170,23 @@ def parse_reward_files(folder: Path, reward_range: tuple[float, float] | None = 
     if txt_value is not None and not math.isclose(reward["reward"], txt_value, abs_tol=1e-9):
         raise RewardError(f"reward.json reward {reward['reward']} differs from reward.txt {txt_value}")
     return reward
+
+
+def _read_reward(folder: Path, name: str) -> str | None:
+    """The text of ``folder/name``; None when it is missing or a folder.
+
+    Raises:
+        RewardError: it is a link, a special file, or too large to be a reward.
+    """
+    path = folder / name
+    if not os.path.lexists(path) or (path.is_dir() and not path.is_symlink()):
+        return None
+    try:
+        data = nofollow.read_bytes(path, limit=MAX_REWARD_FILE_BYTES)
+    except FileNotFoundError:
+        return None
+    except nofollow.UnsafeFile as exc:
+        raise RewardError(f"{name}: {exc.strerror}; the verifier must write the reward as a plain file") from None
+    except OSError as exc:
+        raise RewardError(f"{name}: cannot be read ({exc.strerror})") from None
+    return data.decode("utf-8", errors="replace")
