@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from fixtures.jobgen import TrialSpec, write_trial
 
 import benchflow as bf
@@ -33,6 +35,13 @@ def test_load_job_does_not_open_trajectories(tmp_path, monkeypatch):
         opened.append(str(file))
         return real_open(file, *args, **kwargs)
 
+    real_os_open = os.open
+
+    def os_spy(file, *args, **kwargs):  # records are opened without following links (os.open + O_NOFOLLOW)
+        opened.append(str(file))
+        return real_os_open(file, *args, **kwargs)
+
     monkeypatch.setattr(builtins, "open", spy)
+    monkeypatch.setattr(os, "open", os_spy)
     bf.load_job(trial.parent)
     assert opened and not any("/trajectory/" in p for p in opened)

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import BenchError
-from benchflow.jobs.layout import TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.records import TrialResult, Unreadable, read_record
 from benchflow.util import atomic
 
 REWARD_TOL = 1e-9
@@ -30,15 +31,18 @@ class ControlRun:
     agent: str
     sandbox: str
     trial_dir: Path | None
-    result: dict[str, Any]
+    result: TrialResult | None
+    """The trial's result; None when it did not finish."""
 
     @property
     def reward(self) -> float | None:
-        return (self.result.get("rewards") or {}).get("reward")
+        return self.result.reward if self.result is not None else None
 
     @property
     def error(self) -> str | None:
-        return self.result.get("error") or self.result.get("verifier_error")
+        if self.result is None:
+            return "the trial did not finish (no result.json)"
+        return self.result.error or self.result.verifier_error
 
     @property
     def workspace(self) -> Path | None:
@@ -57,12 +61,15 @@ def run_control(task_dir: Path, agent: str, sandbox: str | None, jobs_dir: Path,
 
     outcome = run(str(task_dir), agent=agent, sandbox=sandbox, jobs_dir=str(jobs_dir),
                   freeze_workspace=freeze, concurrency=1, quiet=True)
-    finished = sorted(outcome.job_dir.glob("*/result.json"), key=lambda p: p.stat().st_mtime)
+    finished = sorted((t for t in JobPaths(outcome.job_dir).trials() if t.result.is_file()),
+                      key=lambda t: t.result.stat().st_mtime)
     if not finished:
-        return ControlRun(agent, outcome.plan.sandbox, None,
-                         {"error": "the trial did not finish (no result.json)", "rewards": None})
-    result = json.loads(finished[-1].read_text(encoding="utf-8"))
-    return ControlRun(agent, outcome.plan.sandbox, finished[-1].parent, result)
+        return ControlRun(agent, outcome.plan.sandbox, None, None)
+    try:
+        result = read_record(TrialResult, finished[-1].result, name=finished[-1].name)
+    except Unreadable:
+        result = None
+    return ControlRun(agent, outcome.plan.sandbox, finished[-1].root, result)
 
 
 def is_one(reward: float | None) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import fcntl
-import json
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -18,13 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import JobFolderError
-from benchflow.util import atomic
+from benchflow.records import EvaluationRecord, TrialConfig, TrialResult, Unreadable, read_record, write_record
+from benchflow.records import read_json as records_json  # noqa: I001 - the name read_json stays this module's
 from benchflow.util.redact import drop_secrets
 
 from .layout import JobPaths, TrialPaths, unit_key
-
-IDENTITY_KEYS = ("agent", "model")
-"""Settings whose change makes a plain rerun start a new job instead of resuming."""
 
 CHANGE_KEYS = ("task_digest", "agent", "model", "reasoning_effort", "sandbox_user", "agent_env",
                "prompts_sha256", "timeout_multiplier", "extra_instruction", "config_override")
@@ -32,15 +29,20 @@ CHANGE_KEYS = ("task_digest", "agent", "model", "reasoning_effort", "sandbox_use
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
+    """A record file as a plain dict (unknown keys kept); None when missing or unreadable."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = records_json(path)
+    except Unreadable:
         return None
     return data if isinstance(data, dict) else None
 
 
-def is_finished_result(result: dict[str, Any] | None) -> bool:
-    return bool(result) and (result.get("rewards") is not None or bool(result.get("verifier_error")))
+def _read(model: type, path: Path, name: str | None = None) -> Any:
+    """The record at ``path`` through its model; None when missing or unreadable (the trial reruns)."""
+    try:
+        return read_record(model, path, name=name)
+    except Unreadable:
+        return None
 
 
 @dataclass
@@ -87,7 +89,8 @@ def choose_job_dir(root: Path, *, job_name: str | None, fresh: bool, identity: d
     latest = latest_job(root)
     if latest is None:
         return root / _timestamp_name(root), "new"
-    recorded = (read_json(latest / "evaluation.json") or {}).get("identity")
+    evaluation = _read(EvaluationRecord, JobPaths(latest).evaluation)
+    recorded = evaluation.identity if evaluation is not None else None
     if recorded is not None and recorded != identity:
         return root / _timestamp_name(root), f"new (the latest job {latest.name} ran {recorded})"
     return latest, "resume"
@@ -109,23 +112,24 @@ def lock_job(paths: JobPaths) -> int:
     return fd
 
 
-def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, dict[str, Any]]]:
-    """Task name -> (newest finished trial, its result)."""
-    best: dict[str, tuple[TrialPaths, dict[str, Any], float]] = {}
+def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, TrialResult]]:
+    """Task name -> (newest finished trial, its result); finished as ``TrialResult.is_finished`` says."""
+    best: dict[str, tuple[TrialPaths, TrialResult, float]] = {}
     for trial in paths.trials():
-        result = read_json(trial.result)
-        if not is_finished_result(result):
+        result = _read(TrialResult, trial.result, trial.name)
+        if result is None or not result.is_finished:
             continue
-        task = unit_key(str(result.get("task_name") or trial.name.rsplit("__", 1)[0]), result.get("seed"))
+        task = unit_key(result.task_name, result.seed)
         mtime = trial.result.stat().st_mtime
         if task not in best or mtime > best[task][2]:
             best[task] = (trial, result, mtime)
     return {task: (trial, result) for task, (trial, result, _) in best.items()}
 
 
-def changed_settings(config: dict[str, Any], expected: dict[str, Any]) -> list[str]:
-    """The CHANGE_KEYS whose recorded value differs from this run's."""
-    return [key for key in CHANGE_KEYS if key in expected and config.get(key) != expected[key]]
+def changed_settings(config: TrialConfig | None, expected: dict[str, Any]) -> list[str]:
+    """The CHANGE_KEYS whose recorded value differs from this run's (all of them without a config.json)."""
+    recorded = config.to_json() if config is not None else {}
+    return [key for key in CHANGE_KEYS if key in expected and recorded.get(key) != expected[key]]
 
 
 def open_job(root: Path, *, job_name: str | None, fresh: bool, identity: dict[str, Any],
@@ -147,7 +151,7 @@ def open_job(root: Path, *, job_name: str | None, fresh: bool, identity: dict[st
         for task, (trial, _result) in scan_finished(paths).items():
             if task not in expected:
                 continue
-            diffs = changed_settings(read_json(trial.config) or {}, expected[task])
+            diffs = changed_settings(_read(TrialConfig, trial.config, trial.name), expected[task])
             if diffs:
                 changed.append((trial, task, diffs))
             else:
@@ -169,15 +173,11 @@ def open_job(root: Path, *, job_name: str | None, fresh: bool, identity: dict[st
 
 def write_evaluation(job: JobFolder, spec_record: dict[str, Any], identity: dict[str, Any],
                      tasks_dir: str | None) -> None:
-    existing = read_json(job.paths.evaluation) or {}
-    record = {
-        "schema_version": 1,
-        "kind": "benchflow.evaluation",
-        "job_name": job.paths.name,
-        "tasks_dir": tasks_dir,
-        "identity": identity,
-        "created_at": existing.get("created_at") or dt.datetime.now(dt.timezone.utc).isoformat(),
-        "resumed_at": dt.datetime.now(dt.timezone.utc).isoformat() if job.resumed else None,
-        "run_config": {**spec_record, "agent_env": drop_secrets(spec_record.get("agent_env"))},
-    }
-    atomic.write_json(job.paths.evaluation, record)
+    existing = _read(EvaluationRecord, job.paths.evaluation)
+    now = dt.datetime.now(dt.timezone.utc).isoformat()
+    write_record(job.paths.evaluation, EvaluationRecord(
+        job_name=job.paths.name, tasks_dir=tasks_dir, identity=identity,
+        created_at=(existing.created_at if existing is not None else None) or now,
+        resumed_at=now if job.resumed else None,
+        run_config={**spec_record, "agent_env": drop_secrets(spec_record.get("agent_env"))},
+    ))

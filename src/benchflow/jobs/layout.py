@@ -20,7 +20,10 @@ The job folder is the database; every later command reads it back::
           trajectory/  acp_trajectory.jsonl llm_trajectory.jsonl
           evidence/    frozen workspace (--freeze-workspace) + manifest.json
 
-A trial is finished when its ``result.json`` exists; resume trusts nothing else.
+A trial folder without ``result.json`` never finished running (a killed or
+interrupted run). Resume reuses a task when one of its trials has a
+``result.json`` with a reward or a verifier error (``records.TrialResult.is_finished``).
+What goes into each record is :mod:`benchflow.records`.
 """
 
 from __future__ import annotations
@@ -28,8 +31,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,16 @@ class TrialPaths:
         return self.root / "agent"
 
     @property
+    def install_log(self) -> Path:
+        """``agent/install-stdout.txt``: the agent's install output."""
+        return self.agent_dir / "install-stdout.txt"
+
+    @property
+    def reward_details(self) -> Path:
+        """``verifier/reward-details.json``, when the verifier wrote one."""
+        return self.verifier_dir / "reward-details.json"
+
+    @property
     def verifier_dir(self) -> Path:
         return self.root / "verifier"
 
@@ -123,10 +134,6 @@ class TrialPaths:
     def agent_log(self, agent: str) -> Path:
         """``agent/<agent with - as _>.txt``."""
         return self.agent_dir / f"{agent.replace('-', '_')}.txt"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.result.is_file()
 
     def make_dirs(self) -> None:
         for folder in (self.agent_dir, self.verifier_dir, self.artifacts_dir, self.trajectory_dir):
@@ -172,6 +179,11 @@ class JobPaths:
         """Held (flock) by the process running this job; a live lock means 'still running'."""
         return self.root / ".lock"
 
+    @property
+    def summary_copy(self) -> Path:
+        """``<jobs_dir>/summary.json``: the copy of the latest job's summary (back-compat)."""
+        return self.root.parent / "summary.json"
+
     def trial(self, name: str) -> TrialPaths:
         return TrialPaths(self.root / name)
 
@@ -191,6 +203,11 @@ class JobPaths:
             return True
         return any((child / "result.json").is_file() or (child / "config.json").is_file()
                    for child in path.iterdir() if child.is_dir()) if path.is_dir() else False
+
+
+def matrix_summary(jobs_dir: Path) -> Path:
+    """``<jobs_dir>/matrix-summary.json`` (``--matrix``)."""
+    return jobs_dir / "matrix-summary.json"
 
 
 def unit_key(task_name: str, seed: int | None) -> str:

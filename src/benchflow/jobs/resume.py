@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from benchflow.errors import JobFolderError
+from benchflow.records import EvaluationRecord, Unreadable, read_record
 
-from .job import read_json
 from .layout import JobPaths
 from .spec import RunSpec
 
@@ -24,11 +24,14 @@ def resume_spec(job_dir: Path, *, agent_env: dict[str, str], concurrency: int | 
     job_dir = Path(job_dir).expanduser()
     if not job_dir.is_dir() or not JobPaths.is_job(job_dir):
         raise JobFolderError(f"{job_dir}: not a job folder (no evaluation.json, summary.json or trial folders)")
-    evaluation = read_json(JobPaths(job_dir).evaluation)
-    if not evaluation or not isinstance(evaluation.get("run_config"), dict):
+    try:
+        evaluation = read_record(EvaluationRecord, JobPaths(job_dir).evaluation)
+    except Unreadable:
+        evaluation = None
+    if evaluation is None or evaluation.run_config is None:
         raise JobFolderError(f"{job_dir}/evaluation.json: missing or unreadable; this job cannot be resumed "
                              "(rerun its original bench run command with --job-name instead)")
-    data: dict[str, Any] = dict(evaluation["run_config"])
+    data: dict[str, Any] = dict(evaluation.run_config)
     data["agent_env"] = {**(data.get("agent_env") or {}), **agent_env}
     data.update(jobs_dir=str(job_dir.parent), job_name=job_dir.name, fresh=False, restart_changed=restart_changed,
                 trials=1, matrix=None)

@@ -8,70 +8,70 @@ trials are left out of the score's denominator in ``score_excl_errors``.
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
+from benchflow.records import JobSummary, TrialResult, Unreadable, as_result
 from benchflow.scoring import audit_bucket, pass_at_k
 
 
-def _bucket(result: dict[str, Any] | None) -> str:
-    if not result:
+def _typed(result: TrialResult | dict[str, Any] | None) -> TrialResult | None:
+    """A final trial's result through the model (the engine hands over the dict it just wrote)."""
+    if result is None:
+        return None
+    try:
+        return as_result(result)
+    except Unreadable:
+        return None
+
+
+def _bucket(result: TrialResult | None) -> str:
+    if result is None:
         return "unscored"
-    return audit_bucket((result.get("rewards") or {}).get("reward"), result.get("error"),
-                        result.get("verifier_error"))
+    return audit_bucket(result.reward, result.error, result.verifier_error)
 
 
-def build_summary(*, job_name: str, spec: Any, sandbox: str, results: dict[str, dict[str, Any] | None],
+def build_summary(*, job_name: str, spec: Any, sandbox: str,
+                  results: Mapping[str, TrialResult | dict[str, Any] | None],
                   elapsed_sec: float, budget: dict[str, Any] | None) -> dict[str, Any]:
-    """``results`` maps every planned task to its final result (None: never finished)."""
-    buckets = Counter(_bucket(r) for r in results.values())
-    total = len(results)
+    """``summary.json`` as written; ``results`` maps every planned task to its final result (None: never finished)."""
+    typed = {task: _typed(result) for task, result in results.items()}
+    finals = [r for r in typed.values() if r is not None]
+    buckets = Counter(_bucket(r) for r in typed.values())
+    total = len(typed)
     passed, failed = buckets["passed"], buckets["failed"]
-    rewards = [float(r["rewards"]["reward"]) for r in results.values()
-               if r and (r.get("rewards") or {}).get("reward") is not None
-               and math.isfinite(float(r["rewards"]["reward"]))]
-    categories = Counter(r["error_category"] for r in results.values() if r and r.get("error_category"))
-    verifier_categories = Counter(r["verifier_error_category"] for r in results.values()
-                                  if r and r.get("verifier_error_category"))
+    rewards = [r.reward for r in finals if r.reward is not None]
+    categories = Counter(r.error_category for r in finals if r.error_category)
+    verifier_categories = Counter(r.verifier_error_category for r in finals if r.verifier_error_category)
     score = passed / total if total else 0.0
     scored = passed + failed
     excl = passed / scored if scored else 0.0
-    return {
-        "schema_version": 1,
-        "job_name": job_name,
-        "agent": spec.agent,
-        "model": spec.model,
-        "environment": sandbox,
-        "concurrency": spec.concurrency,
-        "agent_idle_timeout_sec": spec.agent_idle_timeout_sec,
-        "total": total,
-        "passed": passed, "failed": failed, "errored": buckets["errored"],
-        "verifier_errored": buckets["verifier_errored"], "unscored": buckets["unscored"],
-        "pass": passed, "fail": failed, "error": buckets["errored"],
-        "timed_out": sum(1 for r in results.values() if r and r.get("error_category") == "timeout"),
-        "error_categories": dict(categories) or None,
-        "verifier_error_categories": dict(verifier_categories) or None,
-        "score": f"{score:.1%}", "score_ratio": round(score, 6),
-        "score_excl_errors": f"{excl:.1%}", "score_excl_errors_ratio": round(excl, 6),
-        "mean_reward": round(sum(rewards) / len(rewards), 6) if rewards else None,
-        "elapsed_sec": round(elapsed_sec, 1),
-        "budget": budget,
-        "trials": {task: (r or {}).get("trial_name") for task, r in sorted(results.items())},
-        "seeds": seed_stats(results) if getattr(spec, "seeds", None) else None,
-    }
+    return JobSummary(
+        job_name=job_name, agent=spec.agent, model=spec.model, environment=sandbox,
+        concurrency=spec.concurrency, agent_idle_timeout_sec=spec.agent_idle_timeout_sec, total=total,
+        passed=passed, failed=failed, errored=buckets["errored"], verifier_errored=buckets["verifier_errored"],
+        unscored=buckets["unscored"], pass_=passed, fail=failed, error=buckets["errored"],
+        timed_out=sum(1 for r in finals if r.error_category == "timeout"),
+        error_categories=dict(categories) or None, verifier_error_categories=dict(verifier_categories) or None,
+        score=f"{score:.1%}", score_ratio=round(score, 6),
+        score_excl_errors=f"{excl:.1%}", score_excl_errors_ratio=round(excl, 6),
+        mean_reward=round(sum(rewards) / len(rewards), 6) if rewards else None,
+        elapsed_sec=round(elapsed_sec, 1), budget=budget,
+        trials={task: (r.trial_name if r else None) for task, r in sorted(typed.items())},
+        seeds=seed_stats(typed) if getattr(spec, "seeds", None) else None,
+    ).to_json()
 
 
-def seed_stats(results: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
+def seed_stats(results: Mapping[str, TrialResult | None]) -> dict[str, Any]:
     """Per task over its seeds: n, mean reward, population variance, pass@1 and pass@n."""
     per_task: dict[str, list[float]] = {}
     for key, result in results.items():
         task = key.split("@seed", 1)[0]
-        reward = ((result or {}).get("rewards") or {}).get("reward")
         per_task.setdefault(task, [])
-        if reward is not None:
-            per_task[task].append(float(reward))
+        if result is not None and result.reward is not None:
+            per_task[task].append(result.reward)
     out = {}
     for task, rewards in sorted(per_task.items()):
         n, c = len(rewards), sum(1 for r in rewards if r == 1.0)

@@ -18,10 +18,10 @@ from .base import SCHEMA_VERSION, Record
 from .io import read_json, read_optional, read_record, write_record
 from .job import EvaluationRecord, JobSummary, RunCardRecord
 from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialConfig, TrialResult, TrialTiming
-from .upgrade import Unreadable, upgrade
+from .upgrade import Unreadable, as_result, upgrade
 
 __all__ = [
     "SCHEMA_VERSION", "AgentResult", "EvaluationRecord", "FinalMetrics", "JobSummary", "Record", "Rewards",
     "RunCardRecord", "TrajectorySummary", "TrialConfig", "TrialResult", "TrialTiming", "Unreadable",
-    "read_json", "read_optional", "read_record", "upgrade", "write_record",
+    "as_result", "read_json", "read_optional", "read_record", "upgrade", "write_record",
 ]

@@ -53,7 +53,9 @@ def _result_shape(data: dict[str, Any], name: str | None) -> None:
         elif rewards is None and data.get("reward") is not None:
             data["rewards"] = {"reward": data["reward"]}
     if not data.get("task_name"):
-        task = data.get("task_id") or (name.rsplit("__", 1)[0] if name else None)
+        nested = data.get("task")  # some 0.7 exports: {"task": {"id": ...}}
+        task = (data.get("task_id") or (nested.get("id") if isinstance(nested, dict) else None)
+                or (name.rsplit("__", 1)[0] if name else None))
         if task:
             data["task_name"] = task
     data.setdefault("rollout_name", data.get("trial_name") or name)
@@ -152,3 +154,18 @@ def _drop(data: dict[str, Any], loc: tuple[Any, ...]) -> bool:
 
 def _dotted(loc: tuple[Any, ...]) -> str:
     return ".".join(str(part) for part in loc)
+
+
+def as_result(result: Any) -> TrialResult:
+    """An in-memory result (the dict a trial just wrote, a test's dict) through the model.
+
+    Only the outcome is needed from it, so a missing task name is no error.
+
+    Raises:
+        Unreadable: not a mapping.
+    """
+    if isinstance(result, TrialResult):
+        return result
+    if not isinstance(result, dict):
+        raise Unreadable("result: not a JSON object")
+    return upgrade(TrialResult, {**result, "task_name": result.get("task_name") or "?"})

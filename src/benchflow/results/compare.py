@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from benchflow.errors import BenchError, ConfigError
 from benchflow.jobs.layout import TrialPaths
+from benchflow.records import TrialConfig, TrialResult, Unreadable, read_json, read_record
 
 from . import metrics
 from .documents import (
@@ -27,7 +28,6 @@ from .documents import (
 )
 from .job import load_job, parse_by, split_controls
 from .outcome import denominators
-from .reader import Unreadable, read_json
 
 SETTINGS = ("task_digest", "model", "harness", "dataset", "reasoning_effort", "sandbox", "sandbox_user",
             "timeout", "agent_env", "prompts")
@@ -64,44 +64,54 @@ def parse_vary(vary: Iterable[str]) -> list[str]:
     return out
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(model: type, path: Path, name: str) -> Any:
     try:
-        data = read_json(path)
+        return read_record(model, path, name=name)
     except Unreadable:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return None
+
+
+def _seconds(value: float | None) -> float | int | None:
+    """900.0 shown as 900, as the config said it."""
+    return int(value) if value is not None and value.is_integer() else value
 
 
 def trial_settings(path: str | Path) -> dict[str, Any]:
-    """The compared settings of one trial (``None`` where not recorded)."""
+    """The compared settings of one trial (``None`` where not recorded).
+
+    ``agent_version``, ``dataset_name``/``dataset_version`` and ``sandbox`` are
+    keys BenchFlow 0.7 and 0.10 wrote that this version does not: read as the
+    records' extra keys.
+    """
     trial = TrialPaths(Path(path))
-    config = _read(trial.config)
-    digest = config.get("task_digest")
-    result = _read(trial.result) if not digest else {}
-    digest = digest or result.get("task_digest")
-    agent = config.get("agent") or result.get("agent")
+    config: TrialConfig = _read(TrialConfig, trial.config, trial.name) or TrialConfig()
+    result: TrialResult | None = _read(TrialResult, trial.result, trial.name) if not config.task_digest else None
+    extra, result_extra = config.model_extra or {}, (result.model_extra or {}) if result else {}
+    digest = config.task_digest or (result.task_digest if result else None)
+    agent = config.agent or (result.agent if result else None)
     harness = None
     if agent:
-        harness = agent + (f"/{config['harness_mode']}" if config.get("harness_mode") else "")
-        version = config.get("agent_version") or result.get("agent_version")
+        harness = agent + (f"/{config.harness_mode}" if config.harness_mode else "")
+        version = extra.get("agent_version") or result_extra.get("agent_version")
         harness += f"@{version}" if version else ""
-    dataset = config.get("dataset_name") or result.get("dataset_name")
-    if dataset and (config.get("dataset_version") or result.get("dataset_version")):
-        dataset += "@" + str(config.get("dataset_version") or result.get("dataset_version"))
+    dataset = extra.get("dataset_name") or result_extra.get("dataset_name")
+    dataset_version = extra.get("dataset_version") or result_extra.get("dataset_version")
+    if dataset and dataset_version:
+        dataset += "@" + str(dataset_version)
     try:
         prompts = read_json(trial.prompts)
     except Unreadable:
         prompts = None
-    prompt_hash = config.get("prompts_sha256")
+    prompt_hash = config.prompts_sha256
     if prompts is not None:
         prompt_hash = "sha256:" + hashlib.sha256(json.dumps(prompts).encode()).hexdigest()
-    env = config.get("agent_env")
+    env = config.agent_env
     return {
-        "task_digest": digest, "model": config.get("model") or result.get("model"), "harness": harness,
-        "dataset": dataset, "reasoning_effort": config.get("reasoning_effort"),
-        "sandbox": config.get("environment") or config.get("sandbox"), "sandbox_user": config.get("sandbox_user"),
-        "timeout": config.get("timeout_sec"),
-        "agent_env": json.dumps(env, sort_keys=True) if isinstance(env, dict) and env else None,
+        "task_digest": digest, "model": config.model or (result.model if result else None), "harness": harness,
+        "dataset": dataset, "reasoning_effort": config.reasoning_effort,
+        "sandbox": config.environment or extra.get("sandbox"), "sandbox_user": config.sandbox_user,
+        "timeout": _seconds(config.timeout_sec),
+        "agent_env": json.dumps(env, sort_keys=True) if env else None,
         "prompts": prompt_hash,
     }
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.errors import UserError
+from benchflow.records import TrialResult, as_result
 
 CATALOGUE = Path(__file__).with_name("explain.toml")
 Fault = Literal["task", "agent", "infrastructure", "setup"]
@@ -77,29 +78,24 @@ def lookup(code: str, *, job: str | None = None, task: str | None = None) -> Exp
     return entry.filled(job=job, task=task)
 
 
-def _message(value: Any) -> str | None:
-    return value if isinstance(value, str) else (str(value) if value else None)
-
-
-def code_for(result: dict[str, Any]) -> str | None:
+def code_for(result: TrialResult | dict[str, Any]) -> str | None:
     """The catalogue code that explains one ``result.json``; ``None`` when it has a reward and no error.
 
     The verifier category wins when there is no reward (it is why there is no
     score); a pipe closed by the agent's own exit gets ``pipe_closed:exit``.
     A result without stored categories (BenchFlow 0.7) is classified from its messages.
     """
-    rewards = result.get("rewards")
-    scored = isinstance(rewards, dict) and rewards.get("reward") is not None
-    verifier = result.get("verifier_error_category") or classify_verifier_error(_message(result.get("verifier_error")))
-    agent = result.get("error_category") or classify_error(_message(result.get("error")))
+    result = as_result(result)
+    scored = result.reward is not None
+    verifier = result.verifier_error_category or classify_verifier_error(result.verifier_error or None)
+    agent = result.error_category or classify_error(result.error or None)
     if not scored and verifier:
         return verifier
     if agent == "pipe_closed":
-        info = result.get("transport_error_info") or {}
-        return "pipe_closed:exit" if isinstance(info, dict) and info.get("process_exit_code") else agent
+        info = result.transport_error_info or {}
+        return "pipe_closed:exit" if info.get("process_exit_code") else agent
     if agent == "agent_integration":
-        info = result.get("integration_failure_info") or {}
-        cause = info.get("cause") if isinstance(info, dict) else None
+        cause = (result.integration_failure_info or {}).get("cause")
         return f"agent_integration:{cause}" if cause else agent
     if agent:
         return agent
@@ -113,20 +109,19 @@ def explain_trial(path: Path) -> tuple[str | None, ExplainEntry | None]:
         UserError: ``path`` has no readable result.json.
     """
     from benchflow.jobs.layout import TrialPaths
-
-    from .reader import Unreadable, read_json
+    from benchflow.records import Unreadable, read_record
 
     trial = TrialPaths(path)
     try:
-        result = read_json(trial.result)
+        result = read_record(TrialResult, trial.result, name=trial.name)
     except Unreadable as exc:
         raise UserError(str(exc)) from exc
-    if not isinstance(result, dict):
+    if result is None:
         raise UserError(f"{trial.result}: missing; the trial has not finished (bench explain no_verdict)")
     code = code_for(result)
     if code is None:
         return None, None
-    return code, lookup(code, job=str(path.parent), task=result.get("task_name") or trial.name.rsplit("__", 1)[0])
+    return code, lookup(code, job=str(path.parent), task=result.task_name)
 
 
 def as_json(entry: ExplainEntry) -> dict[str, Any]:

@@ -11,19 +11,18 @@ from typing import Any, Iterable, Literal
 
 from benchflow.errors import ConfigError, JobFolderError
 from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.records import Unreadable, read_json
 
 from . import metrics
 from .documents import JobDocument, TrialSummary
 from .outcome import category_counts, denominators
 from .reader import (
-    Unreadable,
     is_job_dir,
     is_trial_dir,
     job_is_running,
     job_settings,
     mtime,
     note_unfinished,
-    read_json,
     read_results_jsonl,
     read_trial_summary,
     require_dir,

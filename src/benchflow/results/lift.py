@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import UserError
+from benchflow.jobs.layout import TrialPaths
+from benchflow.records import TrialResult, Unreadable, read_record
 from benchflow.util.atomic import write_json, write_text
 
-from .outcome import clean_reward
-from .reader import Unreadable, read_json, require_dir
+from .reader import require_dir
 
 GROUP_FIELDS = ("difficulty_level", "reward_mode_initial")
 
@@ -27,55 +28,43 @@ class DuplicateRollouts(UserError):
     """Several healthy rollouts of one task on a side, without --allow-duplicate-first-by-path."""
 
 
-def _task_id(result: dict[str, Any], folder: Path) -> str:
-    task = result.get("task")
-    for value in (result.get("task_name"), result.get("task_id"), task.get("id") if isinstance(task, dict) else None):
-        if isinstance(value, str) and value:
-            return value
-    return folder.name.rsplit("__", 1)[0]
-
-
-def _reward(result: dict[str, Any]) -> float | None:
-    rewards = result.get("rewards")
-    if isinstance(rewards, dict) and rewards.get("reward") is not None:
-        return clean_reward(rewards.get("reward"))
-    return clean_reward(result.get("reward"))
-
-
-def exclusion(result: dict[str, Any]) -> str | None:
-    """Why a rollout is not healthy (``None`` when it is)."""
-    if result.get("healthy") is False:
+def exclusion(result: TrialResult) -> str | None:
+    """Why a rollout is not healthy (``None`` when it is); ``healthy: false`` is a 0.7 export's extra key."""
+    if (result.model_extra or {}).get("healthy") is False:
         return "unhealthy"
-    if result.get("partial_trajectory"):
+    if result.partial_trajectory:
         return "partial_trajectory"
-    if _reward(result) is not None:
+    if result.reward is not None:
         return None
-    for key in ("error", "verifier_error", "export_error"):
-        if result.get(key):
+    for key, value in (("error", result.error), ("verifier_error", result.verifier_error),
+                       ("export_error", result.export_error)):
+        if value:
             return key
     return "unscored"
 
 
-def _group_values(result: dict[str, Any]) -> dict[str, Any]:
-    meta = result.get("metadata") if isinstance(result.get("metadata"), dict) else {}
-    return {f: result.get(f, meta.get(f)) for f in GROUP_FIELDS if result.get(f, meta.get(f)) is not None}
+def _group_values(result: TrialResult) -> dict[str, Any]:
+    """The GROUP_FIELDS a task set recorded (extra keys, at the top or under ``metadata``)."""
+    extra = result.model_extra or {}
+    meta = extra.get("metadata") if isinstance(extra.get("metadata"), dict) else {}
+    return {f: extra.get(f, meta.get(f)) for f in GROUP_FIELDS if extra.get(f, meta.get(f)) is not None}
 
 
 def load_side(root: Path, allow_duplicates: bool) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Healthy rollouts by task, and the coverage counts of the side."""
     require_dir(root, "a BenchFlow job folder")
-    rollouts: list[tuple[str, Path, dict[str, Any]]] = []
+    rollouts: list[tuple[str, Path, TrialResult]] = []
     unreadable = 0
-    for path in sorted(root.rglob("result.json")):
+    for path in sorted(root.rglob(TrialPaths(Path()).result.name)):
         if ".set-aside" in path.parts:
             continue
         try:
-            result = read_json(path)
+            result = read_record(TrialResult, path, name=path.parent.name)
         except Unreadable:
             unreadable += 1
             continue
-        if isinstance(result, dict):
-            rollouts.append((_task_id(result, path.parent), path.parent, result))
+        if result is not None:
+            rollouts.append((result.task_name, path.parent, result))
     rollouts.sort(key=lambda item: (item[0], str(item[1])))
     healthy: dict[str, dict[str, Any]] = {}
     excluded: Counter[str] = Counter()
@@ -88,7 +77,7 @@ def load_side(root: Path, allow_duplicates: bool) -> tuple[dict[str, dict[str, A
         if task in healthy:
             duplicates.append(task)
             continue
-        healthy[task] = {"reward": _reward(result), "path": str(folder), "groups": _group_values(result)}
+        healthy[task] = {"reward": result.reward, "path": str(folder), "groups": _group_values(result)}
     if duplicates and not allow_duplicates:
         shown = ", ".join(sorted(set(duplicates))[:5])
         raise DuplicateRollouts(f"{root}: several healthy rollouts of {len(set(duplicates))} task(s) ({shown}); "

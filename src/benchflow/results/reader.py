@@ -5,10 +5,12 @@ only for a trial that never finished), a few job-level records for the
 settings. Trajectories are never opened here. Every path comes from
 :mod:`benchflow.jobs.layout`.
 
-Tolerance rules: every file but ``result.json`` is optional; a file that does
-not parse becomes a *note* (plain words, naming the file) instead of an
-exception, and the trial is read as unfinished. Only a path that holds no job
-at all is an error (``JobFolderError``, exit 2).
+Every record is read through its model (:mod:`benchflow.records`), which also
+reads BenchFlow 0.7's records. Tolerance rules: every file but ``result.json``
+is optional; a file that does not parse becomes a *note* (plain words, naming
+the file) instead of an exception, and the trial is read as unfinished; a value
+of the wrong type is left out with a note. Only a path that holds no job at all
+is an error (``JobFolderError``, exit 2).
 """
 
 from __future__ import annotations
@@ -21,11 +23,21 @@ from typing import Any
 from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.errors import JobFolderError
 from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.records import (
+    EvaluationRecord,
+    JobSummary,
+    TrialConfig,
+    TrialResult,
+    Unreadable,
+    as_result,
+    read_optional,
+    read_record,
+    upgrade,
+)
 
 from .documents import TrialSummary
 from .outcome import (
     assessment_of,
-    clean_reward,
     control_of,
     execution_of,
     outcome_of,
@@ -37,82 +49,39 @@ CONFIG_NAME = _PROBE.config.relative_to("/").as_posix()
 """File names inside a trial folder, as the layout owns them (strings: the hot loop skips pathlib)."""
 
 
-class Unreadable(Exception):
-    """A record exists but cannot be used; the message is the note shown to the user."""
-
-
-def read_json(path: Path | str) -> Any:
-    """The parsed file, ``None`` when it does not exist; ``Unreadable`` when it does not parse."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise Unreadable(f"{path}: cannot be read ({exc.strerror})") from exc
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise Unreadable(f"{path}: not valid JSON ({exc})") from exc
-
-
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    return value if isinstance(value, str) else json.dumps(value, default=str)
-
-
-def _number(value: Any) -> float | None:
-    return clean_reward(value)
-
-
-def _int(value: Any) -> int | None:
-    number = clean_reward(value)
-    return int(number) if number is not None else None
-
-
-def task_name_of(trial: TrialPaths, result: dict | None, config: dict | None) -> str:
-    """``result.task_name`` → ``config.task_path`` basename → the folder name before ``__``."""
+def task_name_of(trial: TrialPaths, result: TrialResult | None, config: TrialConfig | None) -> str:
+    """``result.task_name`` → ``config.task_name`` (or its ``task_path`` basename) → the folder name."""
     for record in (result, config):
-        if record:
-            name = record.get("task_name") or record.get("task_id")
-            if isinstance(name, str) and name:
-                return name
-    if config and isinstance(config.get("task_path"), str) and config["task_path"]:
-        return Path(config["task_path"]).name
+        if record is not None and record.task_name:
+            return record.task_name
     return os.path.basename(os.fspath(trial.root)).rsplit("__", 1)[0]
 
 
-def reward_of(result: dict) -> tuple[float | None, dict | None]:
-    """``rewards.reward`` (canonical); a top-level ``reward`` or Harbor's ``verifier_result`` as fallbacks."""
-    rewards = result.get("rewards")
-    if not isinstance(rewards, dict):
-        verifier_result = result.get("verifier_result")
-        rewards = verifier_result.get("rewards") if isinstance(verifier_result, dict) else None
-    if isinstance(rewards, dict):
-        return clean_reward(rewards.get("reward")), rewards
-    return clean_reward(result.get("reward")), None
+def reward_of(result: TrialResult | dict[str, Any]) -> tuple[float | None, dict | None]:
+    """``rewards.reward`` and the whole ``rewards`` block (0.7's and Harbor's shapes are read by upgrade)."""
+    try:
+        result = as_result(result)
+    except Unreadable:
+        return None, None
+    if result.rewards is None:
+        return None, None
+    return result.reward, result.rewards.model_dump(mode="python")
 
 
-def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: str | None = None) -> TrialSummary:
-    """A :class:`TrialSummary` from the parsed records; ``result=None`` means unfinished."""
+def summarize(trial: TrialPaths, result: TrialResult | None, config: TrialConfig | None,
+              job: str | None = None) -> TrialSummary:
+    """A :class:`TrialSummary` from the records; ``result=None`` means unfinished."""
     finished = result is not None
-    result = result or {}
     root = os.fspath(trial.root)
-    reward, rewards = reward_of(result)
-    error = _text(result.get("error"))
-    verifier_error = _text(result.get("verifier_error"))
-    error_category = _text(result.get("error_category")) or classify_error(error)
-    verifier_category = _text(result.get("verifier_error_category")) or classify_verifier_error(verifier_error)
-    agent_result = result.get("agent_result") if isinstance(result.get("agent_result"), dict) else {}
-    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
-    timing = result.get("timing") if isinstance(result.get("timing"), dict) else {}
+    r = result if result is not None else TrialResult(task_name=task_name_of(trial, None, config))
+    reward, rewards = reward_of(r)
+    error, verifier_error = r.error or None, r.verifier_error or None
+    error_category = r.error_category or classify_error(error)
+    verifier_category = r.verifier_error_category or classify_verifier_error(verifier_error)
+    usage = r.agent_result
     task = task_name_of(trial, result, config)
-    agent = _text(result.get("agent") or (config or {}).get("agent"))
-    tool_calls = result.get("n_tool_calls", agent_result.get("n_tool_calls"))
-    cost = agent_result.get("cost_usd")
-    if cost is None:
-        cost = usage.get("cost_usd", usage.get("cost_estimate"))
+    agent = r.agent or (config.agent if config else None)
+    tool_calls = r.n_tool_calls if r.n_tool_calls is not None else (usage.n_tool_calls if usage else None)
     return TrialSummary.model_validate(dict(
         name=os.path.basename(root), path=root, task_name=task, reward=reward, rewards=rewards,
         outcome=outcome_of(reward, error, verifier_error, finished),
@@ -121,37 +90,32 @@ def summarize(trial: TrialPaths, result: dict | None, config: dict | None, job: 
         control=control_of(agent, task),
         error=error, error_category=error_category,
         verifier_error=verifier_error, verifier_error_category=verifier_category,
-        duration_sec=_number(timing.get("total")), n_tool_calls=_int(tool_calls),
-        total_tokens=_int(agent_result.get("total_tokens")), cost_usd=_number(cost),
-        started_at=_text(result.get("started_at") or (config or {}).get("started_at")),
-        finished_at=_text(result.get("finished_at")),
-        agent=agent, model=_text(result.get("model") or (config or {}).get("model")),
-        finished=finished, seed=_int(result.get("seed", (config or {}).get("seed"))), n_attempts=1, job=job,
+        duration_sec=r.timing.total if r.timing else None, n_tool_calls=tool_calls,
+        total_tokens=usage.total_tokens if usage else None, cost_usd=usage.cost_usd if usage else None,
+        started_at=r.started_at or (config.started_at if config else None) or None,
+        finished_at=r.finished_at or None,
+        agent=agent or None, model=r.model or (config.model if config else None),
+        finished=finished, seed=r.seed if result is not None or config is None else config.seed,
+        n_attempts=1, job=job,
     ))
 
 
 def read_trial_summary(trial: TrialPaths, notes: list[str] | None = None, job: str | None = None,
                        ) -> tuple[TrialSummary, dict | None]:
-    """Read one trial folder cheaply; returns the summary and the raw ``timing`` block."""
+    """Read one trial folder cheaply; returns the summary and the ``timing`` block."""
     root = os.fspath(trial.root)
+    name = os.path.basename(root)
     result = config = None
     try:
-        result = read_json(os.path.join(root, RESULT_NAME))
+        result = read_record(TrialResult, os.path.join(root, RESULT_NAME), name=name, notes=notes)
     except Unreadable as exc:
         if notes is not None:
             notes.append(f"{exc}; read as unfinished")
-    if not isinstance(result, dict):
-        if result is not None and notes is not None:
-            notes.append(f"{os.path.join(root, RESULT_NAME)}: not a JSON object; read as unfinished")
-        result = None
-        try:
-            config = read_json(os.path.join(root, CONFIG_NAME))
-        except Unreadable as exc:
-            if notes is not None:
-                notes.append(str(exc))
-        config = config if isinstance(config, dict) else None
+    if result is None:
+        config = read_optional(TrialConfig, os.path.join(root, CONFIG_NAME), notes if notes is not None else [],
+                               name=name)
     summary = summarize(trial, result, config, job)
-    timing = result.get("timing") if result and isinstance(result.get("timing"), dict) else None
+    timing = result.timing.model_dump() if result is not None and result.timing is not None else None
     return summary, timing
 
 
@@ -240,12 +204,13 @@ def _pick(record: Any, into: dict[str, Any]) -> None:
 def job_settings(jobs: JobPaths, first_trial: TrialPaths | None, notes: list[str]) -> dict[str, Any]:
     """Run settings: the first trial's config.json, then summary.json (0.7), then evaluation.json (0.10)."""
     settings: dict[str, Any] = {}
-    sources = ([first_trial.config] if first_trial else []) + [jobs.summary, jobs.evaluation]
-    for source in sources:
-        try:
-            _pick(read_json(source), settings)
-        except Unreadable as exc:
-            notes.append(str(exc))
+    sources: list[tuple[type, Path]] = [(JobSummary, jobs.summary), (EvaluationRecord, jobs.evaluation)]
+    if first_trial:
+        sources.insert(0, (TrialConfig, first_trial.config))
+    for model, source in sources:
+        record = read_optional(model, source, notes)
+        if record is not None:
+            _pick(record.to_json(), settings)
     if "sandbox" not in settings and "environment" in settings:
         settings["sandbox"] = settings["environment"]
     settings.pop("environment", None)
@@ -268,8 +233,9 @@ def read_results_jsonl(path: Path, notes: list[str]) -> list[TrialSummary]:
             info = row.get("info") if isinstance(row.get("info"), dict) else {}
             task = info.get("task_name") or info.get("task_id") or str(row.get("example_id", f"row-{number}"))
             name = info.get("rollout_name") or info.get("trial_name") or f"{task}__row{number}"
-            result = {"task_name": task, "rewards": {"reward": row.get("reward")}, "error": row.get("error"),
+            record = {"task_name": task, "rewards": {"reward": row.get("reward")}, "error": row.get("error"),
                       "agent": info.get("agent"), "model": info.get("model")}
+            result = upgrade(TrialResult, record, name=name, notes=notes, source=f"{path}: line {number}")
             trials.append(summarize(TrialPaths(path.parent / name), result, None))
     if not trials:
         notes.append(f"{path}: holds no rows")
@@ -286,6 +252,6 @@ def note_unfinished(trials: list[TrialSummary], notes: list[str], running: bool)
 
 def mtime(path: str) -> float:
     try:
-        return os.stat(Path(path) / "result.json").st_mtime
+        return os.stat(TrialPaths(Path(path)).result).st_mtime
     except OSError:
         return 0.0

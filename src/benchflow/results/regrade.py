@@ -25,15 +25,14 @@ from typing import Any, Callable
 
 from benchflow.errors import BenchError, ConfigError, JobFolderError, TaskError
 from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.records import EvaluationRecord, TrialConfig, TrialResult, Unreadable, read_record
 from benchflow.util import atomic
 
 from .reader import (
-    Unreadable,
     find_jobs,
     is_job_dir,
     is_trial_dir,
     job_is_running,
-    read_json,
     reward_of,
 )
 from .regrade_trial import Candidate, evidence_problem, regrade_trial
@@ -169,15 +168,16 @@ def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | N
         candidate = Candidate(paths=paths, task_name=paths.name.rsplit("__", 1)[0])
         out.append(candidate)
         try:
-            result, config = read_json(paths.result), read_json(paths.config)
+            result = read_record(TrialResult, paths.result, name=paths.name)
+            config = read_record(TrialConfig, paths.config, name=paths.name)
         except Unreadable as exc:
             candidate.skip = ("unreadable", str(exc))
             continue
-        candidate.result = result if isinstance(result, dict) else {}
-        candidate.config = config if isinstance(config, dict) else {}
-        candidate.task_name = str(candidate.result.get("task_name") or candidate.config.get("task_name")
-                                  or candidate.task_name)
-        if not isinstance(result, dict):
+        candidate.result = result.to_json() if result is not None else {}
+        candidate.config = config.to_json() if config is not None else {}
+        candidate.task_name = ((result.task_name if result else None) or (config.task_name if config else None)
+                               or candidate.task_name)
+        if result is None:
             candidate.skip = ("unfinished", "unfinished: no result.json, so there is no score to compare")
             continue
         if not candidate.workspace.is_dir():
@@ -195,7 +195,7 @@ def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | N
             candidate.skip = ("task_invalid", task)
             continue
         candidate.task, candidate.digest = task, digest
-        recorded = candidate.config.get("environment") or candidate.result.get("environment")
+        recorded = (config.environment if config else None) or result.environment
         candidate.backend = sandbox or (str(recorded) if recorded else None)
     unknown = [c for c in out if c.skip is None and c.backend is None]
     if unknown:  # a trial that recorded no backend gets today's default
@@ -209,11 +209,11 @@ def _recorded_tasks_dir(root: Path) -> Path | None:
     """``tasks_dir`` from the job's evaluation.json (PATH may be the job or one of its trials)."""
     for folder in (root, root.parent):
         try:
-            record = read_json(JobPaths(folder).evaluation)
+            record = read_record(EvaluationRecord, JobPaths(folder).evaluation)
         except Unreadable:
             continue
-        if isinstance(record, dict) and record.get("tasks_dir"):
-            return Path(str(record["tasks_dir"])).expanduser()
+        if record is not None and record.tasks_dir:
+            return Path(record.tasks_dir).expanduser()
     return None
 
 

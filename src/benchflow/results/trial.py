@@ -9,10 +9,11 @@ from typing import Any
 from benchflow.errors import JobFolderError
 from benchflow.jobs.layout import TrialPaths
 from benchflow.util import nofollow
+from benchflow.records import TrialConfig, TrialResult, TrialTiming, Unreadable, read_json, read_optional
 
 from . import trajectory
 from .documents import TrialDocument
-from .reader import Unreadable, is_trial_dir, read_json, require_dir, summarize
+from .reader import is_trial_dir, require_dir, summarize
 
 VERIFIER_TEXT_CAP = 64 * 1024
 """Bytes of each verifier file kept in the document (the tail is what explains a failure)."""
@@ -82,26 +83,25 @@ def load_trial(path: str | Path, *, verifier: bool = True, trajectories: bool = 
                              "give a <task>__<id> folder inside a job")
     trial = TrialPaths(path)
     notes: list[str] = []
-    result = _optional(trial.result, notes)
-    config = _optional(trial.config, notes)
-    result = result if isinstance(result, dict) else None
-    config = config if isinstance(config, dict) else None
+    result = read_optional(TrialResult, trial.result, notes, name=trial.name)
+    config = read_optional(TrialConfig, trial.config, notes, name=trial.name)
     if result is None:
         notes.append(f"{trial.result}: missing; the trial did not finish")
     prompts = _optional(trial.prompts, notes)
     prompts = prompts if isinstance(prompts, list) else None
     instruction = prompts[0] if prompts and isinstance(prompts[0], str) else None
-    timing = _optional(trial.timing, notes)
-    if not isinstance(timing, dict):
-        timing = result.get("timing") if result and isinstance(result.get("timing"), dict) else None
+    timing = read_optional(TrialTiming, trial.timing, notes)
+    if timing is None and result is not None:
+        timing = result.timing
     regrade = _optional(trial.regrade, notes)
-    details = _optional(trial.verifier_dir / "reward-details.json", notes)
+    details = _optional(trial.reward_details, notes)
     trajs = None
     if trajectories:
         trajs = {"acp": trajectory.read_all(path, "acp"), "llm": trajectory.read_all(path, "llm")}
     return TrialDocument(
         path=str(path), name=trial.name, summary=summarize(trial, result, config, path.parent.name),
-        config=config, result=result, timing=timing, prompts=prompts, instruction=instruction,
+        config=config.to_json() if config else None, result=result.to_json() if result else None,
+        timing=timing.model_dump(mode="json") if timing else None, prompts=prompts, instruction=instruction,
         verifier_files=verifier_files(trial) if verifier else {}, reward_details=details,
         regrade=regrade if isinstance(regrade, dict) else None, files=list_files(trial), notes=notes,
         trajectories=trajs,
