@@ -69,7 +69,7 @@ def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
     return spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
-                         mounts=req.models.mounts if req.models is not None else None)
+                         mounts=None if req.models is None else req.models.mounts_for(trial, req.backend.capabilities))
 
 
 def idle_timeout(req: TrialRequest) -> float | None:
@@ -269,7 +269,7 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
             await req.agent.install(sandbox, ctx)
         if req.models is not None:
             model_env = await req.models.open_trial(req.agent, paths.name, paths.llm_trajectory, sandbox,
-                                                    user=req.spec.sandbox_user, model=req.spec.model)
+                                                    model=req.spec.model)
             ctx.env = {**req.agent_env, **model_env, **seed_env(req.seed)}  # the gateway's variables win
             ctx.should_stop = lambda: req.models.budget_exhausted(paths.name)
     except AgentError as exc:

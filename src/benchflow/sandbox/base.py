@@ -102,8 +102,8 @@ class SandboxSpec:
     ca_bundle: Path | None = None
     """Host CA bundle to trust inside builds and the sandbox (TLS-intercepting proxies)."""
     mounts: Mapping[str, Path] = field(default_factory=dict)
-    """Host folders bind-mounted read-write into the sandbox, sandbox path -> host path (the model
-    bridge's socket folder). Backends that cannot mount host folders refuse a spec that has any."""
+    """Host folders bind-mounted read-only into the sandbox, sandbox path -> host path (the model
+    bridge's per-trial socket folder). Backends that cannot mount host folders refuse a spec that has any."""
 
 
 @dataclass(frozen=True)

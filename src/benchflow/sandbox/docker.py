@@ -183,7 +183,7 @@ class DockerSandbox:
         env = dict(self.spec.env)
         if self.spec.ca_bundle is not None:
             env.update(ca.ca_env())
-        binds = {str(host): {"bind": inside, "mode": "rw"} for inside, host in self.spec.mounts.items()}
+        binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in self.spec.mounts.items()}
         host_config = api.create_host_config(
             init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
             mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None)

@@ -58,7 +58,7 @@ class Layout:
     cover: tuple[str, ...] = ()
     """Host paths hidden behind an empty tmpfs."""
     external: dict[str, Path] = field(default_factory=dict)
-    """Host folders mounted read-write (sandbox path -> host path, ``SandboxSpec.mounts``); also roots."""
+    """Host folders mounted read-only (sandbox path -> host path, ``SandboxSpec.mounts``); also roots."""
 
     def private(self, path: str) -> Path:
         """The host path behind ``path`` of a private root (or of an external mount)."""
@@ -153,7 +153,7 @@ def filesystem_args(layout: Layout) -> list[str]:
     _emit_dir(layout, "/", args)
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--ro-bind", "/sys", "/sys"]
     for root in sorted(layout.roots, key=lambda r: len(parts(r))):
-        args += ["--bind", str(layout.private(root)), root]
+        args += ["--ro-bind" if root in layout.external else "--bind", str(layout.private(root)), root]
     for path in layout.cover:
         if not layout.covering_root(path) and os.path.isdir(path):
             args += ["--tmpfs", path]
