@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import ConfigError, TaskError, UserError
+from benchflow.records import RunCardRecord
 from benchflow.util.match import select
 
 from .layout import unit_key
@@ -47,11 +48,11 @@ class RunCard:
         return not self.refusals
 
     def document(self, plan: "Plan") -> dict[str, Any]:
-        return {"schema_version": 1, "kind": "benchflow.run-card",
-                "verdict": "accept" if self.accepted else "refuse", "refusals": self.refusals,
-                "warnings": self.warnings, "accepted_deviations": self.accepted_deviations,
-                "agent": plan.spec.agent, "model": plan.spec.model, "sandbox": plan.sandbox,
-                "n_tasks": len(plan.tasks)}
+        """``run-card.json`` as written (``benchflow.records.RunCardRecord``)."""
+        return RunCardRecord(verdict="accept" if self.accepted else "refuse", refusals=self.refusals,
+                             warnings=self.warnings, accepted_deviations=self.accepted_deviations,
+                             agent=plan.spec.agent, model=plan.spec.model, sandbox=plan.sandbox,
+                             n_tasks=len(plan.tasks)).to_json()
 
 
 @dataclass
