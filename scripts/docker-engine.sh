@@ -98,6 +98,8 @@ make_image() {
   $SUDO debootstrap "${args[@]}" "$suite" "$root" "$(apt_mirror)" >/tmp/benchflow-debootstrap.log 2>&1 \
     || { tail -n 20 /tmp/benchflow-debootstrap.log >&2; return 1; }
   $SUDO rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+  # Like the official python images, pip installs into the system (no PEP 668 marker).
+  $SUDO rm -f "$root"/usr/lib/python3*/EXTERNALLY-MANAGED
   $SUDO tar -C "$root" -c . | docker import \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     -c 'CMD ["/bin/sh"]' - "$tag" >/dev/null
@@ -106,7 +108,7 @@ make_image() {
 
 REMOTE_SOCK=/run/benchflow-remote-docker.sock
 REMOTE_HOST=unix://$REMOTE_SOCK
-BASE_IMAGES=(debian:bookworm-slim benchflow/python:3.11-bookworm)
+BASE_IMAGES=(debian:bookworm-slim benchflow/python:3.11-bookworm benchflow/python-slim:3.11-bookworm)
 
 remote_answers() { docker -H "$REMOTE_HOST" info >/dev/null 2>&1; }
 
@@ -143,6 +145,9 @@ start_engine
 if [ $with_images = 1 ]; then
   make_image debian:bookworm-slim bookworm
   make_image benchflow/python:3.11-bookworm bookworm python3,python3-pytest
+  # Stand-in for python:3.x-slim (the base of most published benchmark tasks): python3 and pip,
+  # no pytest; the compatibility fixtures install their test tools the way real tasks do.
+  make_image benchflow/python-slim:3.11-bookworm bookworm python3,python3-pip,python3-venv,ca-certificates
 fi
 log "engine ready: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 if [ $with_remote = 1 ]; then

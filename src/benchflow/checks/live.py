@@ -87,12 +87,14 @@ async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir
     Never raises for sandbox or verifier failures: they come back as the error.
     """
     from benchflow.sandbox import get_backend
+    from benchflow.sandbox.fit import fitted
     from benchflow.sandbox.from_task import spec_for_task
     from benchflow.verify.runner import run_verifier
 
     spec = spec_for_task(task, labels={"benchflow.task": task.name, **(labels or {})})
     out_dir.mkdir(parents=True, exist_ok=True)
-    sandbox = get_backend(backend_name).create(spec)
+    backend = get_backend(backend_name)
+    sandbox = backend.create(await fitted(backend, spec))
     try:
         await sandbox.build()
         await sandbox.start()

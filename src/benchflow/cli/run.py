@@ -100,16 +100,19 @@ def execute(spec: Any, dry_run: bool) -> None:
     from .run_view import RunView, print_final
 
     if dry_run:
-        plan = make_plan(spec)
+        plan = make_plan(spec, pull_images=False)
         print(json.dumps(plan.document(), indent=2))
         card = plan.card
-        err = Console(stderr=True, highlight=False)
+        err = Console(stderr=True, highlight=False, soft_wrap=True)
         err.print(f"Run card: {'accept' if card.accepted else 'REFUSE'} — {len(plan.tasks)} task(s), "
                   f"agent {spec.agent}, sandbox {plan.sandbox} ({plan.sandbox_reason})", markup=False)
         for line in card.refusals:
             err.print(f"  refuse: {line}", markup=False)
         for line in card.warnings:
             err.print(f"  warning: {line}", markup=False)
+        for planned in plan.tasks:
+            if planned.fit is not None:
+                err.print(f"  task {planned.name}: {planned.fit.summary()}", markup=False)
         raise typer.Exit(0 if card.accepted else 1)
     if spec.trials > 1 or spec.matrix:
         code = run_repeats(spec, lambda s: _one(s, run, RunView, print_final))

@@ -134,7 +134,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
         return TrialRequest(task=planned.task, digest=planned.digest, job=paths, spec=spec, agent=agent,
                             backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
-                            seed=planned.seed, models=models,
+                            seed=planned.seed, models=models, fit=planned.fit,
                             ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 

@@ -29,6 +29,9 @@ class PlannedTask:
     task: Any
     digest: str
     seed: int | None = None
+    fit: Any = None
+    """How the chosen backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``);
+    None when the backend cannot run here."""
 
     @property
     def key(self) -> str:
@@ -80,7 +83,8 @@ class Plan:
                 "sandbox_reason": self.sandbox_reason, "jobs_dir": spec.jobs_dir, "tasks_dir": self.tasks_dir,
                 "seeds": spec.seeds, "concurrency": spec.concurrency, "warm_pool": spec.effective_warm_pool, "trials": spec.trials,
                 "budget": spec.budget.model_dump(), "retry": spec.retry.model_dump(),
-                "tasks": [{"name": t.name, "path": str(t.path), "digest": t.digest} for t in self.tasks],
+                "tasks": [{"name": t.name, "path": str(t.path), "digest": t.digest,
+                           "sandbox_fit": t.fit.record() if t.fit is not None else None} for t in self.tasks],
                 "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
                 "run_card": self.card.document(self)}
 
@@ -183,8 +187,10 @@ def choose_sandbox(spec: RunSpec) -> tuple[str, str, tuple[bool, str]]:
     return default_backend()
 
 
-def make_plan(spec: RunSpec) -> Plan:
-    """Resolve tasks and sandbox, and judge the run.
+def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
+    """Resolve tasks and sandbox, fit each task to the sandbox, and judge the run.
+
+    ``pull_images=False`` (dry runs) pulls no pinned image: the plan says a run would.
 
     Raises:
         UserError: bad targets, an unreadable single task, or an empty selection.
@@ -196,11 +202,11 @@ def make_plan(spec: RunSpec) -> Plan:
         raise UserError("no task selected: check --include/--exclude against the task folder names")
     sandbox, why, availability = choose_sandbox(spec)
     plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped)
-    plan.card = judge(plan, availability)
+    plan.card = judge(plan, availability, pull_images=pull_images)
     return plan
 
 
-def judge(plan: Plan, availability: tuple[bool, str]) -> RunCard:
+def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
     from benchflow.sandbox import get_backend
     from benchflow.tasks.capability import runtime_issues
 
@@ -209,9 +215,6 @@ def judge(plan: Plan, availability: tuple[bool, str]) -> RunCard:
     ok, reason = availability
     if not ok:
         card.refusals.append(f"sandbox {plan.sandbox} cannot run here: {reason}")
-    if not backend.capabilities.host_mounts and plan.spec.agent not in {"oracle", "nop", "empty"}:
-        card.refusals.append(f"{plan.sandbox} cannot mount the model gateway's socket into its sandboxes; "
-                             "run model-calling agents on a sandbox with host mounts (docker or local)")
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
@@ -219,8 +222,23 @@ def judge(plan: Plan, availability: tuple[bool, str]) -> RunCard:
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
         card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
+        if ok:
+            _fit(planned, backend, card, pull_images)
         if plan.spec.agent == "oracle" and not planned.task.paths.solve_path.is_file():
             card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
     for path, why in plan.skipped:
         card.warnings.append(f"skipped {Path(path).name}: {why}")
     return card
+
+
+def _fit(planned: PlannedTask, backend: Any, card: RunCard, pull_images: bool) -> None:
+    """Meet the task's sandbox request on ``backend``: a fallback build, clamped resources."""
+    from benchflow.sandbox.fit import fit
+    from benchflow.sandbox.from_task import spec_for_task
+
+    planned.fit = fit(backend, spec_for_task(planned.task, digest=planned.digest), pull=pull_images)
+    card.warnings.extend(f"{planned.name}: {note}" for note in planned.fit.notes())
+    if not planned.fit.usable:
+        card.refusals.append(f"{planned.name}: prebuilt image {planned.fit.prebuilt} "
+                             f"{planned.fit.fallback_reason}, and the task has no environment/Dockerfile "
+                             "to build instead; load the image into the engine or add the Dockerfile")

@@ -38,13 +38,14 @@ def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[s
 
 def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agent: str, is_control: bool,
                  environment: str, started_at: dt.datetime, prompts: list[str], timeout_sec: float | None,
-                 attempt: int, seed: int | None) -> dict[str, Any]:
+                 attempt: int, seed: int | None, sandbox_fit: dict[str, Any] | None = None) -> dict[str, Any]:
     """``config.json`` for one trial of ``spec`` (the ``RunSpec``), written before it starts."""
     return TrialConfig(
         task_path=task_path, task_name=task_name,
         **comparable_settings(spec, agent, digest, prompts),
         harness_mode=None if is_control else spec.harness,
-        environment=environment, base_image_override=spec.base_image_override, timeout_sec=timeout_sec,
+        environment=environment, sandbox_fit=sandbox_fit, base_image_override=spec.base_image_override,
+        timeout_sec=timeout_sec,
         concurrency=spec.concurrency, agent_idle_timeout_sec=spec.agent_idle_timeout_sec,
         started_at=str(started_at), attempt=attempt, seed=seed, benchflow_version=__version__,
     ).to_json()

@@ -21,6 +21,7 @@ from benchflow.agents.base import Agent, AgentContext, AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
+from benchflow.sandbox.ca import proxy_hint
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry, redact_text
@@ -59,6 +60,8 @@ class TrialRequest:
     """With --seeds: exported as BENCHFLOW_SEED to the agent, the oracle and the verifier."""
     run_slot: asyncio.Semaphore | None = None
     """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
+    fit: Any = None
+    """How the backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``, from the plan)."""
 
 
 def seed_env(seed: int | None) -> dict[str, str]:
@@ -66,10 +69,11 @@ def seed_env(seed: int | None) -> dict[str, str]:
 
 
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
-    return spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
+    spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
                          mounts=None if req.models is None else req.models.mounts_for(trial, req.backend.capabilities))
+    return req.fit.apply(spec) if req.fit is not None else spec
 
 
 def idle_timeout(req: TrialRequest) -> float | None:
@@ -101,7 +105,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     atomic.write_json(paths.config, build_config(
         spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
         agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
-        started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed))
+        started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
+        sandbox_fit=req.fit.record() if req.fit is not None else None))
     atomic.write_json(paths.prompts, prompts)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v))
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
@@ -188,7 +193,9 @@ async def _environment_phase(req: TrialRequest, paths: TrialPaths, state: _Trial
     except SandboxError as exc:
         reason = "build_failed" if isinstance(exc, BuildError) else "start_failed"
         tail = getattr(exc, "log_tail", "") or ""
-        state.error = f"sandbox startup failed: {exc}" + (f"\n{tail[-2000:]}" if tail else "")
+        hint = proxy_hint(f"{exc}\n{tail}", req.ca_bundle)
+        state.error = f"sandbox startup failed: {exc}" + (f"; {hint}" if hint else "") + \
+            (f"\n{tail[-2000:]}" if tail else "")
         state.error_category = "sandbox_setup"
         state.sandbox_startup_info = {"reason": reason, "sandbox_id": sandbox.sandbox_id,
                                       "attempts": req.attempt,

@@ -113,6 +113,10 @@ class TrialConfig(Record):
                                                    "sha256, patch.")
     harness_mode: str | None = Field(None, description="acp or native; null for control agents.")
     environment: str | None = Field(None, description="The sandbox backend the trial ran on.")
+    sandbox_fit: dict[str, Any] | None = Field(None, description="How the backend met the task's sandbox "
+                                               "request: image (source prebuilt|dockerfile, the pinned image, "
+                                               "why it was not used), cpus/memory_mb/network asked and granted "
+                                               "(benchflow.sandbox.fit).")
     base_image_override: str | None = Field(None, description="The base image given with --base-image, or null.")
     timeout_sec: float | None = Field(None, description="The agent's wall-clock budget in seconds; null = none.")
     concurrency: int | None = Field(None, description="The job's concurrency when this trial ran.")

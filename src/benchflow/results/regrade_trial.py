@@ -23,6 +23,7 @@ from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
 from benchflow.sandbox.base import Sandbox
+from benchflow.sandbox.fit import fitted
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic, nofollow
 from benchflow.util.files import sha256_digest
@@ -133,7 +134,7 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
     spec = spec_for_task(task, digest=digest_now, sandbox_user=candidate.config.get("sandbox_user"),
                          base_image_override=candidate.config.get("base_image_override"),
                          labels={**labels, "benchflow.trial": paths.name, "benchflow.task": task.name})
-    sandbox = backend.create(spec)
+    sandbox = backend.create(await fitted(backend, spec))
     workdir: str | None = None
     stage = "sandbox setup"
     try:

@@ -69,3 +69,15 @@ def inject(dockerfile: str) -> str:
             out.extend(added)
         i += 1
     return "\n".join(out) + "\n"
+
+
+_TLS_FAILURES = ("CERTIFICATE_VERIFY_FAILED", "certificate verify failed", "SSL certificate problem",
+                 "unable to get local issuer certificate", "self-signed certificate in certificate chain")
+
+
+def proxy_hint(log: str, ca_bundle: Path | None) -> str:
+    """A one-line fix when a build failed on a TLS check and no CA bundle was trusted; else ""."""
+    if ca_bundle is not None or not any(marker in log for marker in _TLS_FAILURES):
+        return ""
+    return ("a TLS certificate check failed during the build: behind a TLS-intercepting proxy, "
+            "rerun with --ca-bundle host")

@@ -204,6 +204,18 @@ def _publication(task: Task) -> list[str]:
     return out
 
 
+def _adaptations(task: Any, sandbox: str) -> list[str]:
+    """What a run on ``sandbox`` would adapt (fallback build, clamped resources); nothing is pulled."""
+    from benchflow.sandbox import get_backend
+    from benchflow.sandbox.fit import fit
+    from benchflow.sandbox.from_task import spec_for_task
+
+    backend = get_backend(sandbox)
+    if not backend.available()[0]:
+        return []
+    return fit(backend, spec_for_task(task), pull=False).notes()
+
+
 def check_task(path: str | Path, level: str = "structural", sandbox: str | None = None,
                capabilities: Any = None) -> CheckReport:
     """Check one task folder at ``level``; never raises for problems of the task itself.
@@ -238,6 +250,8 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
         issues, warnings = runtime_issues(task, caps, sandbox or "the sandbox")
         report.issues += issues
         report.warnings += warnings
+        if sandbox is not None and capabilities is None:
+            report.warnings += _adaptations(task, sandbox)
     if level in ("publication-grade", "acceptance"):
         report.issues += _publication(task)
     if level == "acceptance":

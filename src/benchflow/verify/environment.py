@@ -37,16 +37,28 @@ def resolve_templates(values: Mapping[str, str], host_env: Mapping[str, str] | N
     return out
 
 
+PLUGIN_DIR = "/benchflow-verifier"
+"""Root-owned folder, made fresh before each verification, holding :mod:`trusted_plugins`."""
+PLUGIN_MODULE = "benchflow_trusted_plugins"
+
+
 def pinned_env(task_env: Mapping[str, str], *, verifier_dir: str, workdir: str) -> dict[str, str]:
-    """The verifier's environment: task values first, the invariants re-pinned over them."""
+    """The verifier's environment: task values first, the invariants re-pinned over them.
+
+    Plugin autoloading stays off; ``-p benchflow_trusted_plugins`` loads the pytest plugins that
+    are installed root-owned once pytest starts (see :mod:`benchflow.verify.trusted_plugins`),
+    so a verifier that installs ``pytest-json-ctrf`` itself can use ``--ctrf``.
+    """
     env = dict(task_env)
     env.update({
         "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-        "PYTEST_ADDOPTS": f"-c /dev/null --confcutdir={verifier_dir} -p no:cacheprovider --rootdir={workdir}",
+        "PYTEST_ADDOPTS": f"-c /dev/null --confcutdir={verifier_dir} -p no:cacheprovider --rootdir={workdir} "
+                          f"-p {PLUGIN_MODULE}",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPYCACHEPREFIX": "/nonexistent",
-        "PYTHONPATH": "",
+        "PYTHONSAFEPATH": "1",
+        "PYTHONPATH": PLUGIN_DIR,
         "PYTHONSTARTUP": "",
         "LD_PRELOAD": "",
         "LD_LIBRARY_PATH": "",

@@ -8,6 +8,7 @@ crash is the trial's final verifier outcome, never a hang.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
-from .environment import pinned_env, resolve_templates
+from .environment import PLUGIN_DIR, PLUGIN_MODULE, pinned_env, resolve_templates
 from .rewards import RewardError, parse_reward_files
 
 # Kill every process of the agent user, then give the verifier a clean, root-owned log folder.
@@ -35,8 +36,11 @@ if [ -n "$u" ]; then
 fi
 rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 777 /logs/verifier
 [ "$2" = link ] && { [ -e /tests ] || [ -L /tests ] || ln -s /verifier /tests; }
+rm -rf "$3" && mkdir -p "$3" && chmod 755 "$3" && cat > "$3/$4.py" && chmod 644 "$3/$4.py"
 exit 0
 """
+
+_TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
 _RUN = 'chmod +x "$0" && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
 _HAS_OUTPUT = "[ -s /logs/verifier/test-stdout.txt ]"
@@ -73,7 +77,8 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
         task_env = {**resolve_templates(dict(config.env or {})), **(extra_env or {})}
         env = pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir)
         link = "no" if task.paths.is_legacy else "link"  # native tasks also answer at /tests
-        await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or "", link], timeout=60)
+        await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or "", link, PLUGIN_DIR, PLUGIN_MODULE],
+                           stdin=_TRUSTED_PLUGINS.read_bytes(), timeout=60)
         try:
             await sandbox.put(task.paths.verifier_dir, remote_dir)
         except BenchError as exc:
@@ -120,7 +125,35 @@ async def _download(sandbox: Sandbox, verifier_dir: Path) -> None:
                             category="verifier_infra") from exc
 
 
+# pytest's own usage error: the command line it was given (ours, or the script's with a plugin
+# option whose plugin did not load) was rejected before any test ran.
+_PYTEST_USAGE = re.compile(r"^ERROR: usage: [^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*?: error: ([^\n]*)", re.MULTILINE)
+
+
+def environment_fault(verifier_dir: Path) -> str | None:
+    """Why the verifier failed for the environment's reasons rather than the agent's work, if so.
+
+    Such a run is a verifier error, never a 0: a correct solution must not be scored as wrong
+    because pytest refused its arguments.
+    """
+    try:
+        with open(verifier_dir / "test-stdout.txt", "rb") as handle:
+            text = handle.read(8 << 20).decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = _PYTEST_USAGE.search(text)
+    if found is None:
+        return None
+    return (f"verifier crashed: pytest rejected its command line ({found.group(1).strip()[:200]}); the "
+            "verifier's environment failed, not the agent's work (did a pytest plugin the test script "
+            "needs not load?)")
+
+
 def _score(outcome: VerifierOutcome, verifier_dir: Path, config: Any, return_code: int) -> None:
+    fault = environment_fault(verifier_dir)
+    if fault is not None:
+        outcome.error, outcome.error_category = fault, "verifier_failure"
+        return
     reward_range = tuple(config.reward_range) if config.reward_range else None
     rewards = parse_reward_files(verifier_dir, reward_range)
     if rewards is None:
