@@ -216,16 +216,26 @@ def compare_lift(
 
 
 @explain_cmd.command(help="Explain why a trial has no score: what happened, whose problem, what next.\n\nThe code "
-                          "is the one the run summary names; without one, every code is listed.")
+                          "is the one the run summary names; without one, every code is listed. With --schema, "
+                          "print the JSON Schema of a job-folder record instead.")
 def explain(
     code: Optional[str] = typer.Argument(None, help="The code the run summary names, such as R212 or "
                                          "verifier_failure (omit to list every code); or a trial folder, to "
                                          "explain that trial."),
     as_json: bool = typer.Option(False, "--json", help="Print the page, or the list, as JSON."),
+    schema: Optional[str] = typer.Option(None, "--schema", metavar="NAME", help="Print the JSON Schema of a "
+                                         "record: result, config, timing, summary, evaluation or run-card."),
 ) -> None:
     from benchflow.results import explain as catalogue
     from benchflow.results.render import table, to_json
 
+    if schema is not None:
+        from benchflow.records.schemas import UnknownSchema, shipped
+
+        if code is not None:
+            raise UnknownSchema(f"--schema {schema}: give a code or --schema, not both")
+        typer.echo(shipped(schema), nl=False)
+        return
     if code is None:
         entries = catalogue.catalogue()
         if as_json:
