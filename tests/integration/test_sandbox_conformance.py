@@ -1,6 +1,14 @@
-"""One conformance suite every sandbox backend must pass (docker, remote-docker, local).
+"""One conformance suite every registered sandbox backend must pass, with no backend-specific branch.
 
-The remote-docker run talks to the second engine of ``scripts/docker-engine.sh
+The backends are the registry's (``benchflow.sandbox.names()``): the built-in
+table plus every ``benchflow.sandboxes`` entry point, including the test-only
+``docker-variant`` of ``tests/doubles/docker_variant.py``, installed here by
+putting its ``.dist-info`` folder on ``sys.path``. What differs between backends
+is asked of the backend object (``capabilities``, ``exists``, ``leftovers``).
+A backend that does not work on this machine is skipped with its own reason
+(a failure under ``CI``).
+
+The remote-docker backend talks to the second engine of ``scripts/docker-engine.sh
 --remote`` (``unix:///run/benchflow-remote-docker.sock``) unless
 ``BENCHFLOW_REMOTE_DOCKER_HOST`` points elsewhere.
 """
@@ -9,55 +17,74 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from benchflow.sandbox import SandboxSpec, get_backend
-from tests.conftest import host_processes_with
+from benchflow.errors import CapabilityError, SandboxError
+from benchflow.sandbox import SandboxSpec, get_backend, names
+from tests.conftest import ROOT, host_processes_with
+from tests.doubles.docker_variant import PLUGIN_PATH
 
 REMOTE_SOCKET = "unix:///run/benchflow-remote-docker.sock"
 BASE = "benchflow/python:3.11-bookworm"
+JOB = f"conformance-{os.getpid()}"
 
 
-def _remote_url() -> str | None:
-    url = os.environ.get("BENCHFLOW_REMOTE_DOCKER_HOST") or REMOTE_SOCKET
-    from benchflow.sandbox.docker_engine import ping
-
-    return url if ping(url, timeout=3)[0] else None
-
-
-@pytest.fixture(params=[
-    pytest.param("docker", marks=pytest.mark.docker),
-    pytest.param("remote-docker", marks=pytest.mark.docker),
-    pytest.param("local", marks=pytest.mark.local_sandbox),
-])
-def backend_name(request, monkeypatch) -> str:
-    name = request.param
-    if name == "remote-docker":
-        url = _remote_url()
-        if url is None:
-            reason = "no second engine answers; run scripts/docker-engine.sh --remote"
-            if os.environ.get("CI"):
-                pytest.fail(reason)
-            pytest.skip(reason)
-        monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", url)
-    if name == "local":
-        if importlib.util.find_spec("benchflow.sandbox.local") is None:
-            pytest.skip("benchflow.sandbox.local is not part of this build yet")
-        # built layers go to a cache of this session, not to ~/.cache/benchflow
-        monkeypatch.setenv("BENCHFLOW_CACHE", str(request.getfixturevalue("local_cache")))
-    return name
+def _registered() -> list[str]:
+    """Every backend name, with the test plugin installed (read at collection time)."""
+    sys.path.insert(0, str(PLUGIN_PATH))
+    try:
+        return names()
+    finally:
+        sys.path.remove(str(PLUGIN_PATH))
 
 
 @pytest.fixture(scope="session")
 def local_cache(tmp_path_factory) -> Path:
-    """One cache for the session's local runs, so the suite's base image is built once."""
-    return tmp_path_factory.mktemp("local-cache")
+    """One cache for the session's runs, so the suite's base image is built once per backend."""
+    return tmp_path_factory.mktemp("conformance-cache")
+
+
+@pytest.fixture(autouse=True)
+def machine(monkeypatch, local_cache) -> None:
+    """This machine as the suite sees it: the test plugin installed, a private cache, and the
+    test script's second engine as the remote one when none is configured."""
+    monkeypatch.syspath_prepend(str(PLUGIN_PATH))
+    monkeypatch.setenv("BENCHFLOW_CACHE", str(local_cache))
+    if not os.environ.get("BENCHFLOW_REMOTE_DOCKER_HOST"):
+        monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", REMOTE_SOCKET)
+
+
+def wait_until(predicate, timeout: float, step: float = 0.05) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
+
+
+@pytest.fixture(params=_registered())
+def backend_name(request) -> str:
+    ok, reason = get_backend(request.param).available()
+    if not ok:
+        if os.environ.get("CI"):
+            pytest.fail(f"{request.param}: {reason} (CI is set, so this fails instead of skipping)")
+        pytest.skip(f"{request.param} does not work here: {reason}")
+    return request.param
+
+
+@pytest.fixture
+def backend(backend_name):
+    return get_backend(backend_name)
 
 
 def make_env(root: Path, run_line: str = "RUN date +%s%N > /opt/marker") -> Path:
@@ -69,14 +96,14 @@ def make_env(root: Path, run_line: str = "RUN date +%s%N > /opt/marker") -> Path
 
 def make_spec(env: Path, key: str, **overrides) -> SandboxSpec:
     fields = dict(name=f"conf-{key}", environment_dir=env, cache_key=key, network_mode="no-network",
-                  labels={"benchflow.job": "conformance", "benchflow.trial": f"conf-{os.getpid()}"})
+                  labels={"benchflow.job": JOB, "benchflow.trial": f"conf-{os.getpid()}"})
     fields.update(overrides)
     return SandboxSpec(**fields)
 
 
 @pytest.fixture
-async def sandbox(backend_name, tmp_path):
-    box = get_backend(backend_name).create(make_spec(make_env(tmp_path), f"base-{backend_name}"))
+async def sandbox(backend, tmp_path):
+    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}"))
     await box.start()
     try:
         yield box
@@ -84,22 +111,8 @@ async def sandbox(backend_name, tmp_path):
         await box.stop()
 
 
-def gone(backend_name: str, box, sandbox_id: str | None) -> bool:
-    """Whether nothing of a stopped sandbox is left on the machine."""
-    if backend_name == "local":
-        return box.state_dir is None or not box.state_dir.exists()
-    from docker.errors import NotFound
-
-    try:
-        box.api.inspect_container(sandbox_id)
-    except NotFound:
-        return True
-    return False
-
-
-async def test_build_cache_hit_and_miss_on_digest_change(backend_name, tmp_path):
+async def test_build_cache_hit_and_miss_on_digest_change(backend, tmp_path):
     env = make_env(tmp_path)
-    backend = get_backend(backend_name)
     key = f"cache-{os.getpid()}-{tmp_path.name}"
 
     async def marker(spec: SandboxSpec) -> str:
@@ -141,7 +154,7 @@ async def test_exec_passes_stdin(sandbox):
     assert result.stdout == "fed through stdin"
 
 
-async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
+async def test_timeout_kills_the_whole_process_tree(sandbox):
     seconds = [f"31{n}.{os.getpid()}" for n in (6, 7, 8, 9)]  # unique to this test process
     # a plain background child, one that left the session with setsid, and the foreground one
     script = (f"sleep {seconds[0]} & (setsid sleep {seconds[1]} &) ; sleep {seconds[2]} & "
@@ -151,16 +164,10 @@ async def test_timeout_kills_the_whole_process_tree(backend_name, sandbox):
     assert "started" in result.stdout
     left = await sandbox.exec(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
     assert "sleep 31" not in left.stdout, left.stdout
-    if backend_name == "local":
-        # each local exec has its own PID namespace, so the check above sees none of the timed-out
-        # one's processes; the host's /proc sees them all
-        needles = [f"sleep\x00{s}".encode() for s in seconds]
-        for _ in range(40):
-            survivors = [pid for needle in needles for pid in host_processes_with(needle)]
-            if not survivors:
-                break
-            await asyncio.sleep(0.05)
-        assert survivors == [], f"processes of the timed-out exec survive on the host: {survivors}"
+    # a sandbox may give each exec its own PID namespace, so the host's /proc is asked too
+    needles = [f"sleep\x00{s}".encode() for s in seconds]
+    survivors = lambda: [pid for needle in needles for pid in host_processes_with(needle)]  # noqa: E731
+    assert wait_until(lambda: not survivors(), 5), f"processes of the timed-out exec survive: {survivors()}"
 
 
 async def test_output_is_capped_with_a_note(sandbox):
@@ -231,19 +238,20 @@ async def test_no_network_has_only_loopback_and_cannot_connect(sandbox):
     assert result.stdout.startswith("refused"), result.stdout + result.stderr
 
 
-async def test_stop_is_idempotent_and_leaves_nothing(backend_name, tmp_path):
-    box = get_backend(backend_name).create(make_spec(make_env(tmp_path), f"base-{backend_name}"))
+async def test_stop_is_idempotent_and_leaves_nothing(backend, tmp_path):
+    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}"))
     await box.start()
     sandbox_id = box.sandbox_id
+    assert sandbox_id and backend.exists(sandbox_id)
     await box.stop()
     await box.stop()
-    assert gone(backend_name, box, sandbox_id)
+    assert not backend.exists(sandbox_id)
     with pytest.raises(Exception):
         await box.exec(["true"])
 
 
-async def test_cancelled_trial_leaves_no_sandbox(backend_name, tmp_path):
-    box = get_backend(backend_name).create(make_spec(make_env(tmp_path), f"base-{backend_name}"))
+async def test_cancelled_trial_leaves_no_sandbox(backend, tmp_path):
+    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}"))
     started = asyncio.Event()
 
     async def trial() -> None:
@@ -260,7 +268,89 @@ async def test_cancelled_trial_leaves_no_sandbox(backend_name, tmp_path):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert gone(backend_name, box, box.sandbox_id)
+    assert not backend.exists(box.sandbox_id)
+
+
+def _of_trial(backend, trial: str) -> list:
+    return [row for row in backend.leftovers(owner=JOB) if row.trial == trial]
+
+
+async def test_a_failed_start_leaves_nothing(backend, tmp_path):
+    trial = f"failed-start-{os.getpid()}"
+    spec = make_spec(make_env(tmp_path), f"base-{backend.name}", sandbox_user="bad:user",
+                     labels={"benchflow.job": JOB, "benchflow.trial": trial})
+    box = backend.create(spec)
+    with pytest.raises(SandboxError):
+        await box.start()
+    assert box.sandbox_id is None or not backend.exists(box.sandbox_id)
+    assert _of_trial(backend, trial) == []
+
+
+async def test_leftovers_name_a_live_sandbox_with_its_job_and_trial(backend, sandbox):
+    rows = [row for row in backend.leftovers(owner=JOB) if row.id == sandbox.sandbox_id]
+    assert len(rows) == 1, backend.leftovers(owner=JOB)
+    row = rows[0]
+    assert (row.sandbox, row.job, row.trial, row.owner_alive, row.kept) == (
+        backend.name, JOB, f"conf-{os.getpid()}", True, False)
+    assert sandbox.sandbox_id not in {r.id for r in backend.leftovers(owner="some-other-job")}
+
+
+CHILD = """
+import asyncio, sys
+from pathlib import Path
+from benchflow.sandbox import SandboxSpec, get_backend
+env = Path(sys.argv[2]) / "environment"
+spec = SandboxSpec(name="orphan", environment_dir=env, cache_key=sys.argv[3], network_mode="no-network",
+                   labels={"benchflow.job": sys.argv[4], "benchflow.trial": sys.argv[5]})
+async def main():
+    box = get_backend(sys.argv[1]).create(spec)
+    await box.start()
+    print(box.sandbox_id, flush=True)
+    await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+async def test_what_a_killed_run_left_is_listed_as_an_orphan_and_removed(backend, tmp_path):
+    trial = f"killed-{os.getpid()}"
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT)])}
+    child = subprocess.Popen([sys.executable, "-c", CHILD, backend.name, str(make_env(tmp_path).parent),
+                              f"base-{backend.name}", JOB, trial], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        sandbox_id = await asyncio.to_thread(child.stdout.readline)
+        sandbox_id = sandbox_id.strip()
+        assert sandbox_id, "the child process did not start its sandbox"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(10)
+        rows = _of_trial(backend, trial)
+        assert [(row.id, row.owner_alive) for row in rows] == [(sandbox_id, False)]
+        assert backend.remove([sandbox_id]) == {}
+        assert not backend.exists(sandbox_id)
+        assert _of_trial(backend, trial) == []
+        assert backend.remove([sandbox_id]) == {}, "removing what is already gone is no error"
+    finally:
+        if child.poll() is None:
+            child.kill()
+        for row in _of_trial(backend, trial):
+            backend.remove([row.id])
+
+
+async def test_host_mounts_work_or_are_refused(backend, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "note.txt").write_text("from the host\n")
+    spec = make_spec(make_env(tmp_path), f"base-{backend.name}", mounts={"/mnt/shared": shared})
+    box = backend.create(spec)
+    try:
+        if backend.capabilities.host_mounts:
+            await box.start()
+            assert (await box.exec(["cat", "/mnt/shared/note.txt"])).stdout == "from the host\n"
+        else:
+            with pytest.raises(CapabilityError):
+                await box.start()
+    finally:
+        await box.stop()
+    assert box.sandbox_id is None or not backend.exists(box.sandbox_id)
 
 
 async def test_exec_stream_echoes_lines_through_cat(sandbox):
@@ -290,3 +380,26 @@ async def test_snapshot_and_restore(sandbox):
     await sandbox.exec(["sh", "-c", "echo after > /app/state"])
     await sandbox.restore(ref)
     assert (await sandbox.exec(["cat", "/app/state"])).stdout.strip() == "before"
+
+
+async def test_a_kept_sandbox_outlives_stop_until_released(backend, sandbox):
+    if not backend.capabilities.keep:
+        pytest.skip("this backend declares no kept sandboxes")
+    record = await sandbox.keep()
+    try:
+        await sandbox.stop()
+        assert backend.exists(sandbox.sandbox_id)
+        assert [row.kept for row in backend.leftovers(owner=JOB) if row.id == sandbox.sandbox_id] == [True]
+    finally:
+        backend.release(record)
+    assert not backend.exists(sandbox.sandbox_id)
+
+
+async def test_cache_entries_are_well_formed(backend, sandbox):
+    store = backend.cache
+    if store is None:
+        pytest.skip("this backend keeps no cache")
+    assert store.entries(kinds=()) == []
+    for entry in store.entries(kinds=store.kinds):
+        assert entry.kind in store.kinds and entry.engine == store.place and entry.size_bytes >= 0
+

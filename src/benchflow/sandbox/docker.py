@@ -164,9 +164,14 @@ class DockerSandbox:
         network, self.network_note = container_network(self.spec.network_mode, self.url)
         if self.network_note:
             log.info("%s: %s", self.spec.name, self.network_note)
+        from docker.errors import APIError
+
         worker = asyncio.ensure_future(call(self._create_blocking, network))
         try:
             self._container = await asyncio.shield(worker)
+        except APIError as exc:
+            raise SandboxError(f"{self.spec.name}: the container could not be created: "
+                               f"{exc.explanation or exc}") from exc
         except asyncio.CancelledError:
             # the engine may still create it: learn its id so stop() removes it
             done = await asyncio.gather(worker, return_exceptions=True)
@@ -202,9 +207,9 @@ class DockerSandbox:
             raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
         from docker.errors import APIError
 
-        await self.create()
         box: list = []
         try:
+            await self.create()  # inside: a cancelled create has learnt its container's id, and it goes
             if self.spec.image and self.spec.ca_bundle is not None:
                 bundle = ca.read_bundle(self.spec.ca_bundle)
                 await call(self.api.put_archive, self._container, "/",
