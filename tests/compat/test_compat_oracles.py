@@ -131,3 +131,21 @@ def test_a_build_that_fails_a_tls_check_suggests_the_ca_bundle(tmp_path):
     assert trial["error_category"] == "sandbox_setup"
     assert "rerun with --ca-bundle host" in trial["error"].splitlines()[0], trial["error"][:500]
     assert done.returncode != 0
+
+
+def test_runtime_capability_check_warns_about_adaptations():
+    done = run_bench("tasks", "check", str(COMPAT / "tb2-prebuilt-uvx"), "--level", "runtime-capability",
+                     "--sandbox", "docker")
+    assert done.returncode == 0, done.stderr
+    assert "sandbox.cpus 4 clamped to the host's" in done.stderr
+    assert "prebuilt image alexgshaw/compat-tb2-prebuilt-uvx:20251031" in done.stderr
+
+
+def test_dry_run_reports_each_task_without_pulling(tmp_path):
+    done = run_bench("run", str(COMPAT), "--dry-run", "--jobs-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    plan = {t["name"]: t["sandbox_fit"] for t in json.loads(done.stdout)["tasks"]}
+    assert plan["skillsbench-skills"]["image"] == {"source": "dockerfile"}
+    assert plan["tb2-prebuilt-uvx"]["cpus"]["asked"] == 4.0
+    lines = [line for line in done.stderr.splitlines() if line.startswith("  task ")]
+    assert len(lines) == 3 and all("| network: " in line and "| cpus: " in line for line in lines)
