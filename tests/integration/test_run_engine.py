@@ -258,6 +258,18 @@ def test_python_api_is_the_same_code(tmp_path: Path) -> None:
 
 
 @pytest.mark.docker
+def test_python_api_runs_every_repeat_like_the_cli(tmp_path: Path) -> None:
+    import benchflow as bf
+
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    outcome = bf.run(str(tmp_path / "tasks"), sandbox="docker", jobs_dir=str(tmp_path / "jobs"), trials=3)
+    assert outcome.exit_code == 0 and len(outcome.outcomes) == 3
+    results = sorted((tmp_path / "jobs" / "oracle").glob("trial-*/*/hello__*/result.json"))
+    assert [r.parents[2].name for r in results] == ["trial-01", "trial-02", "trial-03"]
+    assert all(json.loads(r.read_text())["rewards"]["reward"] == 1.0 for r in results)
+
+
+@pytest.mark.docker
 def test_eval_run_and_eval_resume_finish_only_the_unfinished(tmp_path: Path) -> None:
     import fcntl
     import shutil

@@ -94,8 +94,8 @@ def execute(spec: Any, dry_run: bool) -> None:
     from rich.console import Console
 
     from benchflow.jobs.api import run
-    from benchflow.jobs.matrix import run_repeats
     from benchflow.jobs.plan import make_plan
+    from benchflow.jobs.public import dispatch
 
     from .run_view import RunView, print_final
 
@@ -114,17 +114,13 @@ def execute(spec: Any, dry_run: bool) -> None:
             if planned.fit is not None:
                 err.print(f"  task {planned.name}: {planned.fit.summary()}", markup=False)
         raise typer.Exit(0 if card.accepted else 1)
-    if spec.trials > 1 or spec.matrix:
-        code = run_repeats(spec, lambda s: _one(s, run, RunView, print_final))
-        raise typer.Exit(code)
-    raise typer.Exit(_one(spec, run, RunView, print_final))
+    def one(repeat: Any) -> Any:
+        with RunView(quiet=repeat.quiet) as view:
+            outcome = run(repeat, on_event=view)
+        print_final(outcome)
+        return outcome
 
-
-def _one(spec: Any, run: Any, view_cls: Any, print_final: Any) -> int:
-    with view_cls(quiet=spec.quiet) as view:
-        outcome = run(spec, on_event=view)
-    print_final(outcome)
-    return outcome.exit_code
+    raise typer.Exit(dispatch(spec, one).exit_code)
 
 
 run_cmd = typer.Typer()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,17 +16,46 @@ from .config_file import spec_fields
 from .spec import RunSpec
 
 
-def run(*targets: str, on_event: Callable[[dict[str, Any]], None] | None = None, **options: Any) -> RunOutcome:
+@dataclass
+class Repeats:
+    """The outcome of ``trials > 1`` or a ``matrix``: one job per repeat (and alias)."""
+
+    outcomes: list[RunOutcome]
+    exit_code: int
+    """The worst of the repeats' exit codes."""
+
+
+def run(*targets: str, on_event: Callable[[dict[str, Any]], None] | None = None,
+        **options: Any) -> RunOutcome | Repeats:
     """Run tasks and score them; returns the outcome (job folder, summary, exit code).
 
     Example: ``bf.run("tasks/", agent="nop", sandbox="docker", concurrency=4, include=["hard-*"])``.
     Options are the run-config keys (``agent``, ``model``, ``sandbox``, ``concurrency``, ``jobs_dir``,
-    ``include``, ``exclude``, ``limit``, ``max_retries``, ``fail_under`` …).
+    ``include``, ``exclude``, ``limit``, ``max_retries``, ``fail_under``, ``trials``, ``matrix`` …).
+    With ``trials=N`` (or a ``matrix``) every repeat is a job of its own, as with ``bench run --trials``,
+    and the outcome is :class:`Repeats`.
 
     Raises:
         ConfigError: an unknown option or a bad value.
     """
-    return run_spec(make_spec(*targets, **options), on_event)
+    return dispatch(make_spec(*targets, **options), lambda spec: run_spec(spec, on_event))
+
+
+def dispatch(spec: RunSpec, run_one: Callable[[RunSpec], RunOutcome]) -> RunOutcome | Repeats:
+    """Run ``spec``: one job, or with ``trials``/``matrix`` one job per repeat and alias
+    (``<jobs>/<alias>/trial-NN``), each run by ``run_one`` (the CLI draws each on the terminal)."""
+    from .matrix import run_repeats
+
+    if spec.trials <= 1 and not spec.matrix:
+        return run_one(spec)
+    outcomes: list[RunOutcome] = []
+
+    def one(repeat: RunSpec) -> int:
+        outcomes.append(run_one(repeat))
+        return outcomes[-1].exit_code
+
+    code = run_repeats(spec, one)
+    return Repeats(outcomes=outcomes, exit_code=code)
 
 
 def make_spec(*targets: str, **options: Any) -> RunSpec:
