@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchflow.categories import classify_verifier_error
 from benchflow.verify.environment import PLUGIN_MODULE, pinned_env
 from benchflow.verify.runner import environment_fault
 
@@ -76,4 +77,17 @@ def test_a_plugin_in_a_folder_others_can_write_is_not_loaded(tmp_path: Path) -> 
     verifier.mkdir()
     (verifier / "test-stdout.txt").write_text(done.stdout + done.stderr)
     fault = environment_fault(verifier)
-    assert fault is not None and "unrecognized arguments: --marker-out" in fault
+    assert fault is not None and fault.startswith("verifier crashed: PluginGuardLoadError: pytest plugin marker at ")
+    assert classify_verifier_error(fault) == "verifier_plugin_trust"
+
+
+def test_a_usage_error_without_a_refused_plugin_is_a_verifier_failure(tmp_path: Path) -> None:
+    (tmp_path / "test-stdout.txt").write_text(
+        "+ pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py\n"
+        "ERROR: usage: pytest [options] [file_or_dir] [file_or_dir] [...]\n"
+        "pytest: error: unrecognized arguments: --ctrf /logs/verifier/ctrf.json\n  inifile: /dev/null\n")
+    fault = environment_fault(tmp_path)
+    assert "unrecognized arguments: --ctrf" in fault
+    assert classify_verifier_error(fault) == "verifier_failure"
+    (tmp_path / "test-stdout.txt").write_text("1 failed, 3 passed\n")
+    assert environment_fault(tmp_path) is None

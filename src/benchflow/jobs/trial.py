@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 from benchflow.agents.base import Agent, AgentContext, AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
-from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
+from benchflow.categories import classify_error
+from benchflow.errors import AgentError, BenchError, BuildError, InfraError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
 from benchflow.sandbox.ca import proxy_hint
 from benchflow.sandbox.from_task import spec_for_task
@@ -349,14 +350,19 @@ def _write_rewards(paths: TrialPaths, result: dict[str, Any]) -> None:
     atomic.write_jsonl(paths.rewards, rows)
 
 
-_INFRA_MARKERS = ("connection", "refused", "reset by peer", "broken pipe", "timed out", "no such container",
-                  "not found", "temporarily unavailable", "socket")
-
-
 def unexpected_category(exc: BaseException) -> str:
-    """``infra_failure`` (retryable) for transport and engine failures, else ``other``."""
-    text = f"{type(exc).__name__} {exc}".lower()
-    return "infra_failure" if any(marker in text for marker in _INFRA_MARKERS) else "other"
+    """``infra_failure`` (retried) for a broken transport or engine, else ``other``: an unexpected
+    bug is never retried as if the infrastructure had failed."""
+    if isinstance(exc, (InfraError, ConnectionError, TimeoutError)) or _is_transport_error(exc):
+        return "infra_failure"
+    return "infra_failure" if classify_error(f"{type(exc).__name__}: {exc}") == "infra_failure" else "other"
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    """The Docker SDK's transport failures (requests' connection errors), without importing it."""
+    return any(cls.__module__.startswith(("requests.", "urllib3.")) and cls.__name__ in
+               {"ConnectionError", "ReadTimeout", "ProtocolError", "ChunkedEncodingError"}
+               for cls in type(exc).__mro__)
 
 
 def _keep(policy: str, result: dict[str, Any]) -> bool:

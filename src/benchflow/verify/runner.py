@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchflow.categories import classify_verifier_error
 from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
@@ -130,6 +131,9 @@ async def _download(sandbox: Sandbox, verifier_dir: Path) -> None:
 _PYTEST_USAGE = re.compile(r"^ERROR: usage: [^\n]*\n(?:[^\n]*\n){0,3}?[^\n]*?: error: ([^\n]*)", re.MULTILINE)
 
 
+_PLUGIN_GUARD = re.compile(r"^PluginGuardLoadError: [^\n]*", re.MULTILINE)
+
+
 def environment_fault(verifier_dir: Path) -> str | None:
     """Why the verifier failed for the environment's reasons rather than the agent's work, if so.
 
@@ -144,6 +148,9 @@ def environment_fault(verifier_dir: Path) -> str | None:
     found = _PYTEST_USAGE.search(text)
     if found is None:
         return None
+    guard = _PLUGIN_GUARD.search(text)
+    if guard is not None:
+        return f"verifier crashed: {guard.group(0).strip()[:400]}"
     return (f"verifier crashed: pytest rejected its command line ({found.group(1).strip()[:200]}); the "
             "verifier's environment failed, not the agent's work (did a pytest plugin the test script "
             "needs not load?)")
@@ -152,7 +159,7 @@ def environment_fault(verifier_dir: Path) -> str | None:
 def _score(outcome: VerifierOutcome, verifier_dir: Path, config: Any, return_code: int) -> None:
     fault = environment_fault(verifier_dir)
     if fault is not None:
-        outcome.error, outcome.error_category = fault, "verifier_failure"
+        outcome.error, outcome.error_category = fault, classify_verifier_error(fault)
         return
     reward_range = tuple(config.reward_range) if config.reward_range else None
     rewards = parse_reward_files(verifier_dir, reward_range)

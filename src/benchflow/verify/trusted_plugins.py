@@ -12,11 +12,13 @@ at verification time (``pip install pytest-json-ctrf`` then ``pytest --ctrf …`
 pytest starts. At import, this module lists the ``pytest11`` entry points of the distributions
 Python sees and names, in ``pytest_plugins``, those whose metadata folder and the folder holding
 it are owned by root and writable by nobody else: as trusted as the verifier that installed
-them. A plugin in a folder the agent could write is not loaded.
+them. A plugin in a folder the agent could write is not loaded, and a ``PluginGuardLoadError``
+line on stderr says which (the verifier then reports ``verifier_plugin_trust``).
 """
 
 import os
 import stat
+import sys
 
 
 def _root_owned(path):
@@ -40,6 +42,9 @@ def _trusted_plugin_modules():
             continue
         where = str(where)
         if not (_root_owned(where) and _root_owned(os.path.dirname(where))):
+            sys.stderr.write("PluginGuardLoadError: pytest plugin %s at %s not loaded: it is installed where "
+                             "a non-root user could write (install it as root, e.g. uvx --with, or bake it "
+                             "into the image)\n" % (", ".join(p.name for p in points), where))
             continue
         for point in points:
             module = point.value.split(":")[0].strip()
