@@ -1,21 +1,22 @@
 """``bench bundle``: one zip of a job's or trial's evidence, redacted, with a ``bundle.json`` manifest.
 
-Every text file goes through :mod:`benchflow.util.redact` (JSON and JSONL
-records field by field, so secret-named fields are masked too; other text by
-secret shapes). A saved workspace tar is repacked with each text member
-redacted. A binary file is kept as it is unless secret shapes show up in its
-bytes, in which case it is left out. ``bundle.json`` lists each file with the
-SHA-256 of what is in the zip, how many values were masked, and what was left
-out and why.
+Every file goes through :mod:`.bundle_redact`: text (UTF-8 or UTF-16, also
+inside gzip or zlib compression) is redacted by :mod:`benchflow.util.redact`
+(JSON and JSONL records field by field, so secret-named fields are masked too;
+other text by secret shapes); a tar (a saved workspace) is repacked with each
+member redacted; a binary file is kept as it is unless secret shapes show up in
+its bytes, in which case it is left out. Files are streamed through a spooled
+temporary file, never read whole, and one that would expand past a bound (a
+compression bomb) is left out. Files are opened without following links.
+``bundle.json`` lists each file with the SHA-256 of what is in the zip, how
+many values were masked, and what was left out and why.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
-import tarfile
 import tempfile
 import time
 import zipfile
@@ -24,12 +25,12 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from benchflow.errors import JobFolderError
-from benchflow.util.redact import MASK, redact_obj, redact_text
+from benchflow.util import nofollow
 
+from .bundle_redact import CHUNK, LeftOut, TooBig, redact_file, spool
 from .reader import is_job_dir, is_trial_dir, require_dir
 
 MAX_FILE_BYTES = 512 * 1024 * 1024
-_TAR_SUFFIXES = (".tar", ".tar.gz", ".tgz")
 
 
 class BundledFile(BaseModel):
@@ -51,73 +52,6 @@ class BundleReport(BaseModel):
     files: list[BundledFile] = Field(default_factory=list)
     masked_total: int = 0
     left_out: list[dict[str, str]] = Field(default_factory=list)
-
-
-def _is_text(data: bytes) -> bool:
-    if b"\0" in data[:8192]:
-        return False
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _masks(text: str) -> int:
-    return text.count(MASK)
-
-
-def redact_bytes(name: str, data: bytes) -> tuple[bytes, int] | None:
-    """Redacted text and the number of values masked; ``None`` when ``data`` is not text."""
-    if not _is_text(data):
-        return None
-    text = data.decode("utf-8")
-    before = _masks(text)
-    if name.endswith(".json"):
-        try:
-            out = json.dumps(redact_obj(json.loads(text)), indent=2, ensure_ascii=False) + "\n"
-        except ValueError:
-            out = redact_text(text)
-    elif name.endswith(".jsonl"):
-        out = "".join(_redact_line(line) for line in text.splitlines(keepends=True))
-    else:
-        out = redact_text(text)
-    return out.encode("utf-8"), max(0, _masks(out) - before)
-
-
-def _redact_line(line: str) -> str:
-    if not line.strip():
-        return line
-    try:
-        return json.dumps(redact_obj(json.loads(line)), ensure_ascii=False) + "\n"
-    except ValueError:
-        return redact_text(line)
-
-
-def _repack_tar(data: bytes, gz: bool) -> tuple[bytes, int]:
-    """The tar with every text member redacted; binary members holding secret shapes are dropped."""
-    masked = 0
-    out = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as src, \
-            tarfile.open(fileobj=out, mode="w:gz" if gz else "w") as dst:
-        for member in src:
-            if not member.isfile():
-                if member.isdir() or member.issym() or member.islnk():
-                    dst.addfile(member)
-                continue
-            handle = src.extractfile(member)
-            content = handle.read() if handle else b""
-            redacted = redact_bytes(member.name, content)
-            if redacted is None:
-                if redact_text(content.decode("latin-1")) != content.decode("latin-1"):
-                    masked += 1
-                    continue
-            else:
-                content, count = redacted
-                masked += count
-            member.size = len(content)
-            dst.addfile(member, io.BytesIO(content))
-    return out.getvalue(), masked
 
 
 def _walk(root: Path, workspace: bool, left_out: list[dict[str, str]]) -> list[Path]:
@@ -183,31 +117,29 @@ def bundle(path: str | Path, out: str | Path | None = None, *, workspace: bool =
 
 def _add(archive: zipfile.ZipFile, root: Path, prefix: str, file: Path, report: BundleReport) -> None:
     rel = file.relative_to(root).as_posix()
-    size = file.stat().st_size
+    size = os.lstat(file).st_size
     if size > MAX_FILE_BYTES:
         report.left_out.append({"path": rel, "reason": f"larger than {MAX_FILE_BYTES // 2**20} MiB"})
         return
-    data = file.read_bytes()
-    redacted = True
-    if file.name.endswith(_TAR_SUFFIXES) and _is_tar(data):
-        data, masked = _repack_tar(data, gz=not file.name.endswith(".tar"))
-    else:
-        result = redact_bytes(file.name, data)
-        if result is None:
-            if redact_text(data.decode("latin-1")) != data.decode("latin-1"):
-                report.left_out.append({"path": rel, "reason": "binary file holding a secret-looking value"})
-                return
-            redacted, masked = False, 0
-        else:
-            data, masked = result
-    archive.writestr(f"{prefix}/{rel}", data)
-    report.files.append(BundledFile(path=rel, sha256=hashlib.sha256(data).hexdigest(), size=len(data),
+    with spool() as out:
+        try:
+            redacted, masked = redact_file(file.name, lambda: nofollow.open_file(file, root), out,
+                                           report.left_out, rel)
+        except TooBig as exc:
+            report.left_out.append({"path": rel, "reason": f"{exc}; not expanded further"})
+            return
+        except LeftOut as exc:
+            report.left_out.append({"path": rel, "reason": str(exc)})
+            return
+        except nofollow.UnsafeFile:
+            report.left_out.append({"path": rel, "reason": "not a regular file"})
+            return
+        out.seek(0)
+        digest, written = hashlib.sha256(), 0
+        with archive.open(f"{prefix}/{rel}", "w", force_zip64=True) as member:
+            while chunk := out.read(CHUNK):
+                digest.update(chunk)
+                member.write(chunk)
+                written += len(chunk)
+    report.files.append(BundledFile(path=rel, sha256=digest.hexdigest(), size=written,
                                     redacted=redacted, masked=masked))
-
-
-def _is_tar(data: bytes) -> bool:
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:*"):
-            return True
-    except (tarfile.TarError, EOFError, OSError):
-        return False

@@ -1,8 +1,19 @@
 """The one redactor: what looks secret never reaches disk.
 
 Two jobs: decide whether an environment variable *name* (or value) looks
-secret, so configs drop it; and mask secret *shapes* (API keys, bearer tokens)
-inside free text such as trajectories and bundled files.
+secret, so configs drop it; and mask secret *shapes* inside free text such as
+trajectories and bundled files: provider key shapes, bearer and Basic
+authorization, URL credentials, and ``NAME=value`` / ``name: value`` /
+``"name": "value"`` pairs whose name says secret (``.env`` lines, YAML,
+JSON fields, ``--token value`` flags).
+
+Whether a *name* says secret is decided on its words (split at ``_ . -`` and
+camelCase): ``password``/``secret``/``credentials`` anywhere, ``token``,
+``cookie``, ``auth`` or ``api key``-like pairs at the end, ``KEY`` at the end
+of an upper-case env name, unless the last word says it is about the secret
+rather than the secret itself (``_file``, ``_name``, ``_length``, …). So
+``DB_PASSWORD`` and ``openai_api_key`` are secret; ``max_tokens``,
+``token_type`` and ``password_file`` are not.
 """
 
 from __future__ import annotations
@@ -27,11 +38,19 @@ _SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"github_pat_[A-Za-z0-9_]{30,}"),
     re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"),
     re.compile(r"hf_[A-Za-z0-9]{30,}"),
-    re.compile(r"AKIA[0-9A-Z]{16}"),
+    re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}"),
+    re.compile(r"ya29\.[0-9A-Za-z_\-]{20,}"),
+    re.compile(r"glpat-[0-9A-Za-z_\-]{20,}"),
+    re.compile(r"gsk_[A-Za-z0-9]{20,}"),
+    re.compile(r"xai-[A-Za-z0-9]{20,}"),
+    re.compile(r"r8_[A-Za-z0-9]{20,}"),
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
     re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
     re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:)[^/\s@]{3,}(?=@)"),
     re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/\-]{12,}=*"),
+    re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:basic|digest|token|apikey|negotiate)\s+)"
+               r"[A-Za-z0-9._~+/\-]+=*"),
+    re.compile(r"(?i)(--[a-z0-9-]*(?:token|password|passwd|secret|api-key|apikey)\s+)(?!-)[^\s\"']+"),
     re.compile(r"(?i)((?:x-api-key|api[_-]?key|authorization)[\"']?\s*[:=]\s*[\"']?)[^\s\"',}]{8,}"),
 )
 
@@ -41,6 +60,51 @@ _SECRET_FIELD_NAMES = frozenset({
     "password", "secret", "token", "access_token", "refresh_token", "id_token", "cookie",
     "set-cookie", "x-goog-api-key",
 })
+
+
+# A name=value / name: value pair; only names holding a marker word are looked at closely.
+_PAIR = re.compile(
+    r"""(?P<lead>(?P<nq>["']?)\b(?P<name>[A-Za-z_][\w.\-]*)(?P=nq)\s*(?::=|=|:)[ \t]*)"""
+    r"""(?:"(?P<dq>[^"\n]+)"|'(?P<sq>[^'\n]+)'|(?P<bare>[^\s"'`,;&|)}\]]+))""")
+_MARKER = re.compile(r"pass|pwd|secret|token|credential|key|auth|cookie", re.IGNORECASE)
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_SECRET_ANYWHERE = frozenset({"password", "passwd", "secret", "credential", "credentials", "apikey"})
+_SECRET_LAST = frozenset({"token", "pwd", "cookie", "auth", "passphrase"})
+_KEY_KINDS = frozenset({"api", "access", "secret", "private", "account", "encryption", "master", "signing",
+                        "client", "license", "service"})
+_NOT_THE_SECRET = frozenset({
+    "name", "names", "file", "path", "dir", "id", "ids", "arn", "ref", "type", "length", "len", "count",
+    "version", "policy", "prompt", "hint", "url", "env", "var", "field", "header", "required", "enabled",
+    "set", "source", "manager", "expiry", "expires", "ttl", "format", "min", "max", "limit", "scope", "scopes",
+})
+_NOT_VALUES = frozenset({"true", "false", "null", "none", "nil", "undefined", "***", "*", "''", '""'})
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for part in re.split(r"[_.\-]+", name) for w in _WORDS.findall(part)]
+
+
+def is_secret_field_name(name: str) -> bool:
+    """True when a field or variable *named* ``name`` holds a secret value (see the module docstring)."""
+    words = _words(name)
+    if not words or words[-1] in _NOT_THE_SECRET:
+        return False
+    if any(w in _SECRET_ANYWHERE for w in words) or words[-1] in _SECRET_LAST:
+        return True
+    if words[-1] == "key":
+        return (len(words) > 1 and (words[-2] in _KEY_KINDS or (name.isupper() and "_" in name)))
+    return False
+
+
+def _mask_pair(match: re.Match[str]) -> str:
+    name = match.group("name")
+    if not _MARKER.search(name):
+        return match.group(0)
+    value = match.group("dq") or match.group("sq") or match.group("bare") or ""
+    if value.lower() in _NOT_VALUES or MASK in value or not is_secret_field_name(name):
+        return match.group(0)
+    quote = '"' if match.group("dq") else "'" if match.group("sq") else ""
+    return f"{match.group('lead')}{quote}{MASK}{quote}"
 
 
 def is_secret_name(name: str) -> bool:
@@ -73,12 +137,12 @@ def redact_text(text: str, extra_values: list[str] | tuple[str, ...] = ()) -> st
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
         else:
             text = pattern.sub(MASK, text)
-    return text
+    return _PAIR.sub(_mask_pair, text)
 
 
 def _is_secret_field(key: str) -> bool:
     """A JSON field whose string value is a secret: a header/credential field or an env-style name."""
-    if key.lower() in _SECRET_FIELD_NAMES:
+    if key.lower() in _SECRET_FIELD_NAMES or is_secret_field_name(key):
         return True
     return key.isupper() and is_secret_name(key)
 
