@@ -8,10 +8,9 @@ record written by a newer BenchFlow keeps the fields this one does not know.
 from __future__ import annotations
 
 import json
-import math
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, Strict
+from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, Strict
 
 SCHEMA_VERSION = 1
 """The version of every record this BenchFlow writes (``config``, ``result``, job documents).
@@ -51,15 +50,9 @@ def _text(value: Any) -> Any:
     return json.dumps(value, default=str)
 
 
-def _finite(value: Any) -> Any:
-    """NaN and infinities are no value (strict JSON has neither)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 Text = Annotated[str | None, BeforeValidator(_text)]
 """An error or message: text, or None."""
 
-Number = Annotated[Annotated[float, Strict()] | None, BeforeValidator(_finite)]
-"""A finite number or None: text such as ``"1.0"`` is not a number here (a reward must be one)."""
+Number = Annotated[float, Strict(), AllowInfNan(False)] | None
+"""A finite number or None: text such as ``"1.0"`` is not a number here (a reward must be one), and NaN
+or an infinity (which strict JSON cannot hold) is left out with a note, like any wrong-typed value."""
