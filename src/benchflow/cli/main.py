@@ -70,7 +70,9 @@ def crash(exc: BaseException) -> int:
 
     text = "".join(traceback.format_exception(exc))
     sys.stderr.write(text)
-    log_dir = Path(os.environ.get("BENCHFLOW_LOG_DIR") or Path.home() / ".cache" / "benchflow" / "logs")
+    from benchflow.util.cache_dir import cache_root
+
+    log_dir = Path(os.environ.get("BENCHFLOW_LOG_DIR") or cache_root() / "logs")
     try:
         log_dir.mkdir(parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -37,8 +36,9 @@ def wants_layer(agent: Any, backend_name: str) -> bool:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("BENCHFLOW_CACHE_DIR") or Path.home() / ".cache" / "benchflow"
-    return Path(root) / "agent-layers"
+    from benchflow.util.cache_dir import cache_root
+
+    return cache_root() / "agent-layers"
 
 
 def layer_spec(task_spec: SandboxSpec, task_image: str, agent: Any, *, fresh: bool) -> SandboxSpec:

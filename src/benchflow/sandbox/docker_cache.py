@@ -17,7 +17,6 @@ engine share its images, so the store's ``place`` is the engine.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,9 @@ KINDS = ("images", "build-cache", "pulled-images")
 
 
 def _pulls_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "benchflow" / "pulled-images.json"
+    from benchflow.util.cache_dir import cache_root
+
+    return cache_root() / "pulled-images.json"
 
 
 def _read_pulls() -> dict[str, list[str]]:

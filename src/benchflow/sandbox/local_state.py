@@ -18,9 +18,10 @@ import signal
 from collections.abc import Mapping
 from pathlib import Path
 
+from benchflow.util import cache_dir
 
-def cache_root() -> Path:
-    return Path(os.environ.get("BENCHFLOW_CACHE") or Path.home() / ".cache" / "benchflow")
+
+cache_root = cache_dir.cache_root
 
 
 def sandboxes_dir() -> Path:
