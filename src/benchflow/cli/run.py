@@ -9,6 +9,9 @@ from typing import Any, Optional
 import typer
 
 H = "More options (shown by --help-all)"
+ALLOW_TASK_ENV_HELP = ("Let tasks read this variable of your environment (a ${NAME} env value, or their "
+                       "docker-compose.yaml); repeatable. A task reading an unnamed one is refused; "
+                       "${NAME:-default} gets the default")
 
 
 def _show_all(ctx: typer.Context, _param: Any, value: bool) -> None:
@@ -184,7 +187,9 @@ def run_command(
     matrix: Optional[Path] = typer.Option(None, "--matrix", hidden=True, help="YAML file whose models: maps each alias to a model, or to {model, agent, agent_env}; {agent: oracle} for a control"),
     sample_seed: Optional[int] = typer.Option(None, "--sample-seed", hidden=True, help="Seed for the --n-tasks random sample"),
     fresh_install: bool = typer.Option(False, "--fresh-install", hidden=True, help="Install the agent in every trial instead of starting from its cached image layer (same as BENCHFLOW_FRESH_INSTALL=1)"),
+    host_login: bool = typer.Option(False, "--host-login", hidden=True, help="Copy this machine's subscription login (e.g. ~/.claude) into the sandbox for an agent with no API key; off by default, so no host credential enters a sandbox"),
     usage_tracking: Optional[str] = typer.Option(None, "--usage-tracking", hidden=True, help="Telemetry-enforcement policy: auto, required, or off. Every model call of a non-control agent goes through BenchFlow's model gateway (usage, cost and llm_trajectory.jsonl are always captured); required fails a trial whose calls carried no trusted usage."),
+    allow_task_env: Optional[list[str]] = typer.Option(None, "--allow-task-env", hidden=True, help=ALLOW_TASK_ENV_HELP),
     seeds: Optional[str] = typer.Option(None, "--seeds", hidden=True, help="Seeded rollouts: run every task once per seed, e.g. 0-4 or 0,3,7 (BENCHFLOW_SEED is set for the agent, the oracle and the verifier). summary.json gets pass@k and variance per task."),
 ) -> None:
     from benchflow.errors import ConfigError
@@ -199,7 +204,7 @@ def run_command(
             raise ConfigError(f"--agent-idle-timeout: {exc}") from None
     flags = {
         "targets": targets, "agent": agent, "model": model, "reasoning_effort": effort, "harness": harness,
-        "agent_env": _kv(agent_env, "--agent-env") or None,
+        "agent_env": _kv(agent_env, "--agent-env") or None, "allow_task_env": allow_task_env,
         "selection.include": split_patterns(include), "selection.exclude": split_patterns(exclude),
         "selection.limit": limit, "selection.sample_seed": sample_seed, "selection.expected_tasks": expected_tasks,
         "sandbox": sandbox, "concurrency": concurrency, "warm_pool": warm_pool, "jobs_dir": jobs_dir,
@@ -219,6 +224,7 @@ def run_command(
         "retry.policy": retry_policy, "retry.attempts": retry_attempts,
         "matrix": str(matrix) if matrix else None, "seeds": seeds, "usage_tracking": usage_tracking,
         "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
+        "host_login": host_login or None,
     }
     spec = build_spec(config, flags)
     if sandbox_user is not None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchflow.errors import BenchError
+from benchflow.errors import BenchError, UserError
 from benchflow.util import atomic
 
 from .budget import BudgetKeeper
@@ -38,6 +38,12 @@ class RunRefused(BenchError):
 
     category = "run_refused"
     exit_code = 1
+
+
+class TaskEnvRefused(UserError):
+    """A task reads a host variable the run did not allow (``--allow-task-env``); nothing started."""
+
+    category = "run_refused"
 
 
 class Interrupted(BenchError):
@@ -86,6 +92,9 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
                     plan: Plan | None = None) -> RunOutcome:
     emit = on_event or (lambda _e: None)
     plan = plan or make_plan(spec)
+    if plan.card.env_refusals:
+        more = len(plan.card.env_refusals) - 1
+        raise TaskEnvRefused(plan.card.env_refusals[0] + (f" (and {more} more)" if more else ""))
     if not plan.card.accepted:
         raise RunRefused("the run card refuses this run: " + "; ".join(plan.card.refusals[:5]))
     from benchflow import agents
@@ -134,7 +143,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
         return TrialRequest(task=planned.task, digest=planned.digest, job=paths, spec=spec, agent=agent,
                             backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
-                            seed=planned.seed, models=models, fit=planned.fit,
+                            seed=planned.seed, models=models, fit=planned.fit, task_secrets=planned.secrets,
                             ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 

@@ -32,6 +32,8 @@ class PlannedTask:
     fit: Any = None
     """How the chosen backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``);
     None when the backend cannot run here."""
+    secrets: tuple[str, ...] = ()
+    """Host values the task reads through ``--allow-task-env``: redacted from its trial folders."""
 
     @property
     def key(self) -> str:
@@ -45,6 +47,8 @@ class RunCard:
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     accepted_deviations: str | None = None
+    env_refusals: list[str] = field(default_factory=list)
+    """The refusals that are the user's to fix with ``--allow-task-env`` (``bench run`` exits 2)."""
 
     @property
     def accepted(self) -> bool:
@@ -219,6 +223,7 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
     for planned in plan.tasks:
+        _task_env(planned, plan.spec, card)
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
         card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
@@ -229,6 +234,20 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     for path, why in plan.skipped:
         card.warnings.append(f"skipped {Path(path).name}: {why}")
     return card
+
+
+def _task_env(planned: PlannedTask, spec: RunSpec, card: RunCard) -> None:
+    """Refuse a task that reads a host variable ``--allow-task-env`` does not name; fill the rest."""
+    from benchflow.tasks.task_env import env_problems, resolve_task_env, short_values
+
+    problems = env_problems(planned.task, spec.allow_task_env)
+    if problems:
+        card.refusals.extend(problems)
+        card.env_refusals.extend(problems)
+        return
+    planned.task, used = resolve_task_env(planned.task, spec.allow_task_env)
+    planned.secrets = tuple(used.values())
+    card.warnings.extend(short_values(planned.name, used))
 
 
 def _fit(planned: PlannedTask, backend: Any, card: RunCard, pull_images: bool) -> None:

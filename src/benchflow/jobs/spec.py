@@ -72,6 +72,8 @@ class RunSpec(BaseModel):
     reasoning_effort: str | None = None
     harness: Literal["acp", "native"] = "acp"
     agent_env: dict[str, str] = Field(default_factory=dict)
+    allow_task_env: list[str] = Field(default_factory=list)
+    """Host variables tasks may read through ``${NAME}`` (names only; the values are secrets of the run)."""
     prompts: list[str] = Field(default_factory=list)
     """Prompts to send; ``@instruction`` is the task prompt (default: the task prompt alone)."""
     extra_instruction: str | None = None
@@ -93,6 +95,9 @@ class RunSpec(BaseModel):
     base_image_override: str | None = None
     fresh_install: bool = False
     """Install the agent in every trial instead of starting from its cached image layer."""
+    host_login: bool = False
+    """Copy this machine's subscription login (e.g. ``~/.claude``) into the sandbox for agents
+    with no API key. Off by default: a sandbox gets no host credential."""
     usage_tracking: Literal["auto", "required", "off"] = "auto"
     """``required``: a trial whose model calls carried no trusted usage fails."""
     ca_bundle: str | None = None
@@ -119,6 +124,13 @@ class RunSpec(BaseModel):
             if not key or "=" in key:
                 raise ValueError(f"agent env name {key!r} is not a variable name")
         return value
+
+    @field_validator("allow_task_env")
+    @classmethod
+    def _allowed_names(cls, value: list[str]) -> list[str]:
+        from benchflow.tasks.task_env import check_names
+
+        return check_names(value)
 
     @field_validator("seeds", mode="before")
     @classmethod

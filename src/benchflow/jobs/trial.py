@@ -26,6 +26,7 @@ from benchflow.sandbox.ca import proxy_hint
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry, redact_text
+from benchflow.util.scrub import scrub_document, scrub_folder
 
 from .agent_layer import build_layered, wants_layer
 from .layout import JobPaths, TrialPaths, trial_name
@@ -63,6 +64,8 @@ class TrialRequest:
     """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
     fit: Any = None
     """How the backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``, from the plan)."""
+    task_secrets: tuple[str, ...] = ()
+    """Host values the task reads through ``--allow-task-env``: masked in every file of the trial folder."""
 
 
 def seed_env(seed: int | None) -> dict[str, str]:
@@ -109,7 +112,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
         sandbox_fit=req.fit.record() if req.fit is not None else None))
     atomic.write_json(paths.prompts, prompts)
-    secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v))
+    secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = _TrialState()
     sandbox: Sandbox | None = None
@@ -136,6 +139,9 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             sandbox_id=state.sandbox_id, sandbox_startup_info=state.sandbox_startup_info,
             api_error_info=state.api_error_info, suspected_api_error_info=state.suspected_api_error_info,
             budget_stop=state.budget_stop)
+        if req.task_secrets:  # before result.json marks the trial finished
+            await asyncio.to_thread(scrub_folder, paths.root, req.task_secrets)
+            result = scrub_document(result, req.task_secrets)
         atomic.write_json(paths.timing, result["timing"])
         _write_rewards(paths, result)
         keep = sandbox is not None and sandbox.capabilities.keep and _keep(req.spec.keep_sandbox, result)
@@ -146,6 +152,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         atomic.write_json(paths.result, result)
         return result
     finally:
+        if req.task_secrets and not paths.result.exists():  # cancelled or crashed: no secret stays either
+            scrub_folder(paths.root, req.task_secrets)
         if sandbox is not None and not keep:
             await asyncio.shield(sandbox.stop())
 
@@ -267,7 +275,7 @@ async def _agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, p
         trajectory=sink, timeout_sec=timeout, idle_timeout_sec=idle_timeout(req),
         model=req.spec.model, effort=req.spec.reasoning_effort,
         env={**req.agent_env, **state.model_env, **seed_env(req.seed)},
-        user=req.spec.sandbox_user, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
+        user=req.spec.sandbox_user, host_login=req.spec.host_login, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
         oracle_env={**dict(req.task.config.oracle.env or {}), **seed_env(req.seed)},
     )
     t = time.monotonic()

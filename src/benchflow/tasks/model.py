@@ -36,6 +36,8 @@ class Task:
     scenes: list[dict] = field(default_factory=list)
     user_persona: str | None = None
     warnings: list[str] = field(default_factory=list)
+    env_resolved: bool = False
+    """The env maps hold filled values (``benchflow.tasks.task_env.resolve_task_env``), not templates."""
 
     @property
     def name(self) -> str:

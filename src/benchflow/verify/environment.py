@@ -7,34 +7,27 @@ folder, so an agent cannot change how its work is graded.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
+from typing import Any
 
-from benchflow.errors import VerifierError
+from benchflow.errors import TaskError, VerifierError
+from benchflow.tasks.task_env import fill_values
 
-_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
-
-def resolve_templates(values: Mapping[str, str], host_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Fill ``${VAR}`` / ``${VAR:-default}`` from the host environment.
+def verifier_task_env(task: Any) -> dict[str, str]:
+    """The task's ``verifier.env``: as the run filled it (``--allow-task-env``), or, for a task
+    nobody filled, each template's default; a host variable is never read here.
 
     Raises:
-        VerifierError: a variable is unset and has no default.
+        VerifierError: a template without a default in a task nobody filled.
     """
-    env = os.environ if host_env is None else host_env
-    out: dict[str, str] = {}
-    for key, value in values.items():
-        def fill(match: re.Match[str], key: str = key) -> str:
-            name, default = match.group(1), match.group(2)
-            if name in env:
-                return env[name]
-            if default is not None:
-                return default
-            raise VerifierError(f"verifier.env.{key}: ${{{name}}} is not set on this machine; "
-                                f"set it or give a default as ${{{name}:-value}}", category="verifier_failure")
-        out[key] = _TEMPLATE.sub(fill, str(value))
-    return out
+    values = dict(task.config.verifier.env or {})
+    if getattr(task, "env_resolved", False):
+        return values
+    try:
+        return fill_values(values, "verifier.env", allowed=(), host_env={})
+    except TaskError as exc:
+        raise VerifierError(str(exc), category="verifier_failure") from None
 
 
 PLUGIN_DIR = "/benchflow-verifier"

@@ -18,7 +18,7 @@ from benchflow.categories import classify_verifier_error
 from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
-from .environment import PLUGIN_DIR, PLUGIN_MODULE, pinned_env, resolve_templates
+from .environment import PLUGIN_DIR, PLUGIN_MODULE, pinned_env, verifier_task_env
 from .rewards import RewardError, parse_reward_files
 
 # Kill every process of the agent user, then give the verifier a clean, root-owned log folder.
@@ -75,7 +75,7 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     remote_dir = "/tests" if task.paths.is_legacy else "/verifier"
     script = f"{remote_dir}/test.sh"
     try:
-        task_env = {**resolve_templates(dict(config.env or {})), **(extra_env or {})}
+        task_env = {**verifier_task_env(task), **(extra_env or {})}
         env = pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir)
         link = "no" if task.paths.is_legacy else "link"  # native tasks also answer at /tests
         await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or "", link, PLUGIN_DIR, PLUGIN_MODULE],
