@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import TaskError
+from benchflow.jobs.layout import TrialPaths
 
 from .live import ControlRun, grade_workspace, is_one, run_control
 from .variants import Variant, make_variants, output_files, read_tree
@@ -63,7 +64,7 @@ async def _grade_all(task: Any, backend: str, reference: Path, variants: list[Va
 
 def _workdir(run: ControlRun) -> str | None:
     try:
-        return json.loads((run.trial_dir / "evidence" / "manifest.json").read_text(encoding="utf-8"))["workdir"]
+        return json.loads(TrialPaths(run.trial_dir).evidence_manifest.read_text(encoding="utf-8"))["workdir"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import ConfigError
+from benchflow.records import JobSummary, Unreadable, read_record
 from benchflow.util import atomic
 
-from .job import latest_job, read_json
+from .job import latest_job
+from .layout import JobPaths, matrix_summary
 from .spec import RunSpec
 
 
@@ -63,11 +65,19 @@ def run_repeats(spec: RunSpec, run_one: Callable[[RunSpec], int]) -> int:
                 update["agent_env"] = {**spec.agent_env, **{k: str(v) for k, v in entry["agent_env"].items()}}
             code = max(code, run_one(spec.model_copy(update=update)))
             job = latest_job(folder)
-            summary = read_json(job / "summary.json") if job else None
+            summary = _summary(job)
             runs.append({"alias": alias, "trial": n, "jobs_dir": str(folder),
-                         **{k: (summary or {}).get(k) for k in ("passed", "failed", "errored", "verifier_errored",
-                                                                 "total")}})
+                         **{k: getattr(summary, k, None) for k in ("passed", "failed", "errored", "verifier_errored",
+                                                                   "total")}})
     if spec.matrix:
-        atomic.write_json(root / "matrix-summary.json", {"schema_version": 1, "matrix": spec.matrix,
+        atomic.write_json(matrix_summary(root), {"schema_version": 1, "matrix": spec.matrix,
                                                          "trials": spec.trials, "runs": runs})
     return code
+
+
+def _summary(job: Path | None) -> JobSummary | None:
+    """The job's summary.json through its model; None when the run wrote none."""
+    try:
+        return read_record(JobSummary, JobPaths(job).summary) if job else None
+    except Unreadable:
+        return None
