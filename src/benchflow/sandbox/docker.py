@@ -7,8 +7,9 @@ the same class pointed at ``BENCHFLOW_REMOTE_DOCKER_HOST``.
 
 Container shape: the task image (built once per content digest, see
 :mod:`.docker_build`), ``init=True`` (docker-init as PID 1 reaps zombies and
-forwards signals), the task's cpus/memory limits, ownership labels
-(:mod:`.docker_engine`). The container's own main process creates the
+forwards signals), the task's cpus/memory limits, ``no-new-privileges``, a
+small capability set and a pids limit (:func:`.docker_setup.hardening`),
+ownership labels (:mod:`.docker_engine`). The container's own main process creates the
 sandbox user and ``/logs`` and then idles without needing a ``sleep`` binary
 (:mod:`.docker_setup`), so a start costs no exec round trip. ``stop()``
 force-removes, so teardown never waits out a stop grace period.
@@ -52,7 +53,7 @@ from .docker_exec import close as close_socket
 from .docker_exec import frames
 from .docker_exec import run as run_exec
 from .docker_leftovers import KEPT_PREFIX
-from .docker_setup import main_command, parse_ready, resolve_workdir
+from .docker_setup import hardening, main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
 from .copyout import CopyReport, copy_out_tar
 from .tarstream import pack, pack_members
@@ -191,7 +192,7 @@ class DockerSandbox:
         binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in self.spec.mounts.items()}
         host_config = api.create_host_config(
             init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
-            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None)
+            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None, **hardening())
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         created = api.create_container(
             self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),

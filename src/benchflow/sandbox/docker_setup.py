@@ -12,16 +12,58 @@ is appended to ``/etc/passwd`` and ``/etc/group`` (and ``/etc/shadow`` when
 present) with the next free uid from 1000, read with the shell's own ``read``.
 
 Paths (contracts §2.1): ``/logs/agent`` and ``/logs/artifacts`` mode 0777,
-``/logs/verifier`` root-owned 0777, ``/tmp`` 1777, the workspace owned by the
-sandbox user.
+``/tmp`` 1777, the workspace owned by the sandbox user. ``/logs/verifier`` is
+root-owned 0755: nothing the agent writes there can reach the verifier's
+outputs (the verifier fence makes it afresh before verification anyway).
+
+:func:`hardening` is the rest of the container's shape that keeps task code
+in: no privilege gain through set-uid files, a small capability set, and a
+process limit so that a fork bomb stays inside.
 """
 
 from __future__ import annotations
 
+import os
+
+from benchflow.errors import ConfigError
+
+KEPT_CAPABILITIES = ("AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "NET_BIND_SERVICE",
+                     "SETGID", "SETUID", "SYS_CHROOT")
+"""Every capability a sandbox's root keeps (all others are dropped): what package managers, ``chown``,
+``useradd``, ``su``/``sshd`` and servers on low ports need. Dropped from Docker's defaults:
+``MKNOD``, ``NET_RAW``, ``SETFCAP``, ``SETPCAP``. See docs/SECURITY.md."""
+
+DEFAULT_PIDS_LIMIT = 4096
+PIDS_LIMIT_ENV = "BENCHFLOW_DOCKER_PIDS_LIMIT"
+
+
+def pids_limit() -> int:
+    """The most processes (threads included) one sandbox may hold: ``BENCHFLOW_DOCKER_PIDS_LIMIT``,
+    else 4096.
+
+    Raises:
+        ConfigError: the variable is not a whole number of at least 64.
+    """
+    raw = os.environ.get(PIDS_LIMIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_PIDS_LIMIT
+    if not raw.isdigit() or int(raw) < 64:
+        raise ConfigError(f"{PIDS_LIMIT_ENV}={raw!r}: give a whole number of processes, at least 64 "
+                          f"(default {DEFAULT_PIDS_LIMIT})")
+    return int(raw)
+
+
+def hardening() -> dict[str, object]:
+    """Host-config options of every sandbox container (``create_host_config`` keywords)."""
+    return {"security_opt": ["no-new-privileges"], "cap_drop": ["ALL"], "cap_add": list(KEPT_CAPABILITIES),
+            "pids_limit": pids_limit()}
+
 SETUP = r"""
 user=$1; wd=$2
 mkdir -p /logs/agent /logs/verifier /logs/artifacts /tmp "$wd"
-chmod 0777 /logs/agent /logs/artifacts /logs/verifier
+chmod 0777 /logs/agent /logs/artifacts
+chown 0:0 /logs/verifier
+chmod 0755 /logs/verifier
 chmod 1777 /tmp
 [ -n "$user" ] || exit 0
 found=; top=999
