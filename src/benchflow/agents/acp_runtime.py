@@ -155,9 +155,10 @@ class _AcpRun:
         return path
 
     async def _copy_subscription_login(self) -> None:
-        """Copy the host's subscription login files in when no API key stands in for them."""
+        """With ``--host-login``, copy the host's subscription login files in when no API key stands
+        in for them."""
         login = self.config.subscription
-        if login is None or any(self.env.get(name) for name in login.replaces_env):
+        if login is None or not self.ctx.host_login or any(self.env.get(name) for name in login.replaces_env):
             return
         files = [Path(p).expanduser() for p in login.host_files]
         files = [f for f in files if f.is_file()]

@@ -39,6 +39,9 @@ class AgentContext:
     """Agent environment (user --agent-env merged with the gateway's variables)."""
     user: str | None = "agent"
     """Sandbox user the agent process runs as (None: root)."""
+    host_login: bool = False
+    """``--host-login``: copy this machine's subscription login files into the sandbox when no API
+    key stands in for them. Off by default, so the sandbox gets no host credential."""
     oracle_dir: str | None = None
     """In-sandbox path of the uploaded oracle (only set for the oracle)."""
     oracle_env: Mapping[str, str] = field(default_factory=dict)

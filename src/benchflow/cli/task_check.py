@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from .run import ALLOW_TASK_ENV_HELP
+
 check_cmd = typer.Typer(add_completion=False)
 digest_cmd = typer.Typer(add_completion=False)
 overlap_cmd = typer.Typer(add_completion=False)
@@ -47,8 +49,19 @@ def check(
         help="Validate acceptance-live without writing the declared report or its .sha256 sidecar "
              "(report-only dogfood; leaves the task package unmodified). Takes precedence over "
              "--report-output."),
+    allow_task_env: Optional[list[str]] = typer.Option(None, "--allow-task-env", help=ALLOW_TASK_ENV_HELP),
 ) -> None:
+    from benchflow.errors import ConfigError
+    from benchflow.tasks.task_env import check_names
+
+    try:
+        allowed = check_names(allow_task_env or [])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     if level in (Level.equivalence, Level.acceptance_live):
+        if allowed:
+            raise ConfigError(f"--allow-task-env: --level {level.value} does not pass host variables to the runs "
+                              "it makes yet; check at --level structural, then bench run --allow-task-env")
         from benchflow.checks.levels import run_level
 
         outcomes = run_level(task_dir, level.value, sandbox, report_output=report_output,
@@ -59,7 +72,7 @@ def check(
         return
     from benchflow.tasks.batch import check_tasks
 
-    reports = check_tasks(task_dir, level=level.value, sandbox=sandbox)
+    reports = check_tasks(task_dir, level=level.value, sandbox=sandbox, allow_task_env=allowed)
     single = len(reports) == 1 and reports[0].path == task_dir
     failed = 0
     for report in reports:

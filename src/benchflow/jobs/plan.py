@@ -240,7 +240,7 @@ def _task_env(planned: PlannedTask, spec: RunSpec, card: RunCard) -> None:
     """Refuse a task that reads a host variable ``--allow-task-env`` does not name; fill the rest."""
     from benchflow.tasks.task_env import env_problems, resolve_task_env, short_values
 
-    problems = env_problems(planned.task, spec.allow_task_env)
+    problems = [f"{planned.name}: {line}" for line in env_problems(planned.task, spec.allow_task_env)]
     if problems:
         card.refusals.extend(problems)
         card.env_refusals.extend(problems)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,14 +28,16 @@ def _tasks_under(path: Path, error: type[UserError] = UserError) -> list[Path]:
     return tasks
 
 
-def check_tasks(path: str | Path, level: str = "structural", sandbox: str | None = None) -> list[CheckReport]:
+def check_tasks(path: str | Path, level: str = "structural", sandbox: str | None = None,
+                allow_task_env: Iterable[str] = ()) -> list[CheckReport]:
     """Check the task at ``path``, or each task in the folder ``path`` (sorted by name).
 
     Raises:
         UserError: nothing to check.
         ConfigError: a level or sandbox this build cannot check.
     """
-    return [check_task(t, level=level, sandbox=sandbox) for t in _tasks_under(Path(path))]
+    allowed = list(allow_task_env)
+    return [check_task(t, level=level, sandbox=sandbox, allow_task_env=allowed) for t in _tasks_under(Path(path))]
 
 
 @dataclass

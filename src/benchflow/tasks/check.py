@@ -10,6 +10,7 @@ run engine, which the task model never imports); ``check_task`` refuses them.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from .model import PLACEHOLDER, Task, config_issues, load_task
 from .profiles import normalize_frontmatter
 from .roles import document_issues
 from .rubric import rubric_issues
+from .task_env import env_problems
 from .verifier_doc import load_verifier_md, strategy_files
 
 CHECK_LEVELS = ("schema", "structural", "runtime-capability", "publication-grade", "acceptance")
@@ -217,10 +219,11 @@ def _adaptations(task: Any, sandbox: str) -> list[str]:
 
 
 def check_task(path: str | Path, level: str = "structural", sandbox: str | None = None,
-               capabilities: Any = None) -> CheckReport:
+               capabilities: Any = None, allow_task_env: Iterable[str] = ()) -> CheckReport:
     """Check one task folder at ``level``; never raises for problems of the task itself.
 
-    ``capabilities`` overrides the capability table looked up for ``sandbox``.
+    ``capabilities`` overrides the capability table looked up for ``sandbox``; ``allow_task_env``
+    names the host variables the task may read (``--allow-task-env``), as a run would.
 
     Raises:
         ConfigError: an unknown level, a level that runs the task (see
@@ -244,6 +247,7 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
     if task is None or level == "schema":
         return report
     report.issues += _structural(task)
+    report.issues += env_problems(task, allow_task_env)
     if caps is not None:
         from .capability import runtime_issues
 

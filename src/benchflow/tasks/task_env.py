@@ -79,7 +79,9 @@ def env_reads(config: Any) -> list[EnvRead]:
 
 
 def env_problems(task: Any, allowed: Iterable[str], host_env: Mapping[str, str] | None = None) -> list[str]:
-    """One line per variable the task would need but may not (or cannot) read; empty when it can run."""
+    """One line per variable the task would need but may not (or cannot) read; empty when it can run.
+
+    Lines name the config key, the variable and the flag (callers add the task's name)."""
     allowed = set(allowed)
     env = os.environ if host_env is None else host_env
     out: list[str] = []
@@ -89,10 +91,10 @@ def env_problems(task: Any, allowed: Iterable[str], host_env: Mapping[str, str] 
             continue
         seen.add((read.where, read.name))
         if read.name not in allowed:
-            out.append(f"{task.name}: {read.where} reads ${{{read.name}}} from your environment, which is not "
+            out.append(f"{read.where} reads ${{{read.name}}} from your environment, which is not "
                        f"allowed; pass {FLAG} {read.name} to let it, or give it a default (${{{read.name}:-value}})")
         elif read.name not in env:
-            out.append(f"{task.name}: {read.where} reads ${{{read.name}}}, which {FLAG} allows but your "
+            out.append(f"{read.where} reads ${{{read.name}}}, which {FLAG} allows but your "
                        f"environment does not set; set it, or give it a default (${{{read.name}:-value}})")
     return out
 
