@@ -10,6 +10,7 @@ no-network sandbox started from that image.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from pathlib import Path
@@ -110,17 +111,20 @@ async def test_handshake_answers_initialize_without_a_session(sandbox, tmp_path)
     assert "got initialize" in log and "session/new" not in log
 
 
-async def test_subscription_login_is_copied_for_the_agent_user_only_without_a_key(sandbox, tmp_path, monkeypatch):
+async def test_subscription_login_is_copied_only_with_host_login_for_the_agent_user_without_a_key(
+        sandbox, tmp_path, monkeypatch):
     home = tmp_path / "home"
     (home / ".fake").mkdir(parents=True)
     (home / ".fake" / "login.json").write_text('{"token": "t"}')
     monkeypatch.setenv("HOME", str(home))
     login = {"host_files": ["~/.fake/login.json"], "container_dir": ".fake", "replaces_env": ["FAKE_API_KEY"]}
     agent = AcpAgent(config_of(subscription=login))
-    await agent.handshake(sandbox, ctx_for(tmp_path / "a", {"FAKE_API_KEY": "set"}))
+    await agent.handshake(sandbox, ctx_for(tmp_path / "a"))  # no --host-login: never copied
+    await agent.handshake(sandbox, dataclasses.replace(ctx_for(tmp_path / "b", {"FAKE_API_KEY": "set"}),
+                                                       host_login=True))  # a key stands in for it
     missing = await sandbox.exec(["test", "-e", "/home/agent/.fake/login.json"])
     assert missing.return_code == 1
-    await agent.handshake(sandbox, ctx_for(tmp_path / "b"))
+    await agent.handshake(sandbox, dataclasses.replace(ctx_for(tmp_path / "c"), host_login=True))
     stat = await sandbox.exec(["stat", "-c", "%U %a", "/home/agent/.fake/login.json"])
     assert stat.stdout.strip() == "agent 600"
 
