@@ -13,6 +13,8 @@ from typing import Any, Optional
 
 import typer
 
+from .run import ALLOW_TASK_ENV_HELP
+
 regrade_cmd = typer.Typer(add_completion=False)
 
 HELP = """Re-run the task's current verifier on each trial's frozen workspace.
@@ -82,11 +84,18 @@ def regrade(
     concurrency: int = typer.Option(4, "--concurrency", min=1, help="Trials regraded at once"),
     reason: Optional[str] = typer.Option(None, "--reason", help="Why the verifier changed; kept in each block"),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON"),
+    allow_task_env: Optional[list[str]] = typer.Option(None, "--allow-task-env", help=ALLOW_TASK_ENV_HELP),
 ) -> None:
+    from benchflow.errors import ConfigError
     from benchflow.results.regrade import regrade as run_regrade
+    from benchflow.tasks.task_env import check_names
 
+    try:
+        allowed = check_names(allow_task_env or [])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     summary = run_regrade(path, tasks_dir=tasks_dir, sandbox=sandbox, concurrency=concurrency, reason=reason,
-                          on_row=_progress)
+                          on_row=_progress, allow_task_env=allowed)
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
     else:

@@ -5,7 +5,8 @@ fresh sandbox (:mod:`.regrade_trial`); the new score goes to ``regrade.json``
 beside the trial and the batch to ``regrade-summary.json`` in PATH.
 ``result.json`` is only ever read. A trial that cannot be regraded (unfinished,
 no frozen workspace, task folder gone, evidence altered) is listed with the
-reason instead.
+reason instead. The job's lock is held for the whole regrade, so a run cannot
+resume the job (and write into its trials) meanwhile.
 
 Exit codes (:func:`exit_code`): 0 when at least one trial was regraded and no
 regrade errored; 1 when nothing could be regraded or a regrade ended without a
@@ -16,23 +17,31 @@ any sandbox starts; Ctrl-C exits 130 with every sandbox removed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Callable
 
 from benchflow.errors import BenchError, ConfigError, JobFolderError, TaskError
 from benchflow.jobs.layout import JobPaths, TrialPaths
-from benchflow.records import EvaluationRecord, TrialConfig, TrialResult, Unreadable, read_record
+from benchflow.records import (
+    EvaluationRecord,
+    TrialConfig,
+    TrialResult,
+    Unreadable,
+    read_record,
+)
 from benchflow.util import atomic
 
 from .reader import (
     find_jobs,
     is_job_dir,
     is_trial_dir,
-    job_is_running,
     reward_of,
 )
 from .regrade_trial import Candidate, evidence_problem, regrade_trial
@@ -51,17 +60,21 @@ class Interrupted(BenchError):
 
 def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: str | None = None,
             concurrency: int = DEFAULT_CONCURRENCY, reason: str | None = None,
-            on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+            on_row: Callable[[dict[str, Any]], None] | None = None,
+            allow_task_env: Iterable[str] = ()) -> dict[str, Any]:
     """Regrade the job or trial folder at ``path``; returns the ``regrade-summary.json`` document.
 
+    ``allow_task_env`` names the host variables the current tasks may read, as for ``bench run``.
+
     Raises:
-        JobFolderError: ``path`` is not a job or trial folder, or the job is still running.
+        JobFolderError: ``path`` is not a job or trial folder, or the job is locked (running or regrading).
         ConfigError: a bad ``--tasks-dir``, ``--sandbox`` or ``--concurrency``.
+        TaskError: a task reads a host variable ``allow_task_env`` does not name.
         Interrupted: Ctrl-C / SIGTERM (sandboxes already removed; no summary written).
     """
     try:
         return asyncio.run(regrade_async(path, tasks_dir=tasks_dir, sandbox=sandbox, concurrency=concurrency,
-                                         reason=reason, on_row=on_row))
+                                         reason=reason, on_row=on_row, allow_task_env=allow_task_env))
     except (KeyboardInterrupt, asyncio.CancelledError):
         raise Interrupted("interrupted: running regrades were cancelled and their sandboxes removed; "
                           "regrade.json files already written are kept") from None
@@ -69,13 +82,41 @@ def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: s
 
 async def regrade_async(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: str | None = None,
                         concurrency: int = DEFAULT_CONCURRENCY, reason: str | None = None,
-                        on_row: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+                        on_row: Callable[[dict[str, Any]], None] | None = None,
+                        allow_task_env: Iterable[str] = ()) -> dict[str, Any]:
     if concurrency < 1:
         raise ConfigError(f"--concurrency {concurrency}: give 1 or more")
-    started = time.monotonic()
     root, trials = trials_of(Path(path).expanduser())
     index = _task_index(Path(tasks_dir).expanduser()) if tasks_dir is not None else None
-    candidates = await asyncio.to_thread(_candidates, root, trials, index, sandbox)
+    with _job_lock(root):
+        return await _regrade_locked(root, trials, index, tasks_dir=tasks_dir, sandbox=sandbox,
+                                     concurrency=concurrency, reason=reason, on_row=on_row,
+                                     allowed=list(allow_task_env))
+
+
+@contextlib.contextmanager
+def _job_lock(root: Path) -> Iterator[None]:
+    """Hold the lock of the job ``root`` is (or is a trial of) while the block runs."""
+    from benchflow.jobs.job import lock_job
+
+    job = JobPaths(root.parent) if is_trial_dir(root) else JobPaths(root)
+    try:
+        fd = lock_job(job)
+    except JobFolderError:
+        raise JobFolderError(f"{root}: the job is in use (a run or a regrade holds its .lock); regrade it "
+                             "after that finishes") from None
+    try:
+        yield
+    finally:
+        os.close(fd)
+
+
+async def _regrade_locked(root: Path, trials: list[TrialPaths], index: dict[str, Path] | None, *,
+                          tasks_dir: str | Path | None, sandbox: str | None, concurrency: int,
+                          reason: str | None, on_row: Callable[[dict[str, Any]], None] | None,
+                          allowed: list[str]) -> dict[str, Any]:
+    started = time.monotonic()
+    candidates = await asyncio.to_thread(_candidates, root, trials, index, sandbox, allowed)
     backends = _backends({c.backend for c in candidates if c.skip is None}, sandbox)
     labels = {"benchflow.regrade": str(root.resolve())}
     slots = asyncio.Semaphore(concurrency)
@@ -121,9 +162,6 @@ def trials_of(path: Path) -> tuple[Path, list[TrialPaths]]:
     if not path.is_dir():
         raise JobFolderError(f"{path}: not a folder; {hint}")
     if is_trial_dir(path):
-        job = JobPaths(path.parent)
-        if job_is_running(job):
-            raise JobFolderError(f"{path}: its job is still running; regrade it after the run finishes")
         return path, [TrialPaths(path)]
     if not is_job_dir(path):
         jobs = find_jobs(path, 3)
@@ -132,11 +170,7 @@ def trials_of(path: Path) -> tuple[Path, list[TrialPaths]]:
                                  f"e.g. {jobs[-1]}")
         raise JobFolderError(f"{path}: not a job folder (no evaluation.json and no trial folders with "
                              f"config.json or result.json); {hint}")
-    job = JobPaths(path)
-    if job_is_running(job):
-        raise JobFolderError(f"{path}: the job is still running (its .lock is held); regrade it after "
-                             "the run finishes")
-    return path, job.trials()
+    return path, JobPaths(path).trials()
 
 
 def _task_index(tasks_dir: Path) -> dict[str, Path]:
@@ -154,15 +188,18 @@ def _task_index(tasks_dir: Path) -> dict[str, Path]:
 
 
 def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | None,
-                sandbox: str | None) -> list[Candidate]:
+                sandbox: str | None, allowed: list[str]) -> list[Candidate]:
     """Read every trial's records and find its current task (loaded and digested once per task).
 
     Cheap checks only: the frozen workspace is hashed later, inside the concurrency limit.
+
+    Raises:
+        TaskError: a task reads a host variable ``allowed`` does not name (before any sandbox starts).
     """
     from benchflow.sandbox import default_backend_name
 
     recorded_tasks_dir = _recorded_tasks_dir(root)
-    loaded: dict[Path, tuple[Any, str] | tuple[str, str]] = {}
+    loaded: dict[Path, tuple[Any, str, tuple[str, ...]]] = {}
     out = []
     for paths in trials:
         candidate = Candidate(paths=paths, task_name=paths.name.rsplit("__", 1)[0])
@@ -189,12 +226,12 @@ def _candidates(root: Path, trials: list[TrialPaths], index: dict[str, Path] | N
             candidate.skip = ("task_not_found", why)
             continue
         if task_dir not in loaded:
-            loaded[task_dir] = _load(task_dir)
-        task, digest = loaded[task_dir]
+            loaded[task_dir] = _load(task_dir, allowed)
+        task, digest, secrets = loaded[task_dir]
         if isinstance(task, str):
             candidate.skip = ("task_invalid", task)
             continue
-        candidate.task, candidate.digest = task, digest
+        candidate.task, candidate.digest, candidate.secrets = task, digest, secrets
         recorded = (config.environment if config else None) or result.environment
         candidate.backend = sandbox or (str(recorded) if recorded else None)
     unknown = [c for c in out if c.skip is None and c.backend is None]
@@ -240,16 +277,28 @@ def _task_dir(candidate: Candidate, index: dict[str, Path] | None,
     return None, f"task folder {shown} (as the trial recorded it) is gone; pass --tasks-dir"
 
 
-def _load(task_dir: Path) -> tuple[Any, str] | tuple[str, str]:
+def _load(task_dir: Path, allowed: list[str]) -> tuple[Any, str, tuple[str, ...]]:
+    """(the task with its env filled, its digest, the host values it reads), or (why not, "", ()).
+
+    Raises:
+        TaskError: the task reads a host variable ``allowed`` does not name.
+    """
     from benchflow.tasks import load_task
+    from benchflow.tasks.task_env import env_problems, resolve_task_env
 
     try:
         task = load_task(task_dir)
-        return task, task.digest()
+        digest = task.digest()
     except TaskError as exc:
-        return f"the current task does not load: {exc}", ""
+        return f"the current task does not load: {exc}", "", ()
     except OSError as exc:
-        return f"the current task cannot be read: {task_dir}: {exc.strerror}", ""
+        return f"the current task cannot be read: {task_dir}: {exc.strerror}", "", ()
+    problems = env_problems(task, allowed)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise TaskError(f"{task.name}: {problems[0]}{more}")
+    task, used = resolve_task_env(task, allowed)
+    return task, digest, tuple(used.values())
 
 
 def _backends(names: set[str | None], chosen: str | None) -> dict[str | None, Any]:

@@ -27,6 +27,7 @@ from benchflow.sandbox.fit import fitted
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic, nofollow
 from benchflow.util.files import sha256_digest
+from benchflow.util.scrub import scrub_document, scrub_folder
 
 SCHEMA_VERSION = 1
 KIND = "benchflow.regrade"
@@ -51,6 +52,8 @@ class Candidate:
     backend: str | None = None
     skip: tuple[str, str] | None = None
     """(code, sentence) when it cannot be regraded."""
+    secrets: tuple[str, ...] = ()
+    """Host values the task reads through ``--allow-task-env``: masked in what the regrade writes."""
 
     @property
     def workspace(self) -> Path:
@@ -156,6 +159,9 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
         await asyncio.shield(sandbox.stop())
     document = _document(candidate, outcome, digest_now, reason, candidate.backend, sandbox_id, workdir,
                          round(time.monotonic() - started, 1))
+    if candidate.secrets:
+        await asyncio.to_thread(scrub_folder, out_dir, candidate.secrets)
+        document = scrub_document(document, candidate.secrets)
     atomic.write_json(paths.regrade, document)
     return document
 

@@ -12,8 +12,8 @@ host files into the sandbox.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
