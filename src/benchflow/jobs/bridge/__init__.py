@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -54,10 +55,11 @@ def trial_folder(job_folder: Path, trial: str) -> Path:
     Only this folder is mounted into the trial's sandbox, read-only; it is removed with
     :func:`remove_trial_folder` when the trial ends.
     """
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", trial)[:80] or "trial"
-    folder = job_folder / "trials" / slug
-    folder.mkdir(parents=True, mode=0o755)
-    folder.chmod(0o755)  # not the umask's: the agent's uid must reach the socket
+    parent = job_folder / "trials"
+    parent.mkdir(exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", trial)[:60]
+    folder = Path(tempfile.mkdtemp(prefix=f"{slug}-", dir=parent))
+    folder.chmod(0o755)  # mkdtemp's is 0700: the agent's uid must reach the socket
     os.link(job_folder / SOCKET_NAME, folder / SOCKET_NAME)
     return folder
 
