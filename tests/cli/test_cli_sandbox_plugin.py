@@ -17,7 +17,7 @@ from tests.doubles.docker_variant import PLUGIN_PATH
 
 pytestmark = pytest.mark.docker
 
-INSTALLED = {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT)])}
+INSTALLED = {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
 CHILD = """
 import asyncio, sys

@@ -275,15 +275,34 @@ def _of_trial(backend, trial: str) -> list:
     return [row for row in backend.leftovers(owner=JOB) if row.trial == trial]
 
 
-async def test_a_failed_start_leaves_nothing(backend, tmp_path):
+async def test_a_start_whose_build_fails_leaves_nothing(backend, tmp_path):
     trial = f"failed-start-{os.getpid()}"
-    spec = make_spec(make_env(tmp_path), f"base-{backend.name}", sandbox_user="bad:user",
-                     labels={"benchflow.job": JOB, "benchflow.trial": trial})
-    box = backend.create(spec)
+    env = make_env(tmp_path, run_line="RUN echo building; exit 3")
+    box = backend.create(make_spec(env, f"fails-{os.getpid()}-{tmp_path.name}",
+                                   labels={"benchflow.job": JOB, "benchflow.trial": trial}))
     with pytest.raises(SandboxError):
-        await box.start()
+        await box.start()  # start() builds first when it has to
     assert box.sandbox_id is None or not backend.exists(box.sandbox_id)
     assert _of_trial(backend, trial) == []
+
+
+async def test_a_start_cancelled_midway_leaves_nothing(backend, tmp_path):
+    trial = f"cancelled-start-{os.getpid()}"
+    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}",
+                                   labels={"benchflow.job": JOB, "benchflow.trial": trial}))
+    starting = asyncio.create_task(box.start())
+    deadline = time.monotonic() + 120
+    while box.sandbox_id is None and not starting.done() and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    starting.cancel()  # as soon as the sandbox has an id: mid-start where the backend has awaits left
+    try:
+        await starting
+    except asyncio.CancelledError:
+        assert box.sandbox_id is None or not backend.exists(box.sandbox_id)
+        assert _of_trial(backend, trial) == []
+    else:  # it had finished: then stop() is what removes it
+        await box.stop()
+        assert not backend.exists(box.sandbox_id)
 
 
 async def test_leftovers_name_a_live_sandbox_with_its_job_and_trial(backend, sandbox):
@@ -313,7 +332,7 @@ asyncio.run(main())
 
 async def test_what_a_killed_run_left_is_listed_as_an_orphan_and_removed(backend, tmp_path):
     trial = f"killed-{os.getpid()}"
-    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT)])}
+    env = os.environ | {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     child = subprocess.Popen([sys.executable, "-c", CHILD, backend.name, str(make_env(tmp_path).parent),
                               f"base-{backend.name}", JOB, trial], stdout=subprocess.PIPE, text=True, env=env)
     try:
