@@ -106,7 +106,6 @@ def test_codex_cli_wall_clock_timeout_is_recorded_and_the_work_scored(tmp_path: 
     events = events_of(trial)
     assert [e["type"] for e in events] == ["user_message", "tool_call", "tool_call", "agent_timeout"]
     assert [e["status"] for e in events if e["type"] == "tool_call"] == ["completed", "in_progress"]
-    assert result["timing"]["agent_execution"] < 30  # the CLI was killed, not waited for
 
 
 @pytest.mark.docker

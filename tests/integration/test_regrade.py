@@ -7,13 +7,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_bench
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+from tests.waiting import runs_in_container, wait_until
 
 STRICTER = ('if [ "$(cat /app/hello.txt 2>/dev/null)" = "hello world" ]; then echo 1; else echo 0; fi '
             '> /logs/verifier/reward.txt')
@@ -110,11 +110,8 @@ def test_ctrl_c_removes_every_regrade_sandbox(tmp_path: Path) -> None:
     (tmp_path / "tasks" / "hello" / "verifier" / "test.sh").write_text("#!/bin/sh\nsleep 60\n")
     proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "regrade", str(job)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not regrade_containers(job):
-        time.sleep(0.2)
-    assert regrade_containers(job), "the regrade sandbox never started"
-    time.sleep(1.5)
+    wait_until(lambda: regrade_containers(job), what="the regrade sandbox")
+    wait_until(lambda: runs_in_container(regrade_containers(job), "sleep 60"), what="the verifier to run")
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

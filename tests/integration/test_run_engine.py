@@ -6,13 +6,13 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import run_bench  # noqa: E402
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+from tests.waiting import runs_in_container, wait_until
 
 BACKENDS = [pytest.param("docker", marks=pytest.mark.docker),
             pytest.param("local", marks=pytest.mark.local_sandbox)]
@@ -129,9 +129,7 @@ def test_kill_9_loses_no_finished_trial_and_reruns_none(tmp_path: Path) -> None:
         started = [p.parent for p in jobs.rglob("sandbox.json")]
         return bool(list(jobs.rglob("result.json"))) and any(not (t / "result.json").exists() for t in started)
 
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not running_trial():
-        time.sleep(0.1)
+    wait_until(running_trial, timeout=120, what="one finished trial and one running")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert containers_of(job_dir(jobs)), "the killed run left no sandbox: the test did not kill mid-trial"
@@ -156,10 +154,8 @@ def test_ctrl_c_cancels_running_trials_and_removes_their_sandboxes(tmp_path: Pat
     cmd = [sys.executable, "-m", "benchflow.cli", "run", str(tmp_path / "tasks"), "-s", "docker",
            "--jobs-dir", str(jobs)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(jobs.rglob("sandbox.json")):
-        time.sleep(0.2)
-    time.sleep(1.0)
+    wait_until(lambda: list(jobs.rglob("sandbox.json")), what="the trial's sandbox")
+    wait_until(lambda: runs_in_container(containers_of(job_dir(jobs)), "sleep 60"), what="the oracle to run")
     proc.send_signal(sig)
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

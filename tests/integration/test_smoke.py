@@ -39,5 +39,6 @@ def test_smoke_with_no_credentialed_agent_says_so(tmp_path: Path) -> None:
                            "OPENROUTER_API_KEY", "DASHSCOPE_API_KEY", "LLM_API_KEY")}
     done = run_bench("eval", "smoke", "--sandbox", "local", env={**env, "BENCHFLOW_AGENTS_DIR": str(empty),
                                                                   "HOME": str(tmp_path)})
-    assert done.returncode in (1, 2)
-    assert "Traceback" not in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: no agent has a credential on this machine (see bench agents); name one with --agent NAME[=MODEL]"]
