@@ -69,3 +69,15 @@ def test_nothing_emitted_writes_no_file(tmp_path):
     sink = AcpTrajectoryFile(tmp_path / "t.jsonl")
     sink.close()
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_trajectory_file_is_readable_by_its_owner_only(tmp_path):
+    import stat
+
+    from benchflow.agents.trajectory import AcpTrajectoryFile
+
+    sink = AcpTrajectoryFile(tmp_path / "trajectory" / "acp_trajectory.jsonl")
+    sink.emit({"type": "user_message", "text": "hi"})
+    assert stat.S_IMODE(sink.path.stat().st_mode) == 0o600  # while it is live
+    sink.close()
+    assert stat.S_IMODE(sink.path.stat().st_mode) == 0o600  # after the merged rewrite

@@ -12,11 +12,12 @@ the merged events.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from benchflow.util.atomic import write_jsonl
+from benchflow.util.atomic import PRIVATE, write_jsonl
 from benchflow.util.redact import redact_obj
 
 CHUNK_TYPES = ("agent_message", "agent_thought", "user_message")
@@ -110,7 +111,8 @@ class AcpTrajectoryFile:
         self.merger.add(clean)
         if self._handle is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._handle = self.path.open("a", encoding="utf-8")
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, PRIVATE)
+            self._handle = os.fdopen(fd, "a", encoding="utf-8")
         self._handle.write(json.dumps(clean, ensure_ascii=False, default=str) + "\n")
         self._handle.flush()
 
@@ -119,4 +121,4 @@ class AcpTrajectoryFile:
         if self._handle is not None:
             self._handle.close()
             self._handle = None
-            write_jsonl(self.path, self.merger.events)
+            write_jsonl(self.path, self.merger.events, PRIVATE)

@@ -81,10 +81,10 @@ def append_line(path: Path, line: str) -> None:
     """Append one complete line with a single write."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     try:
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o600)
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, flags, 0o644)
+        fd = os.open(path, flags, 0o600)
     try:
         os.write(fd, line.encode("utf-8"))
     finally:

@@ -14,15 +14,19 @@ from pathlib import Path
 from typing import Any
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically, creating parent folders."""
+PRIVATE = 0o600
+"""Mode of files only their owner should read (trajectories: they hold what the agent saw)."""
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, mode: int = 0o644) -> Path:
+    """Write ``data`` to ``path`` atomically, creating parent folders; the file gets ``mode``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -33,9 +37,9 @@ def write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     return target
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> Path:
+def write_text(path: str | os.PathLike[str], text: str, mode: int = 0o644) -> Path:
     """Write UTF-8 ``text`` to ``path`` atomically."""
-    return write_bytes(path, text.encode("utf-8"))
+    return write_bytes(path, text.encode("utf-8"), mode)
 
 
 def dumps_json(obj: Any) -> str:
@@ -48,7 +52,7 @@ def write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return write_text(path, dumps_json(obj))
 
 
-def write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> Path:
+def write_jsonl(path: str | os.PathLike[str], rows: list[Any], mode: int = 0o644) -> Path:
     """Write one JSON document per line to ``path`` atomically."""
     text = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
-    return write_text(path, text)
+    return write_text(path, text, mode)
