@@ -1,8 +1,9 @@
 """Run a task's verifier in the trial's sandbox and read the reward (§2.2 of the contracts).
 
-The verifier's files are uploaded only now, after the agent has finished, so
-the agent never sees them. A verifier that times out with no output at all is
-wedged: it is run once more in the same sandbox. After that, a timeout or
+The verifier's files are uploaded only now, after the agent has finished and
+its processes are gone (:mod:`.fence`), so the agent never sees them. A
+verifier that times out with no output at all is wedged: it is run once more
+in the same sandbox. After that, a timeout or
 crash is the trial's final verifier outcome, never a hang.
 """
 
@@ -18,30 +19,9 @@ from benchflow.categories import classify_verifier_error
 from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
-from .environment import PLUGIN_DIR, PLUGIN_MODULE, pinned_env, verifier_task_env
+from .environment import pinned_env, verifier_task_env
+from .fence import fence
 from .rewards import RewardError, parse_reward_files
-
-# Kill every process of the agent user, then give the verifier a clean, root-owned log folder.
-# POSIX sh and /proc only: task images need nothing else.
-_HARDEN = r"""
-u="$1"
-if [ -n "$u" ]; then
-  uid=$(while IFS=: read -r n _ i _; do [ "$n" = "$u" ] && echo "$i"; done < /etc/passwd)
-  if [ -n "$uid" ]; then
-    for d in /proc/[0-9]*; do
-      while read -r k v _; do
-        if [ "$k" = "Uid:" ]; then [ "$v" = "$uid" ] && kill -9 "${d#/proc/}" 2>/dev/null; break; fi
-      done < "$d/status" 2>/dev/null
-    done
-  fi
-fi
-rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 777 /logs/verifier
-[ "$2" = link ] && { [ -e /tests ] || [ -L /tests ] || ln -s /verifier /tests; }
-rm -rf "$3" && mkdir -p "$3" && chmod 755 "$3" && cat > "$3/$4.py" && chmod 644 "$3/$4.py"
-exit 0
-"""
-
-_TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
 _RUN = 'chmod +x "$0" && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
 _HAS_OUTPUT = "[ -s /logs/verifier/test-stdout.txt ]"
@@ -77,9 +57,11 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     try:
         task_env = {**verifier_task_env(task), **(extra_env or {})}
         env = pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir)
-        link = "no" if task.paths.is_legacy else "link"  # native tasks also answer at /tests
-        await sandbox.exec(["sh", "-c", _HARDEN, "harden", agent_user or "", link, PLUGIN_DIR, PLUGIN_MODULE],
-                           stdin=_TRUSTED_PLUGINS.read_bytes(), timeout=60)
+        fenced = await fence(sandbox, agent_user=agent_user, verifier_user=config.user,
+                             link_tests=not task.paths.is_legacy,  # native tasks also answer at /tests
+                             verifier_dir=remote_dir, workdir=workdir,
+                             cleanup_conftests=config.hardening.cleanup_conftests)
+        outcome.warnings.extend(fenced.warnings(workdir))
         try:
             await sandbox.put(task.paths.verifier_dir, remote_dir)
         except BenchError as exc:

@@ -1,0 +1,168 @@
+"""The verifier fence: when the tests arrive, nothing the agent started still runs and nothing it planted
+is loaded by the verifier (contracts §2.2 step 1).
+
+Run after the agent phase and before the verifier's files are uploaded:
+
+1. Every process of the agent user is frozen, then killed. First, as the agent user,
+   ``kill -STOP -1; kill -KILL -1``: the kernel signals every process that user may signal in one
+   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). Then, as root, a
+   loop over ``/proc`` stops every agent process it finds, kills them once a whole pass finds them
+   all stopped, and repeats until none is left (or gives up: the trial's verification then fails
+   as an error, never runs beside a live agent). The loop uses shell builtins only, so it works in
+   a sandbox whose process table the agent has filled (``fork`` would fail there).
+2. ``/logs/verifier`` is made afresh: root-owned, 0755 (owned by ``verifier.user`` when that is set).
+3. Unless ``verifier.hardening.cleanup_conftests`` is false, every ``conftest.py`` outside the
+   verifier folder is deleted (they would change how pytest runs the tests).
+4. With a non-root agent: ``sitecustomize.py``, ``usercustomize.py`` and ``*.pth`` are deleted from
+   the folders of the system Pythons' path that the agent can write (Python runs them at start).
+   The path is read with ``python -I -S`` so that nothing planted runs as root while it is read.
+5. The trusted-plugins shim is written root-owned to :data:`~.environment.PLUGIN_DIR`; native tasks
+   get ``/tests`` as a link to ``/verifier``.
+
+A root agent is not fenced: it is trusted with the whole sandbox, and the processes it started
+(servers a task's tests talk to) keep running, as the contract says.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchflow.errors import BenchError, VerifierError
+from benchflow.sandbox.base import Sandbox
+
+from .environment import PLUGIN_DIR, PLUGIN_MODULE
+
+STOP_ALL = "kill -STOP -1; kill -KILL -1; exit 0"
+"""Run as the agent user: freeze, then kill, every process it owns except this shell."""
+
+FENCE_ROUNDS = 2000
+
+# $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
+# $7 workspace  $8 verifier folder; stdin: the plugin. Until the agent is gone: builtins only, no fork.
+_PREPARE = r"""
+u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; uid=; gid=
+case "$u" in
+  '') ;;
+  *[!0-9]*) while IFS=: read -r n _ i g _; do [ "$n" = "$u" ] && { uid=$i; gid=$g; break; }; done < /etc/passwd ;;
+  *) uid=$u; gid=$u ;;
+esac
+[ "$uid" = 0 ] && uid=
+if [ -n "$uid" ]; then
+  round=0; frozen=0
+  while :; do
+    round=$((round + 1)); seen=0; moving=0
+    for d in /proc/[0-9]*; do
+      s=; ids=
+      while read -r k a b c e; do
+        case "$k" in State:) s=$a ;; Uid:) ids=" $a $b $c $e "; break ;; esac
+      done < "$d/status" 2>/dev/null
+      case "$ids" in *" $uid "*) ;; *) continue ;; esac
+      if [ $frozen = 1 ]; then kill -KILL "${d#/proc/}" 2>/dev/null; else kill -STOP "${d#/proc/}" 2>/dev/null; fi
+      case "$s" in Z) ;; T|t) seen=$((seen + 1)) ;; *) seen=$((seen + 1)); moving=$((moving + 1)) ;; esac
+    done
+    [ $seen = 0 ] && break
+    if [ $round -ge __ROUNDS__ ]; then
+      echo "$seen process(es) of user $u still alive after $round rounds" >&2; exit 3
+    fi
+    if [ $moving = 0 ]; then frozen=1; else frozen=0; fi
+  done
+fi
+{ rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 755 /logs/verifier; } || exit 4
+[ -n "$vu" ] && chown "$vu" /logs/verifier 2>/dev/null
+[ "$link" = link ] && { [ -e /tests ] || [ -L /tests ] || ln -s /verifier /tests; }
+rm -rf "$plugins" && mkdir -p "$plugins" && chmod 755 "$plugins" && cat > "$plugins/$module.py" \
+  && chmod 644 "$plugins/$module.py"
+if [ "$conftests" = 1 ]; then
+  rootdev=$(stat -c %d / 2>/dev/null)
+  set -- /
+  for p in "$wd" /tmp /var/tmp /dev/shm /home /root /logs; do
+    [ -d "$p" ] || continue
+    [ -n "$rootdev" ] && [ "$(stat -c %d "$p" 2>/dev/null)" = "$rootdev" ] && continue
+    set -- "$@" "$p"
+  done
+  find "$@" -xdev \( -path /proc -o -path /sys -o -path /verifier -o -path /tests -o -path "$vdir" \
+    -o -path "$plugins" \) -prune -o -name conftest.py ! -type d -print -exec rm -f {} + 2>/dev/null \
+    | while IFS= read -r f; do echo "conftest $f"; done
+fi
+if [ -n "$uid" ]; then
+  names='( -name sitecustomize.py -o -name usercustomize.py -o -name *.pth )'
+  for py in python3 python; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    "$py" -I -S -c 'import site, sys
+print("\n".join(sys.path + site.getsitepackages()))' 2>/dev/null
+  done | while IFS= read -r dir; do
+    [ -d "$dir" ] || continue
+    set -f
+    if [ -n "$(find "$dir" -maxdepth 0 \( -user "$uid" -o -perm -0002 -o \( -group "$gid" -perm -0020 \) \) \
+               2>/dev/null)" ]; then
+      find "$dir" -maxdepth 1 $names ! -type d -print -exec rm -f {} + 2>/dev/null
+    else
+      find "$dir" -maxdepth 1 $names ! -type d \( -user "$uid" -o -perm -0002 \) -print -exec rm -f {} + 2>/dev/null
+    fi
+    set +f
+  done | while IFS= read -r f; do echo "startup $f"; done
+fi
+exit 0
+""".replace("__ROUNDS__", str(FENCE_ROUNDS))
+
+_TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
+
+
+@dataclass
+class FenceReport:
+    """What the fence removed: conftest.py files and Python start-up files (paths in the sandbox)."""
+
+    conftests: list[str] = field(default_factory=list)
+    startup_files: list[str] = field(default_factory=list)
+
+    def warnings(self, workdir: str) -> list[str]:
+        """One line per kind of removal a task author should know about."""
+        out = []
+        inside = [p for p in self.conftests if p.startswith(workdir.rstrip("/") + "/")]
+        if inside:
+            out.append(f"removed conftest.py outside the verifier folder before verifying: {', '.join(inside[:5])}"
+                       + (f" and {len(inside) - 5} more" if len(inside) > 5 else "")
+                       + " (verifier.hardening.cleanup_conftests: false keeps them)")
+        if self.startup_files:
+            out.append("removed Python start-up files from folders on Python's path that the agent could write: "
+                       + ", ".join(self.startup_files[:5]))
+        return out
+
+
+def is_root(user: str | None) -> bool:
+    return user is None or user in ("root", "0")
+
+
+async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str | None, link_tests: bool,
+                verifier_dir: str, workdir: str, cleanup_conftests: bool) -> FenceReport:
+    """Stop the agent and clean the sandbox for the verifier (see the module docstring).
+
+    Raises:
+        VerifierError: category ``verifier_infra`` when the agent's processes could not all be
+            stopped, or ``/logs/verifier`` could not be made.
+    """
+    if not is_root(agent_user):
+        try:
+            await sandbox.exec(["sh", "-c", STOP_ALL], user=agent_user, timeout=60)
+        except BenchError:
+            pass  # the root pass below stops them all the same
+    args = [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
+            PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir]
+    result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args], stdin=_TRUSTED_PLUGINS.read_bytes(),
+                                timeout=300)
+    if result.return_code == 3 or result.timed_out:
+        detail = result.stderr.strip()[-300:] or "timed out"
+        raise VerifierError(f"verifier crashed: the agent's processes could not be stopped before "
+                            f"verification ({detail})", category="verifier_infra")
+    if result.return_code == 4:
+        raise VerifierError("verifier crashed: /logs/verifier could not be made for the verifier: "
+                            f"{result.stderr.strip()[-300:]}", category="verifier_infra")
+    report = FenceReport()
+    for line in result.stdout.splitlines():
+        kind, _, path = line.partition(" ")
+        if kind == "conftest":
+            report.conftests.append(path)
+        elif kind == "startup":
+            report.startup_files.append(path)
+    return report

@@ -1,0 +1,230 @@
+"""Docker sandboxes keep task code in, and the verifier fence keeps the agent out of the grading.
+
+Each test plays the agent as the sandbox user (``exec(..., user="agent")``) in a real container,
+then runs the task's real verifier through :func:`benchflow.verify.run_verifier`, as a trial does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from benchflow.sandbox import SandboxSpec, get_backend
+from benchflow.sandbox import docker_engine as eng
+from benchflow.sandbox.docker_setup import (
+    DEFAULT_PIDS_LIMIT,
+    KEPT_CAPABILITIES,
+    PIDS_LIMIT_ENV,
+)
+from benchflow.tasks import load_task
+from benchflow.verify import run_verifier
+from tests.taskgen import make_task
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.docker
+
+BASE = "benchflow/python:3.11-bookworm"
+AGENT = "agent"
+CAP_BITS = {"CHOWN": 0, "DAC_OVERRIDE": 1, "FOWNER": 3, "FSETID": 4, "KILL": 5, "SETGID": 6, "SETUID": 7,
+            "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_RAW": 13, "SYS_CHROOT": 18, "SYS_ADMIN": 21,
+            "SYS_PTRACE": 19, "MKNOD": 27, "AUDIT_WRITE": 29, "SETFCAP": 31}
+SCORE_ANSWER = ('if [ "$(cat /app/answer.txt 2>/dev/null)" = 42 ]; then echo 1; else echo 0; fi'
+                " > /logs/verifier/reward.txt")
+TEST_STATE = "def test_answer():\n    assert open('/app/answer.txt').read().strip() == '42'\n"
+
+
+def spec(name: str, **overrides) -> SandboxSpec:
+    fields = {"name": name, "environment_dir": None, "cache_key": "prebuilt", "image": BASE, "workdir": "/app",
+              "network_mode": "no-network", "cpus": 0.5, "memory_mb": 512, "sandbox_user": AGENT,
+              "labels": {eng.JOB: "hardening", eng.TRIAL: f"{name}-{os.getpid()}"}}
+    fields.update(overrides)
+    return SandboxSpec(**fields)
+
+
+@pytest.fixture
+async def box():
+    sandbox = get_backend("docker").create(spec("hardening"))
+    await sandbox.start()
+    try:
+        yield sandbox
+    finally:
+        await sandbox.stop()
+
+
+def pytest_task(root: Path, *, cleanup_conftests: bool | None = None) -> Path:
+    """A task whose verifier runs pytest on a test copied into the workspace, as repository tasks do."""
+    test = ("cp /verifier/test_state.py /app/ && python3 -m pytest -q -p no:cacheprovider test_state.py "
+            "&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt")
+    task = make_task(root, "pytest-task", test=test)
+    (task / "verifier" / "test_state.py").write_text(TEST_STATE)
+    if cleanup_conftests is not None:
+        doc = task / "task.md"
+        hardening = f"hardening: {{cleanup_conftests: {str(cleanup_conftests).lower()}}}"
+        doc.write_text(doc.read_text().replace("verifier: {", f"verifier: {{{hardening}, "))
+    return task
+
+
+async def as_agent(sandbox, script: str) -> None:
+    result = await sandbox.exec(["sh", "-c", script], user=AGENT, timeout=60)
+    assert result.success, result.stderr
+
+
+async def verify(sandbox, task_dir: Path, out: Path):
+    out.mkdir(parents=True, exist_ok=True)
+    task = load_task(task_dir)
+    return await run_verifier(sandbox, task, out, workdir=sandbox.workdir, agent_user=AGENT, task_name=task.name)
+
+
+LIST_AGENT_PROCESSES = ("for d in /proc/[0-9]*; do grep -q '^Uid:[[:space:]]*1000[[:space:]]' $d/status 2>/dev/null"
+                        " && grep '^State:[[:space:]]*[^Z]' $d/status >/dev/null && echo ${d#/proc/}; done; exit 0")
+
+
+async def agent_processes(sandbox) -> str:
+    """Pids of the agent's live (not zombie) processes, one a line."""
+    return (await sandbox.exec(["sh", "-c", LIST_AGENT_PROCESSES])).stdout.strip()
+
+
+def cap_eff(status: str) -> int:
+    line = next(row for row in status.splitlines() if row.startswith("CapEff:"))
+    return int(line.split()[1], 16)
+
+
+async def test_capabilities_are_the_kept_set_and_no_new_privileges(box):
+    root = (await box.exec(["cat", "/proc/self/status"])).stdout
+    agent = (await box.exec(["cat", "/proc/self/status"], user=AGENT)).stdout
+    kept = sum(1 << CAP_BITS[name] for name in KEPT_CAPABILITIES)
+    assert cap_eff(root) == kept
+    for dropped in ("NET_RAW", "MKNOD", "SETFCAP", "SETPCAP", "SYS_ADMIN", "SYS_PTRACE"):
+        assert not cap_eff(root) & (1 << CAP_BITS[dropped]), dropped
+    assert cap_eff(agent) == 0
+    assert "NoNewPrivs:\t1" in root and "NoNewPrivs:\t1" in agent
+    made = await box.exec(["mknod", "/tmp/null2", "c", "1", "3"])
+    assert made.return_code != 0  # MKNOD is dropped, even for root
+    # a set-uid root shell left by root gives the agent nothing
+    planted = await box.exec(["sh", "-c", "cp /bin/bash /tmp/rootsh && chmod 4755 /tmp/rootsh"])
+    assert planted.success, planted.stderr
+    gained = await box.exec(["/tmp/rootsh", "-p", "-c", "id -u"], user=AGENT)
+    assert gained.stdout.strip() == "1000"
+    # what ordinary root task code does still works: chown, package-manager style user switch
+    ordinary = await box.exec(["sh", "-c", "touch /tmp/f && chown agent /tmp/f && su agent -s /bin/sh -c 'id -un'"])
+    assert ordinary.stdout.strip() == AGENT, ordinary.stderr
+
+
+async def test_pids_limit_defaults_and_follows_the_setting(monkeypatch, box):
+    assert box.api.inspect_container(box.sandbox_id)["HostConfig"]["PidsLimit"] == DEFAULT_PIDS_LIMIT
+    monkeypatch.setenv(PIDS_LIMIT_ENV, "300")
+    other = get_backend("docker").create(spec("pids"))
+    await other.start()
+    try:
+        assert other.api.inspect_container(other.sandbox_id)["HostConfig"]["PidsLimit"] == 300
+    finally:
+        await other.stop()
+
+
+async def test_fork_bomb_is_bounded_and_fenced_before_the_verifier(monkeypatch, tmp_path):
+    limit = 200
+    monkeypatch.setenv(PIDS_LIMIT_ENV, str(limit))
+    sandbox = get_backend("docker").create(spec("forkbomb"))
+    await sandbox.start()
+    try:
+        await as_agent(sandbox, "echo 41 > /app/answer.txt; "
+                                "(sh -c 'b() { while :; do b & done; }; b' </dev/null >/dev/null 2>&1 &) ; exit 0")
+
+        def pids() -> int:
+            return sandbox.api.stats(sandbox.sandbox_id, stream=False)["pids_stats"]["current"]
+
+        wait_until(lambda: pids() >= limit - 5, timeout=120, what="the fork bomb to fill the sandbox")
+        assert pids() <= limit
+        host = await asyncio.create_subprocess_exec("true")
+        assert await host.wait() == 0  # the host still starts processes
+        task = make_task(tmp_path / "tasks", "answer", test=SCORE_ANSWER)
+        outcome = await verify(sandbox, task, tmp_path / "verifier")
+        assert outcome.error is None, outcome.error
+        assert outcome.rewards == {"reward": 0.0}
+        assert await agent_processes(sandbox) == ""
+    finally:
+        await sandbox.stop()
+
+
+# Each copy checks once, starts its successor in the background and exits: its pid changes all the time,
+# so one pass over /proc that kills what it sees misses the newest copy. Once the tests are uploaded,
+# it "solves" the task and writes a reward.
+WRITER = """
+cat > /tmp/w.sh <<'EOF'
+if [ -d /verifier ]; then
+  echo 42 > /app/answer.txt
+  echo 1 > /logs/verifier/reward.txt
+fi
+sh /tmp/w.sh &
+EOF
+echo 41 > /app/answer.txt
+for i in 1 2 3; do (sh /tmp/w.sh </dev/null >/dev/null 2>&1 &) ; done
+exit 0
+"""
+
+
+async def test_double_forking_background_writer_does_not_survive_the_fence(box, tmp_path):
+    await as_agent(box, WRITER)
+    wait_until(lambda: box.api.stats(box.sandbox_id, stream=False)["pids_stats"]["current"] > 3,
+               what="the writers to run")
+    task = make_task(tmp_path / "tasks", "answer", test=SCORE_ANSWER)
+    outcome = await verify(box, task, tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 0.0}  # the honest score: the agent left 41
+    assert (await box.exec(["cat", "/app/answer.txt"])).stdout.strip() == "41"
+    assert await agent_processes(box) == ""
+    mode = (await box.exec(["stat", "-c", "%U %a", "/logs/verifier"])).stdout.split()
+    assert mode == ["root", "755"]
+
+
+CONFTEST = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    item.runtest = lambda: None
+"""
+
+
+@pytest.mark.parametrize("cleanup", [None, False], ids=["default", "cleanup_conftests-false"])
+async def test_planted_conftest_is_removed_unless_the_task_keeps_them(box, tmp_path, cleanup):
+    await as_agent(box, f"echo 41 > /app/answer.txt && cat > /app/conftest.py <<'EOF'{CONFTEST}EOF")
+    outcome = await verify(box, pytest_task(tmp_path / "tasks", cleanup_conftests=cleanup), tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    present = (await box.exec(["test", "-e", "/app/conftest.py"])).success
+    if cleanup is False:
+        assert outcome.rewards == {"reward": 1.0} and present  # the task chose to trust the workspace's conftests
+    else:
+        assert outcome.rewards == {"reward": 0.0} and not present
+        assert any("/app/conftest.py" in w for w in outcome.warnings)
+
+
+async def test_planted_pytest_module_in_the_workspace_is_not_imported(box, tmp_path):
+    fake = "open('/logs/verifier/reward.txt', 'w').write('1')\nraise SystemExit(0)\n"
+    await as_agent(box, f"echo 41 > /app/answer.txt && cat > /app/pytest.py <<'EOF'\n{fake}EOF")
+    task = make_task(tmp_path / "tasks", "pytest-module",
+                     test="python3 -m pytest -q -p no:cacheprovider /verifier/test_state.py "
+                          "&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt")
+    (task / "verifier" / "test_state.py").write_text(TEST_STATE)
+    outcome = await verify(box, task, tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 0.0}
+    assert (await box.exec(["test", "-e", "/app/pytest.py"])).success  # left alone: it is simply not imported
+
+
+async def test_startup_files_in_a_writable_python_path_folder_are_removed(box, tmp_path):
+    site = "/usr/local/lib/python3.11/dist-packages"
+    loose = await box.exec(["sh", "-c", f"mkdir -p {site} && chmod 0777 {site}"])  # a careless image
+    assert loose.success, loose.stderr
+    hook = "import os; os.makedirs('/logs/verifier', exist_ok=True); open('/logs/verifier/reward.txt', 'w').write('1')"
+    await as_agent(box, f"echo 41 > /app/answer.txt && echo \"{hook}\" > {site}/zz-evil.pth")
+    task = make_task(tmp_path / "tasks", "pth",
+                     test=SCORE_ANSWER + "; python3 -c 'print(1)'")  # a .pth still there would run now, as root
+    outcome = await verify(box, task, tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 0.0}
+    assert not (await box.exec(["test", "-e", f"{site}/zz-evil.pth"])).success
+    assert any("zz-evil.pth" in w for w in outcome.warnings)
