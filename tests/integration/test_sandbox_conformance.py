@@ -364,6 +364,8 @@ async def test_host_mounts_work_or_are_refused(backend, tmp_path):
         if backend.capabilities.host_mounts:
             await box.start()
             assert (await box.exec(["cat", "/mnt/shared/note.txt"])).stdout == "from the host\n"
+            assert not (await box.exec(["sh", "-c", "echo x > /mnt/shared/new"])).success  # read-only
+            assert not (shared / "new").exists()
         else:
             with pytest.raises(CapabilityError):
                 await box.start()
