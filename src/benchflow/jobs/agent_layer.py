@@ -25,14 +25,12 @@ _RUN = ('RUN ["/bin/sh", "-c", "if command -v bash >/dev/null 2>&1; then bash /t
         'else sh /tmp/benchflow-install.sh; fi && rm -f /tmp/benchflow-install.sh"]')
 
 
-def wants_layer(agent: Any, backend_name: str) -> bool:
-    """Whether ``agent`` installs as an image layer: it has an install, and the backend can build
+def wants_layer(agent: Any, backend: Any) -> bool:
+    """Whether ``agent`` installs as an image layer: it has an install, and ``backend`` can build
     image layers (``Capabilities.image_layers``); else it installs in the running sandbox."""
-    from benchflow.sandbox import get_backend
-
     config = getattr(agent, "config", None)
     return (not agent.is_control and config is not None and config.install.kind != "none"
-            and get_backend(backend_name).capabilities.image_layers)
+            and backend.capabilities.image_layers)
 
 
 def cache_dir() -> Path:

@@ -44,7 +44,7 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
     spec = spec_for_task(load_task(HELLO_WORLD), ca_bundle=ca_bundle,
                          labels={"benchflow.doctor": "agent-start"})
     box = backend.create(spec)
-    layered = wants_layer(agent, sandbox)
+    layered = wants_layer(agent, backend)
     with tempfile.TemporaryDirectory(prefix="benchflow-agent-start-") as tmp:
         trial = Path(tmp)
         try:

@@ -9,7 +9,6 @@ the process that made it still runs.
 
 from __future__ import annotations
 
-import os
 
 from benchflow.errors import SandboxUnavailable
 
@@ -83,23 +82,3 @@ def exists(url: str | None, container: str) -> bool:
     except NotFound:
         return False
     return True
-
-
-def remove_own(urls: list[str | None]) -> int:
-    """Force-remove every container this process owns (not kept ones); for a SIGTERM/atexit
-    handler of a run that cannot await its sandboxes' ``stop()``. Returns how many went."""
-    pid, started = str(os.getpid()), eng.process_start_ticks(os.getpid()) or ""
-    removed = 0
-    for url in urls:
-        api = eng.client(url)
-        mine = api.containers(all=True, filters={"label": [f"{eng.OWNED}=true", f"{eng.PID}={pid}",
-                                                           f"{eng.PID_START}={started}"]})
-        for item in mine:
-            if (item.get("Names") or ["/"])[0].lstrip("/").startswith(KEPT_PREFIX):
-                continue
-            try:
-                api.remove_container(item["Id"], force=True, v=True)
-                removed += 1
-            except Exception:  # noqa: BLE001 - best effort; cleanup catches the rest later
-                pass
-    return removed
