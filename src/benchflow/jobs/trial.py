@@ -212,6 +212,9 @@ async def _environment_phase(req: TrialRequest, paths: TrialPaths, state: _Trial
                                       "raw_message": str(exc)[:500]}
     except BenchError as exc:
         state.error, state.error_category = str(exc), exc.category
+    except BaseException:  # cancelled (or a bug) mid-way: the caller never gets this sandbox to stop
+        await asyncio.shield(sandbox.stop())
+        raise
     finally:
         timing["environment_setup"] = time.monotonic() - t
     return sandbox

@@ -1,0 +1,100 @@
+"""A cancelled run (Ctrl-C, SIGTERM: the job's task is cancelled) leaves no sandbox, whenever it comes.
+
+The real ``docker`` backend is wrapped so that the job is cancelled exactly while one step of a
+trial's life is in flight: the image build, the container create (engine call in progress), the
+start (engine call in progress), the uploads, an exec (agent install / agent run), or as soon as a
+phase event fires. Afterwards no container carrying the job's label may exist, and the trial is
+unfinished (no result.json), so a rerun runs it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import docker
+import pytest
+
+import benchflow.sandbox
+from benchflow.jobs.api import run_async
+from benchflow.jobs.public import make_spec
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+
+pytestmark = pytest.mark.docker
+
+# (kind, where): "call" cancels while that sandbox call is in flight, "phase" when the phase event fires.
+POINTS = [("call", "build"), ("call", "_create_blocking"), ("call", "_start_blocking"), ("call", "put"),
+          ("call", "exec"), ("phase", "build"), ("phase", "start"), ("phase", "install"), ("phase", "agent"),
+          ("phase", "verifier")]
+
+
+class CancellingBackend:
+    """The real backend, with the sandboxes it makes cancelling ``job`` once, at ``where``."""
+
+    def __init__(self, inner, where: str | None, cancel) -> None:
+        self.inner, self.where, self.cancel = inner, where, cancel
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def create(self, spec, **kwargs):
+        box = self.inner.create(spec, **kwargs)
+        if self.where is None:
+            return box
+        real = getattr(box, self.where)
+        if asyncio.iscoroutinefunction(real):
+            async def cancelling(*args, **kw):
+                self.cancel()
+                return await real(*args, **kw)
+        else:  # a blocking engine call run in a worker thread: cancel while it is in progress
+            loop = asyncio.get_running_loop()
+
+            def cancelling(*args, **kw):
+                loop.call_soon_threadsafe(self.cancel)
+                return real(*args, **kw)
+        setattr(box, self.where, cancelling)
+        return box
+
+
+def labelled_containers(job_dir: Path) -> list[str]:
+    client = docker.from_env()
+    return [c.id for c in client.containers.list(all=True, filters={"label": f"benchflow.job={job_dir.resolve()}"})]
+
+
+@pytest.mark.parametrize(("kind", "where"), POINTS, ids=[f"{k}-{w}" for k, w in POINTS])
+async def test_cancelling_at_any_point_leaves_no_sandbox(tmp_path, monkeypatch, kind, where):
+    # a RUN step unique to this test, so that the build really runs
+    dockerfile = f"FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo {uuid.uuid4().hex} > /build-id\n"
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO, dockerfile=dockerfile)
+    jobs = tmp_path / "jobs"
+    job: asyncio.Task | None = None
+    fired: list[str] = []
+    started: dict[str, Path] = {}
+
+    def cancel() -> None:
+        if not fired:
+            fired.append(where)
+            job.cancel()
+
+    real_get = benchflow.sandbox.get_backend
+
+    def get_backend(name):
+        backend = real_get(name)
+        return CancellingBackend(backend, where if kind == "call" else None, cancel) if name == "docker" else backend
+
+    monkeypatch.setattr(benchflow.sandbox, "get_backend", get_backend)
+
+    def on_event(event: dict) -> None:
+        if event["type"] == "job_started":
+            started["job"] = Path(event["job_dir"])
+        if kind == "phase" and event["type"] == "phase" and event["phase"] == where:
+            cancel()
+
+    spec = make_spec(str(tmp_path / "tasks"), agent="oracle", sandbox="docker", jobs_dir=str(jobs))
+    job = asyncio.create_task(run_async(spec, on_event))
+    with pytest.raises(asyncio.CancelledError):
+        await job
+    assert fired == [where], "the cancellation point was never reached"
+    assert labelled_containers(started["job"]) == []
+    assert not list(jobs.rglob("result.json"))  # unfinished: a rerun runs it again
