@@ -63,9 +63,7 @@ def scrub_folder(root: Path, values: Iterable[str]) -> list[Path]:
                 continue
             clean = scrub_bytes(data, patterns)
             if clean != data:
-                mode = stat.S_IMODE(os.lstat(path).st_mode)
-                atomic.write_bytes(path, clean)
-                os.chmod(path, mode)
+                atomic.write_bytes(path, clean, mode=stat.S_IMODE(os.lstat(path).st_mode))
                 changed.append(path)
     return changed
 
