@@ -22,7 +22,12 @@ from .agent_config import PREFIX, AgentConfig, InstallRecipe
 NPM_VERSION = "10.9.3"
 
 _FETCH = r'''
-fetch() {  # fetch URL FILE with whatever the image has
+fetch() {  # fetch URL FILE with whatever the image has (a Debian/Ubuntu image without any gets curl from apt)
+  if ! command -v curl >/dev/null 2>&1 && ! command -v wget >/dev/null 2>&1 && ! command -v python3 >/dev/null 2>&1 \
+     && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl ca-certificates; } >/dev/null \
+      || echo "install: apt-get could not install curl" >&2
+  fi
   if command -v curl >/dev/null 2>&1; then curl -fsSL "$1" -o "$2"
   elif command -v wget >/dev/null 2>&1; then wget -qO "$2" "$1"
   elif command -v python3 >/dev/null 2>&1; then python3 -c 'import sys,urllib.request;urllib.request.urlretrieve(sys.argv[1],sys.argv[2])' "$1" "$2"
