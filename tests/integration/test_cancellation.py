@@ -24,16 +24,18 @@ from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 pytestmark = pytest.mark.docker
 
 # (kind, where): "call" cancels while that sandbox call is in flight, "phase" when the phase event fires.
+# "twice" cancels while the call is in flight and again while the trial cleans up (SIGTERM sent twice).
 POINTS = [("call", "build"), ("call", "_create_blocking"), ("call", "_start_blocking"), ("call", "put"),
-          ("call", "exec"), ("phase", "build"), ("phase", "start"), ("phase", "install"), ("phase", "agent"),
-          ("phase", "verifier")]
+          ("call", "exec"), ("twice", "_create_blocking"), ("twice", "_start_blocking"), ("twice", "put"),
+          ("phase", "build"), ("phase", "start"), ("phase", "install"), ("phase", "agent"), ("phase", "verifier")]
 
 
 class CancellingBackend:
-    """The real backend, with the sandboxes it makes cancelling ``job`` once, at ``where``."""
+    """The real backend, with the sandboxes it makes cancelling the job at ``where`` (``again``: a second
+    cancellation a few turns of the event loop later, while the first one is being handled)."""
 
-    def __init__(self, inner, where: str | None, cancel) -> None:
-        self.inner, self.where, self.cancel = inner, where, cancel
+    def __init__(self, inner, where: str | None, cancel, again) -> None:
+        self.inner, self.where, self.cancel, self.again = inner, where, cancel, again
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -46,15 +48,25 @@ class CancellingBackend:
         if asyncio.iscoroutinefunction(real):
             async def cancelling(*args, **kw):
                 self.cancel()
+                later(asyncio.get_running_loop(), self.again)
                 return await real(*args, **kw)
         else:  # a blocking engine call run in a worker thread: cancel while it is in progress
             loop = asyncio.get_running_loop()
 
             def cancelling(*args, **kw):
                 loop.call_soon_threadsafe(self.cancel)
+                loop.call_soon_threadsafe(later, loop, self.again)
                 return real(*args, **kw)
         setattr(box, self.where, cancelling)
         return box
+
+
+def later(loop, fn, turns: int = 3) -> None:
+    """Run ``fn`` after ``turns`` more turns of the event loop (once the cancelled trial is handling it)."""
+    if turns == 0:
+        fn()
+    else:
+        loop.call_soon(later, loop, fn, turns - 1)
 
 
 def labelled_containers(job_dir: Path) -> list[str]:
@@ -77,11 +89,15 @@ async def test_cancelling_at_any_point_leaves_no_sandbox(tmp_path, monkeypatch, 
             fired.append(where)
             job.cancel()
 
+    def again() -> None:
+        if kind == "twice" and not job.done():
+            job.cancel()
+
     real_get = benchflow.sandbox.get_backend
 
     def get_backend(name):
         backend = real_get(name)
-        return CancellingBackend(backend, where if kind == "call" else None, cancel) if name == "docker" else backend
+        return CancellingBackend(backend, None if kind == "phase" else where, cancel, again) if name == "docker" else backend
 
     monkeypatch.setattr(benchflow.sandbox, "get_backend", get_backend)
 

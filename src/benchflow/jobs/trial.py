@@ -155,7 +155,21 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         if req.task_secrets and not paths.result.exists():  # cancelled or crashed: no secret stays either
             scrub_folder(paths.root, req.task_secrets)
         if sandbox is not None and not keep:
-            await asyncio.shield(sandbox.stop())
+            await stop_surely(sandbox)
+
+
+async def stop_surely(sandbox: Sandbox) -> None:
+    """``sandbox.stop()`` to the end even if the caller is cancelled again meanwhile (SIGTERM twice);
+    a cancellation that arrived is re-raised once the sandbox is gone."""
+    stopping = asyncio.ensure_future(sandbox.stop())
+    cancelled = False
+    while not stopping.done():
+        try:
+            await asyncio.wait([stopping])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
 
 
 @dataclass
@@ -213,7 +227,7 @@ async def _environment_phase(req: TrialRequest, paths: TrialPaths, state: _Trial
     except BenchError as exc:
         state.error, state.error_category = str(exc), exc.category
     except BaseException:  # cancelled (or a bug) mid-way: the caller never gets this sandbox to stop
-        await asyncio.shield(sandbox.stop())
+        await stop_surely(sandbox)
         raise
     finally:
         timing["environment_setup"] = time.monotonic() - t

@@ -174,10 +174,14 @@ class DockerSandbox:
             raise SandboxError(f"{self.spec.name}: the container could not be created: "
                                f"{exc.explanation or exc}") from exc
         except asyncio.CancelledError:
-            # the engine may still create it: learn its id so stop() removes it
-            done = await asyncio.gather(worker, return_exceptions=True)
-            if isinstance(done[0], str):
-                self._container, self._state = done[0], State.CREATED
+            # the engine may still create it: learn its id so stop() removes it, even when cancelled again
+            while not worker.done():
+                try:
+                    await asyncio.wait([worker])
+                except asyncio.CancelledError:
+                    continue
+            if not worker.cancelled() and worker.exception() is None:
+                self._container, self._state = worker.result(), State.CREATED
             raise
         self._state = State.CREATED
         return self._container
