@@ -228,3 +228,18 @@ async def test_startup_files_in_a_writable_python_path_folder_are_removed(box, t
     assert outcome.rewards == {"reward": 0.0}
     assert not (await box.exec(["test", "-e", f"{site}/zz-evil.pth"])).success
     assert any("zz-evil.pth" in w for w in outcome.warnings)
+    # the image's own start-up file (a root-owned link in a folder the agent cannot write) stays
+    assert (await box.exec(["test", "-L", "/usr/lib/python3.11/sitecustomize.py"])).success
+    assert not any("/usr/lib/python3.11" in w for w in outcome.warnings)
+
+
+async def test_a_non_root_verifier_user_owns_the_verifier_folder(box, tmp_path):
+    await as_agent(box, "echo 42 > /app/answer.txt")
+    task = make_task(tmp_path / "tasks", "as-nobody", test="id -un > /logs/verifier/whoami; " + SCORE_ANSWER)
+    doc = task / "task.md"
+    doc.write_text(doc.read_text().replace("verifier: {", "verifier: {user: nobody, "))
+    outcome = await verify(box, task, tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 1.0}
+    assert (tmp_path / "verifier" / "whoami").read_text().strip() == "nobody"
+    assert (await box.exec(["stat", "-c", "%U %a", "/logs/verifier"])).stdout.split() == ["nobody", "755"]

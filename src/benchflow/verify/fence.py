@@ -94,11 +94,12 @@ print("\n".join(sys.path + site.getsitepackages()))' 2>/dev/null
   done | while IFS= read -r dir; do
     [ -d "$dir" ] || continue
     set -f
-    if [ -n "$(find "$dir" -maxdepth 0 \( -user "$uid" -o -perm -0002 -o \( -group "$gid" -perm -0020 \) \) \
+    if [ -n "$(find -H "$dir" -maxdepth 0 -type d \( -user "$uid" -o -perm -0002 -o \( -group "$gid" -perm -0020 \) \) \
                2>/dev/null)" ]; then
-      find "$dir" -maxdepth 1 $names ! -type d -print -exec rm -f {} + 2>/dev/null
+      find -H "$dir" -mindepth 1 -maxdepth 1 $names ! -type d -print -exec rm -f {} + 2>/dev/null
     else
-      find "$dir" -maxdepth 1 $names ! -type d \( -user "$uid" -o -perm -0002 \) -print -exec rm -f {} + 2>/dev/null
+      find -H "$dir" -mindepth 1 -maxdepth 1 $names -type f \( -user "$uid" -o -perm -0002 \) -print \
+        -exec rm -f {} + 2>/dev/null
     fi
     set +f
   done | while IFS= read -r f; do echo "startup $f"; done

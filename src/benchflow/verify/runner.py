@@ -20,11 +20,12 @@ from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
 from .environment import pinned_env, verifier_task_env
-from .fence import fence
+from .fence import fence, is_root
 from .rewards import RewardError, parse_reward_files
 
-_RUN = 'chmod +x "$0" && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
+_RUN = '{ [ -x "$0" ] || chmod +x "$0"; } && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
 _HAS_OUTPUT = "[ -s /logs/verifier/test-stdout.txt ]"
+_READABLE = 'chmod -R a+rX "$0" && chmod a+x "$1"'
 
 
 @dataclass
@@ -67,6 +68,11 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
         except BenchError as exc:
             raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
                                 category="verifier_infra") from exc
+        if not is_root(config.user):  # the upload is root's: a verifier user could not chmod the script
+            ready = await sandbox.exec(["sh", "-c", _READABLE, remote_dir, script], timeout=60)
+            if not ready.success:
+                raise VerifierError(f"Verifier setup failed: chmod exited with rc={ready.return_code}",
+                                    category="verifier_infra")
         for attempt in (1, 2):
             outcome.attempts = attempt
             result = await sandbox.exec(["sh", "-c", _RUN, script], user=config.user, env=env,
