@@ -89,28 +89,28 @@ async def grade_workspace(task: Any, backend_name: str, workspace: Path, out_dir
     from benchflow.sandbox import get_backend
     from benchflow.sandbox.fit import fitted
     from benchflow.sandbox.from_task import spec_for_task
+    from benchflow.sandbox.session import SessionSetupError, sandbox_session
     from benchflow.verify.runner import run_verifier
 
     spec = spec_for_task(task, labels={"benchflow.task": task.name, **(labels or {})})
     out_dir.mkdir(parents=True, exist_ok=True)
     backend = get_backend(backend_name)
-    sandbox = backend.create(await fitted(backend, spec))
     try:
-        await sandbox.build()
-        await sandbox.start()
-        workdir = sandbox.workdir
-        if remove:
-            paths = [f"{workdir.rstrip('/')}/{rel}" for rel in remove]
-            removed = await sandbox.exec(["rm", "-f", "--", *paths], timeout=120)
-            if not removed.success:
-                return None, f"could not remove files from {workdir}: {removed.stderr.strip()[-300:]}"
-        await sandbox.put(workspace, workdir)
-        outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir, agent_user=spec.sandbox_user,
-                                     task_name=task.name)
+        async with sandbox_session(backend, await fitted(backend, spec)) as session:
+            sandbox = session.sandbox
+            workdir = sandbox.workdir
+            if remove:
+                paths = [f"{workdir.rstrip('/')}/{rel}" for rel in remove]
+                removed = await sandbox.exec(["rm", "-f", "--", *paths], timeout=120)
+                if not removed.success:
+                    return None, f"could not remove files from {workdir}: {removed.stderr.strip()[-300:]}"
+            await sandbox.put(workspace, workdir)
+            outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir, agent_user=spec.sandbox_user,
+                                         task_name=task.name)
+    except SessionSetupError as exc:
+        return None, f"sandbox failed: {exc.cause}"
     except BenchError as exc:
         return None, f"sandbox failed: {exc}"
-    finally:
-        await sandbox.stop()
     reward = (outcome.rewards or {}).get("reward")
     return reward, outcome.error
 

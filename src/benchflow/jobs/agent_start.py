@@ -32,6 +32,7 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
     from benchflow.demo import HELLO_WORLD
     from benchflow.sandbox import get_backend
     from benchflow.sandbox.from_task import spec_for_task
+    from benchflow.sandbox.session import SessionSetupError, sandbox_session
     from benchflow.tasks import load_task
 
     from .agent_layer import build_layered, wants_layer
@@ -43,21 +44,22 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
     backend = get_backend(sandbox)
     spec = spec_for_task(load_task(HELLO_WORLD), ca_bundle=ca_bundle,
                          labels={"benchflow.doctor": "agent-start"})
-    box = backend.create(spec)
     layered = wants_layer(agent, backend)
+
+    async def with_layer(box: Any) -> Any:
+        return await build_layered(backend, box, spec, agent, fresh=False)
+
     with tempfile.TemporaryDirectory(prefix="benchflow-agent-start-") as tmp:
         trial = Path(tmp)
         try:
-            await box.build()
-            if layered:
-                box = await build_layered(backend, box, spec, agent, fresh=False)
-            await box.start()
-            ctx = AgentContext(task_name="hello-world", workdir=box.workdir, prompts=[], trial_dir=trial,
-                               trajectory=AcpTrajectoryFile(trial / "trajectory" / "acp_trajectory.jsonl"),
-                               user=spec.sandbox_user)
-            if not layered:
-                await agent.install(box, ctx)
-            answer = await asyncio.wait_for(agent.handshake(box, ctx), timeout_sec)
-        finally:
-            await asyncio.shield(box.stop())
+            async with sandbox_session(backend, spec, prepare=with_layer if layered else None) as session:
+                box = session.sandbox
+                ctx = AgentContext(task_name="hello-world", workdir=box.workdir, prompts=[], trial_dir=trial,
+                                   trajectory=AcpTrajectoryFile(trial / "trajectory" / "acp_trajectory.jsonl"),
+                                   user=spec.sandbox_user)
+                if not layered:
+                    await agent.install(box, ctx)
+                answer = await asyncio.wait_for(agent.handshake(box, ctx), timeout_sec)
+        except SessionSetupError as exc:
+            raise exc.cause from None
     return {"agent": agent.name, "seconds": round(time.monotonic() - started, 1), "initialize": answer}

@@ -24,6 +24,7 @@ from typing import Any
 from benchflow.jobs.layout import TrialPaths
 from benchflow.sandbox.base import Sandbox
 from benchflow.sandbox.fit import fitted
+from benchflow.sandbox.session import SessionSetupError, sandbox_session
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.util import atomic, nofollow
 from benchflow.util.files import sha256_digest
@@ -137,13 +138,13 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
     spec = spec_for_task(task, digest=digest_now, sandbox_user=candidate.config.get("sandbox_user"),
                          base_image_override=candidate.config.get("base_image_override"),
                          labels={**labels, "benchflow.trial": paths.name, "benchflow.task": task.name})
-    sandbox = backend.create(await fitted(backend, spec))
     workdir: str | None = None
+    sandbox_id: str | None = None
     stage = "sandbox setup"
     try:
-        try:
-            await sandbox.build()
-            await sandbox.start()
+        async with sandbox_session(backend, await fitted(backend, spec)) as session:
+            sandbox = session.sandbox
+            sandbox_id = sandbox.sandbox_id
             stage = "workspace restore"
             workdir = str(_manifest(paths).get("workdir") or sandbox.workdir)
             await restore(sandbox, candidate, workdir)
@@ -151,12 +152,10 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
             outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir,
                                          agent_user=candidate.config.get("sandbox_user"), task_name=task.name,
                                          extra_env=_seed_env(candidate.config.get("seed")))
-        except Exception as exc:  # noqa: BLE001 - whatever breaks is this trial's infra failure, not the batch's
-            outcome = VerifierOutcome(error=f"verifier crashed: regrade {stage} failed: {exc}",
-                                      error_category="verifier_infra")
-        sandbox_id = sandbox.sandbox_id
-    finally:
-        await asyncio.shield(sandbox.stop())
+    except Exception as exc:  # noqa: BLE001 - whatever breaks is this trial's infra failure, not the batch's
+        cause = exc.cause if isinstance(exc, SessionSetupError) else exc
+        outcome = VerifierOutcome(error=f"verifier crashed: regrade {stage} failed: {cause}",
+                                  error_category="verifier_infra")
     document = _document(candidate, outcome, digest_now, reason, candidate.backend, sandbox_id, workdir,
                          round(time.monotonic() - started, 1))
     if candidate.secrets:

@@ -20,6 +20,7 @@ from pathlib import Path
 from benchflow.errors import ConfigError, SandboxError, UserError
 
 from . import get_backend
+from .fit import fit
 from .from_task import spec_for_task
 
 KEPT_FILE = "kept-sandbox.json"
@@ -56,7 +57,8 @@ def create_from_task_dir(task_dir: Path, backend: str = DEFAULT_BACKEND) -> Crea
     from benchflow.tasks import load_task
 
     chosen = _keeping_backend(backend, "bench sandbox create")
-    made = asyncio.run(chosen.create_kept(spec_for_task(load_task(task_dir))))
+    spec = spec_for_task(load_task(task_dir))
+    made = asyncio.run(chosen.create_kept(fit(chosen, spec).apply(spec)))
     return Created(sandbox_id=str(made["sandbox_id"]), name=str(made["name"]), image=str(made["image"]),
                    backend=backend, where=made.get("where"), built=bool(made["built"]),
                    network_note=made.get("network_note"))
