@@ -257,7 +257,7 @@ class _AcpRun:
         cfg, ctx = self.config, self.ctx
         effort = ctx.effort
         if self.model and cfg.model.via in ("config_option", "set_model"):
-            model_id = format_model(cfg, self.model)
+            model_id = format_model(cfg, self.model, self.env.get("BENCHFLOW_PROVIDER_NAME"))
             if effort and cfg.effort.via == "model_suffix":
                 model_id = f"{model_id}[{effort}]"
             option = _find_option(options, cfg.model.config_id, "model")

@@ -81,8 +81,11 @@ class GatewayMapping(_Strict):
 class ModelSelection(_Strict):
     """How a model id reaches the agent."""
 
-    format: Literal["bare", "provider/model"] = "bare"
-    """``bare``: ``claude-sonnet-4-5``; ``provider/model``: ``anthropic/claude-sonnet-4-5``."""
+    format: Literal["bare", "provider/model", "registered-provider/model"] = "bare"
+    """``bare``: ``claude-sonnet-4-5``; ``provider/model``: ``anthropic/claude-sonnet-4-5`` (bare ids
+    become ``benchflow/<id>``); ``registered-provider/model``: bare ids are prefixed with the name of
+    the gateway provider serving them (``BENCHFLOW_PROVIDER_NAME``, e.g. ``vllm/Qwen/Qwen3``), for
+    agents whose launcher registers that provider in their own config."""
     default: str | None = None
     """Model used without ``--model``."""
     via: Literal["config_option", "set_model", "env", "none"] = "config_option"
@@ -161,6 +164,22 @@ class NativeMode(_Strict):
     """What installs the CLI, when it is not the ACP adapter's recipe."""
 
 
+class ReferenceOnly(_Strict):
+    """Keys of the reference's agent schema that this version keeps but does not act on.
+
+    They configure features this version does not have (mounting task skills into the
+    agent's folders, the no-web-tools policy, task MCP servers), so they change nothing
+    here; they are kept so ``bench agent show NAME --format reference`` prints them back.
+    """
+
+    skill_paths: list[str] = Field(default_factory=list)
+    disallow_web_tools_setup_cmd: str = ""
+    disallow_web_tools_owned_paths: list[str] = Field(default_factory=list)
+    disallow_web_tools_launch_suffix: str = ""
+    task_mcp_transport: Literal["acp", "native-config"] = "acp"
+    task_mcp_config_path: str = ""
+
+
 class AgentConfig(_Strict):
     """One registry agent."""
 
@@ -187,6 +206,11 @@ class AgentConfig(_Strict):
     """Fixed variables the agent always gets (``--agent-env`` overrides them)."""
     native: NativeMode | None = None
     """Headless CLI mode for ``--harness native`` (None: the agent has none)."""
+    unavailable_reason: str = ""
+    """Why this agent cannot be installed or run here (e.g. its package is not on a registry this
+    machine reaches); set, ``bench agents`` shows it and a run is refused with it."""
+    reference: ReferenceOnly | None = None
+    """Reference-schema keys kept but not acted on (see :class:`ReferenceOnly`)."""
 
     @field_validator("name")
     @classmethod

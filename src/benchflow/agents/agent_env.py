@@ -49,10 +49,15 @@ def gateway_env_from(config: AgentConfig, gateway_vars: Mapping[str, str], model
     return env
 
 
-def format_model(config: AgentConfig, model: str) -> str:
-    """The model id as the agent expects it (``provider/model`` agents get ``benchflow/<m>`` for bare ids)."""
-    if config.model.format == "provider/model" and "/" not in model:
+def format_model(config: AgentConfig, model: str, provider: str | None = None) -> str:
+    """The model id as the agent expects it: ``provider/model`` agents get ``benchflow/<m>`` for bare
+    ids, ``registered-provider/model`` agents ``<provider>/<m>`` (``provider``: the gateway provider
+    serving the model, ``BENCHFLOW_PROVIDER_NAME``)."""
+    fmt = config.model.format
+    if fmt == "provider/model" and "/" not in model:
         return f"benchflow/{model}"
+    if fmt == "registered-provider/model" and provider and not model.startswith(f"{provider}/"):
+        return f"{provider}/{model}"
     return model
 
 

@@ -7,7 +7,8 @@ Sources, later ones overriding earlier ones by name:
 3. a path given to ``-a`` (``--agent ./my-agent.toml``).
 
 A file holds either one agent (top-level keys, ``name = ...``) or several
-``[agents.NAME]`` tables. The controls ``oracle`` and ``nop`` are not registry
+``[agents.NAME]`` tables, each in our schema (``agent_config.py``) or in the
+reference's (``install_cmd``, ``launch_cmd``, ...: ``reference_schema.py``). The controls ``oracle`` and ``nop`` are not registry
 agents (``benchflow.agents.controls``); they are only named in error messages.
 """
 
@@ -27,6 +28,7 @@ from benchflow.errors import ConfigError
 from benchflow.util.files import dotenv_names
 
 from .agent_config import AgentConfig
+from .reference_schema import from_reference, is_reference_entry
 
 BUILTIN_FILE = Path(__file__).with_name("builtin_agents.toml")
 CONTROL_NAMES = ("oracle", "nop")
@@ -62,6 +64,8 @@ def _parse_file(path: Path) -> list[AgentConfig]:
         entries = [("", data)]
     configs = []
     for prefix, entry in entries:
+        if isinstance(entry, dict) and is_reference_entry(entry):
+            entry = from_reference(entry, path, prefix)
         try:
             configs.append(AgentConfig.model_validate(entry))
         except ValidationError as exc:
@@ -132,6 +136,8 @@ def resolve_agent(spec: str) -> Any:
         ConfigError: unknown name, bad file, or a protocol this build cannot drive.
     """
     config = get_agent_config(spec)
+    if config.unavailable_reason:
+        raise ConfigError(f"agent {config.name} cannot run here: {config.unavailable_reason}")
     if config.protocol != "acp":
         raise ConfigError(f"agent {spec}: protocol {config.protocol!r} has no ACP adapter; "
                           "run it with --harness native, or set protocol = \"acp\"")
