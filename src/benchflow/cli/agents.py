@@ -15,6 +15,8 @@ from typing import Any
 
 import typer
 
+from benchflow.cli.console import stdout_console
+
 agents_cmd = typer.Typer()
 agent_list_cmd = typer.Typer()
 agent_show_cmd = typer.Typer()
@@ -26,15 +28,6 @@ JSON_OPTION = typer.Option(False, "--json", help="Print JSON instead of a table.
 FORMAT_OPTION = typer.Option("benchflow", "--format", metavar="benchflow|reference",
                              help="Schema of the printed entry: benchflow (this version's) or reference "
                                   "(the reference's registry keys: install_cmd, launch_cmd, env_mapping, ...).")
-
-
-def _console() -> Any:
-    """A console that never wraps when stdout is not a terminal (pipes keep identifiers whole)."""
-    from rich.console import Console
-
-    if sys.stdout.isatty():
-        return Console(highlight=False)
-    return Console(highlight=False, width=100_000, soft_wrap=True)
 
 
 def _credentials_cell(config: Any, found: list[Any]) -> str:
@@ -71,7 +64,7 @@ def _print_table(as_json: bool) -> None:
         install = ", ".join(config.install.packages) or config.install.kind
         table.add_row(escape(config.name), escape(", ".join(config.aliases)), config.protocol, escape(install),
                       escape(_credentials_cell(config, found)), "unavailable" if config.unavailable_reason else "ready")
-    console = _console()
+    console = stdout_console()
     console.print(table)
     for config, _ in configs:
         if config.unavailable_reason:
@@ -153,7 +146,7 @@ def _print_grid(config: Any, found: list[Any]) -> None:
         row("kept, not used here", "; ".join(f"{k} = {v}" for k, v in kept.items()) or "-")
     row("credentials found", ", ".join(f"{c.name} ({c.source})" for c in found) or "none")
     row("user registry", str(user_agents_dir()))
-    _console().print(grid)
+    stdout_console().print(grid)
 
 
 @agents_cmd.command(help="List the agents, or show one in detail.")

@@ -83,8 +83,9 @@ def _size(n: int) -> str:
 
 
 def _table(rows: list[dict], extra: tuple[str, ...] = ()) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from benchflow.cli.console import stdout_console
 
     table = Table(box=None, pad_edge=False)
     for column in ("KIND", "SANDBOX", "IMAGE", "ID", "SIZE", "CREATED", *extra):
@@ -94,7 +95,7 @@ def _table(rows: list[dict], extra: tuple[str, ...] = ()) -> None:
                  _size(row["size_bytes"]), row["created"].replace("T", " ")[:16]]
         cells += [str(row.get(key, "")) for key in extra]
         table.add_row(*cells)
-    Console(highlight=False, soft_wrap=True).print(table)
+    stdout_console().print(table)
 
 
 @list_cmd.command(help="List what BenchFlow keeps, with sizes and creation times (the default).")

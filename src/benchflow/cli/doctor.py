@@ -32,8 +32,9 @@ def doctor(
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
-        from rich.console import Console
         from rich.table import Table
+
+        from benchflow.cli.console import stdout_console
 
         table = Table(box=None, pad_edge=False)
         for column in ("CHECK", "", "STATUS", "DETAIL"):
@@ -41,7 +42,7 @@ def doctor(
         for check in report.checks:
             name = f"{check.name} (required)" if check.required else check.name
             table.add_row(check.group, name, _MARK[check.status], check.detail)
-        Console(highlight=False, soft_wrap=True).print(table)
+        stdout_console().print(table)
         typer.echo("All required checks passed." if report.ok else "A required check failed.")
     if not report.ok:
         raise typer.Exit(1)

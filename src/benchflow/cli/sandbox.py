@@ -64,8 +64,9 @@ def list_(
     elif not rows:
         typer.echo("No sandboxes made by BenchFlow.")
     else:
-        from rich.console import Console
         from rich.table import Table
+
+        from benchflow.cli.console import stdout_console
 
         table = Table(box=None, pad_edge=False)
         for column in ("NAME", "ID", "SANDBOX", "STATE", "OWNER", "JOB/TRIAL", "AGE", "KEPT"):
@@ -74,7 +75,7 @@ def list_(
             where = "/".join(part for part in (row.job, row.trial) if part) or "-"
             table.add_row(row.name, row.id[:12], row.sandbox, row.state, row.owner, where, _age(row.created),
                           "yes" if row.kept else "")
-        Console(highlight=False, soft_wrap=True).print(table)
+        stdout_console().print(table)
     if errors:
         raise typer.Exit(1)
 
