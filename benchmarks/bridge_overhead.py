@@ -7,12 +7,13 @@ new connection, so the per-call figure includes the bridge's connection setup:
 
     per call = (wall(N calls) - wall(1 call)) / (N - 1)
 
-``--before SRC`` runs the same series with another checkout's ``src/`` (e.g. a
-``git worktree`` of the previous commit) interleaved with this one, so both
-see the same machine load. ``--sandbox remote-docker`` measures the
+``--before SRC`` runs the same series with another checkout's ``src/`` (e.g.
+``git archive <commit> src`` unpacked somewhere) interleaved with ``--after``
+(default: this checkout), so both see the same machine load. ``--sandbox remote-docker`` measures the
 exec-stream transport (needs ``scripts/docker-engine.sh --remote``).
 
     .venv/bin/python benchmarks/bridge_overhead.py [--repeats 5] [--calls 40] [--before /tmp/old/src]
+        [--after /tmp/new/src] [--sandbox docker|remote-docker]
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--sandbox", default="docker")
     parser.add_argument("--before", type=Path, help="src/ of the checkout to compare against")
+    parser.add_argument("--after", type=Path, default=ROOT / "src", help="src/ measured (default: this checkout)")
     args = parser.parse_args()
-    sources = {"this checkout": ROOT / "src"}
+    sources = {"after": args.after.resolve()}
     if args.before:
         sources = {"before": args.before.resolve(), **sources}
     with tempfile.TemporaryDirectory() as tmpdir, FakeModelServer() as upstream:
@@ -75,7 +77,7 @@ def main() -> None:
                     walls.setdefault((label, calls), []).append(
                         bench_run(src, tmp / "tasks", tmp / "jobs", agent, calls, args.sandbox, url))
     print(f"sandbox {args.sandbox}, median of {args.repeats} (interleaved)")
-    print(f"{'checkout':<15} {'1-call trial s':>15} {f'{args.calls}-call trial s':>16} {'per call ms':>12}")
+    print(f"{'src':<15} {'1-call trial s':>15} {f'{args.calls}-call trial s':>16} {'per call ms':>12}")
     for label in sources:
         one = statistics.median(walls[(label, 1)])
         many = statistics.median(walls[(label, args.calls)])
