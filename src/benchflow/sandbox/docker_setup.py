@@ -11,10 +11,10 @@ The script uses POSIX sh and the POSIX utilities ``mkdir``, ``chmod`` and
 is appended to ``/etc/passwd`` and ``/etc/group`` (and ``/etc/shadow`` when
 present) with the next free uid from 1000, read with the shell's own ``read``.
 
-Paths (contracts §2.1): ``/logs/agent`` and ``/logs/artifacts`` mode 0777,
-``/tmp`` 1777, the workspace owned by the sandbox user. ``/logs/verifier`` is
-root-owned 0755: nothing the agent writes there can reach the verifier's
-outputs (the verifier fence makes it afresh before verification anyway).
+Paths (contracts §2.1): ``/logs/agent``, ``/logs/artifacts`` and
+``/logs/verifier`` mode 0777, ``/tmp`` 1777, the workspace owned by the
+sandbox user. Before verification the verifier fence makes ``/logs/verifier``
+afresh, root-owned 0755 (:mod:`benchflow.verify.fence`).
 
 :func:`hardening` is the rest of the container's shape that keeps task code
 in: no privilege gain through set-uid files, a small capability set, and a
@@ -61,9 +61,7 @@ def hardening() -> dict[str, object]:
 SETUP = r"""
 user=$1; wd=$2
 mkdir -p /logs/agent /logs/verifier /logs/artifacts /tmp "$wd"
-chmod 0777 /logs/agent /logs/artifacts
-chown 0:0 /logs/verifier
-chmod 0755 /logs/verifier
+chmod 0777 /logs/agent /logs/artifacts /logs/verifier
 chmod 1777 /tmp
 [ -n "$user" ] || exit 0
 found=; top=999
