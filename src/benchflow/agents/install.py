@@ -119,6 +119,9 @@ async def install_agent(sandbox: Sandbox, config: AgentConfig, log_path: Path,
         raise AgentError(f"Agent {config.name} install failed: timed out after {timeout:g}s "
                          f"(see agent/install-stdout.txt)", category="install_failure")
     if result.return_code != 0:
-        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
-        raise AgentError(f"Agent {config.name} install failed with exit code {result.return_code}: "
-                         f"{' | '.join(tail)[:400]}", category="install_failure")
+        from .install_errors import install_failure_message
+
+        ca_bundle = getattr(getattr(sandbox, "spec", None), "ca_bundle", None)
+        raise AgentError(install_failure_message(config.name, f"failed with exit code {result.return_code}",
+                                                 redact_text(f"{result.stdout}\n{result.stderr}"), ca_bundle),
+                         category="install_failure")

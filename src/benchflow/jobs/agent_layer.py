@@ -62,14 +62,16 @@ async def build_layered(backend: Any, base: Any, spec: SandboxSpec, agent: Any, 
     """Build the agent's layer on the already built task image ``base``; returns the (unstarted) sandbox.
 
     Raises:
-        AgentError: category ``install_failure``, with the build log's tail as ``log_tail``.
+        AgentError: category ``install_failure``, with the build log's tail as ``log_tail``; its
+            message carries the cause from the log (``benchflow.agents.install_errors``).
     """
+    from benchflow.agents.install_errors import install_failure_message
     from benchflow.errors import AgentError, BuildError
 
     layered = backend.create(layer_spec(spec, base.image, agent, fresh=fresh))
     try:
         await layered.build()
     except BuildError as exc:
-        raise AgentError(f"agent install failed: {exc}", category="install_failure",
-                         log_tail=exc.log_tail or str(exc)) from exc
+        message = install_failure_message(agent.config.name, str(exc), exc.log_tail or "", spec.ca_bundle)
+        raise AgentError(message, category="install_failure", log_tail=exc.log_tail or str(exc)) from exc
     return layered
