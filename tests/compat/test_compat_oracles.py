@@ -133,12 +133,17 @@ def test_a_build_that_fails_a_tls_check_suggests_the_ca_bundle(tmp_path):
     assert done.returncode != 0
 
 
-def test_runtime_capability_check_warns_about_adaptations():
-    done = run_bench("tasks", "check", str(COMPAT / "tb2-prebuilt-uvx"), "--level", "runtime-capability",
-                     "--sandbox", "docker")
+def test_runtime_capability_check_warns_about_adaptations(tmp_path):
+    task = tmp_path / "tb2-absent-image"
+    shutil.copytree(COMPAT / "tb2-prebuilt-uvx", task)
+    toml = task / "task.toml"
+    toml.write_text(toml.read_text().replace(PREBUILT, f"alexgshaw/compat-absent:{os.getpid()}"))
+    done = run_bench("tasks", "check", str(task), "--level", "runtime-capability", "--sandbox", "docker")
     assert done.returncode == 0, done.stderr
-    assert "sandbox.cpus 4 clamped to the host's" in done.stderr
-    assert "prebuilt image alexgshaw/compat-tb2-prebuilt-uvx:20251031" in done.stderr
+    host_cpus = docker.from_env().info()["NCPU"]
+    assert ("sandbox.cpus 4 clamped to the host's" in done.stderr) == (host_cpus < 4)
+    assert (f"prebuilt image alexgshaw/compat-absent:{os.getpid()} is not on the engine: a run pulls it, "
+            "else builds environment/Dockerfile") in done.stderr
 
 
 def test_dry_run_reports_each_task_without_pulling(tmp_path):

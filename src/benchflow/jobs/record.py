@@ -95,7 +95,7 @@ def build_result(*, task_name: str, trial_name: str, agent: str, model: str | No
                  sandbox_id: str | None = None, sandbox_startup_info: dict[str, Any] | None = None,
                  api_error_info: dict[str, Any] | None = None,
                  suspected_api_error_info: dict[str, Any] | None = None,
-                 budget_stop: str | None = None) -> dict[str, Any]:
+                 budget_stop: str | None = None, copy_out_info: dict[str, Any] | None = None) -> dict[str, Any]:
     """``result.json`` for one finished attempt: the agent phase's ``outcome`` (None when it never ran),
     the verifier's (None when it never ran), and the trial-level error, if any."""
     rewards = verifier.rewards if verifier else None
@@ -124,7 +124,7 @@ def build_result(*, task_name: str, trial_name: str, agent: str, model: str | No
         transport_error_info=outcome.transport_error_info if outcome else None,
         verifier_timeout_info=verifier.timeout_info if verifier else None,
         api_error_info=api_error_info, suspected_api_error_info=suspected_api_error_info,
-        budget_stop=budget_stop, partial_trajectory=partial, trajectory_source=source,
+        budget_stop=budget_stop, copy_out_info=copy_out_info or None, partial_trajectory=partial, trajectory_source=source,
         started_at=str(started_at), finished_at=str(dt.datetime.now()),
         timing=TrialTiming(**{k: round(v, 1) for k, v in timing.items()}),
         task_digest=task_digest, sandbox_id=sandbox_id, environment=environment, attempt=attempt, seed=seed,

@@ -174,6 +174,10 @@ class TrialResult(Record):
     integration_failure_info: dict[str, Any] | None = Field(None, description="null unless the agent could "
                                                             "not be integrated; cause is agent_auth, "
                                                             "agent_model or agent_install.")
+    copy_out_info: dict[str, Any] | None = Field(None, description="null unless copying the sandbox's logs "
+                                                 "out left something behind: per folder (agent, verifier) the "
+                                                 "entries dropped (links leading out, devices, FIFOs) and files "
+                                                 "cut at the size cap.")
     budget_stop: str | None = Field(None, description="The job budget that stopped this trial's agent, or null.")
     partial_trajectory: bool = Field(False, description="The trajectory was cut short.")
     trajectory_source: str | None = Field(None, description="= trajectory_summary.trajectory_source.")

@@ -40,6 +40,9 @@ class VerifierOutcome:
     elapsed_sec: float = 0.0
     attempts: int = 0
     warnings: list[str] = field(default_factory=list)
+    copy_out: dict[str, Any] | None = None
+    """What copying ``/logs/verifier`` out left behind (links out, devices, files over the cap); None
+    when everything came back."""
 
 
 async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workdir: str,
@@ -84,7 +87,7 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
             if not (wedged and attempt == 1):
                 break
             outcome.warnings.append("verifier timed out with no output; ran it once more")
-        await _download(sandbox, verifier_dir)
+        outcome.copy_out = await _download(sandbox, verifier_dir)
         if result.timed_out:
             outcome.error = f"verifier timed out after {timeout:g}s"
             outcome.error_category = "verifier_timeout"
@@ -104,11 +107,13 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     return outcome
 
 
-async def _download(sandbox: Sandbox, verifier_dir: Path) -> None:
+async def _download(sandbox: Sandbox, verifier_dir: Path) -> dict[str, Any] | None:
+    """Copy ``/logs/verifier`` out; what the copy left behind (see ``CopyReport.note``)."""
     for name in ("reward.txt", "reward.json", "reward-details.json"):
         (verifier_dir / name).unlink(missing_ok=True)
     try:
-        await sandbox.get("/logs/verifier", verifier_dir)
+        report = await sandbox.get("/logs/verifier", verifier_dir)
+        return report.note() if report is not None else None
     except BenchError as exc:
         raise VerifierError(f"verifier crashed: failed to download verifier directory: {exc}",
                             category="verifier_infra") from exc

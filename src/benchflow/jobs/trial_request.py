@@ -1,0 +1,72 @@
+"""What the scheduler hands one trial: the task, the run's settings, the backend, and derived values."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from benchflow.agents.base import Agent
+from benchflow.sandbox.base import SandboxSpec
+from benchflow.sandbox.from_task import spec_for_task
+
+from .layout import JobPaths
+
+
+@dataclass
+class TrialRequest:
+    """One attempt of one task, as the scheduler hands it to ``run_trial``."""
+
+    task: Any
+    """A loaded ``benchflow.tasks.Task``."""
+    digest: str
+    job: JobPaths
+    spec: Any
+    """The ``RunSpec``."""
+    agent: Agent
+    backend: Any
+    backend_name: str
+    attempt: int = 1
+    labels: dict[str, str] = field(default_factory=dict)
+    ca_bundle: Path | None = None
+    on_phase: Callable[[str, str], None] = lambda _trial, _phase: None
+    agent_env: dict[str, str] = field(default_factory=dict)
+    """The agent's environment with secrets (never written to disk)."""
+    models: Any = None
+    """The job's ``ModelAccess`` (gateway + bridge) for agents that call models; None for controls."""
+    seed: int | None = None
+    """With --seeds: exported as BENCHFLOW_SEED to the agent, the oracle and the verifier."""
+    run_slot: asyncio.Semaphore | None = None
+    """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
+    fit: Any = None
+    """How the backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``, from the plan)."""
+    task_secrets: tuple[str, ...] = ()
+    """Host values the task reads through ``--allow-task-env``: masked in every file of the trial folder."""
+
+
+def seed_env(seed: int | None) -> dict[str, str]:
+    return {} if seed is None else {"BENCHFLOW_SEED": str(seed)}
+
+
+def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
+    spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
+                         base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
+                         labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
+                         mounts=None if req.models is None else req.models.mounts_for(trial, req.backend.capabilities))
+    return req.fit.apply(spec) if req.fit is not None else spec
+
+
+def idle_timeout(req: TrialRequest) -> float | None:
+    """``--agent-idle-timeout`` (0 turns it off), else 10 min, 30 min at effort xhigh/max."""
+    value = req.spec.agent_idle_timeout_sec
+    if value == 0:
+        return None
+    if value is not None:
+        return value
+    return 1800.0 if req.spec.reasoning_effort in ("xhigh", "max") else 600.0
+
+
+def agent_timeout(req: TrialRequest) -> float | None:
+    base = req.task.config.agent.timeout_sec
+    return None if base is None else float(base) * req.spec.timeout_multiplier
