@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from benchflow.checks.target import runtime_target
 from benchflow.errors import ConfigError
 from benchflow.tasks import (
     check_task,
@@ -16,6 +17,7 @@ from benchflow.tasks import (
     is_task_dir,
     resolve_collection_root,
 )
+from benchflow.tasks.capability import RuntimeTarget
 from benchflow.tasks.overlap import overlap
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,15 +143,15 @@ def test_publication_grade(task):
 
 def test_runtime_capability_refusals(task):
     caps = FakeCapabilities()
-    assert check_task(task, level="runtime-capability", sandbox="fake", capabilities=caps).ok
+    assert check_task(task, level="runtime-capability", runtime=RuntimeTarget("fake", caps)).ok
     set_frontmatter(task, "sandbox: {network_mode: no-network, cpus: 1, memory_mb: 1024}",
                     "sandbox: {network_mode: allowlist, allowed_hosts: [pypi.org], gpus: 1, os: windows}")
-    issues = check_task(task, level="runtime-capability", sandbox="fake", capabilities=caps).issues
+    issues = check_task(task, level="runtime-capability", runtime=RuntimeTarget("fake", caps)).issues
     assert any(i.startswith("sandbox.network_mode 'allowlist' is not enforced on --sandbox fake") for i in issues)
     assert any(i.startswith("sandbox.gpus") for i in issues)
     assert any(i.startswith("sandbox.os 'windows'") for i in issues)
     roomy = FakeCapabilities(network_modes=frozenset({"no-network", "public", "allowlist"}), gpus=True)
-    issues = check_task(task, level="runtime-capability", sandbox="fake", capabilities=roomy).issues
+    issues = check_task(task, level="runtime-capability", runtime=RuntimeTarget("fake", roomy)).issues
     assert [i.split(":")[0] for i in issues] == ["sandbox.os 'windows'"]
 
 
@@ -157,17 +159,17 @@ def test_network_fallback_is_a_warning(task):
     set_frontmatter(task, "network_mode: no-network", "network_mode: public")
     offline = FakeCapabilities(network_modes=frozenset({"no-network"}),
                                network_fallbacks={"public": "no-network"})
-    report = check_task(task, sandbox="fake", capabilities=offline)
+    report = check_task(task, runtime=RuntimeTarget("fake", offline))
     assert report.ok and report.warnings == ["sandbox.network_mode 'public' runs as 'no-network' on --sandbox fake"]
     strict = FakeCapabilities(network_modes=frozenset({"no-network"}))
-    assert not check_task(task, sandbox="fake", capabilities=strict).ok
+    assert not check_task(task, runtime=RuntimeTarget("fake", strict)).ok
 
 
 def test_runtime_capability_multi_service(task):
     (task / "environment" / "docker-compose.yaml").write_text("services:\n  main: {}\n  db: {}\n")
-    issues = check_task(task, sandbox="fake", capabilities=FakeCapabilities()).issues
+    issues = check_task(task, runtime=RuntimeTarget("fake", FakeCapabilities())).issues
     assert any("2 services" in i for i in issues)
-    assert check_task(task, sandbox="fake", capabilities=FakeCapabilities(multi_service=True)).ok
+    assert check_task(task, runtime=RuntimeTarget("fake", FakeCapabilities(multi_service=True))).ok
 
 
 def test_levels_that_need_the_run_engine_are_refused(task):
@@ -182,7 +184,7 @@ def test_levels_that_need_the_run_engine_are_refused(task):
 
 def test_unknown_sandbox_name_is_refused(task):
     with pytest.raises(ConfigError, match="unknown sandbox"):
-        check_task(task, sandbox="nonesuch")
+        runtime_target("nonesuch")
 
 
 def test_discovery(tmp_path):

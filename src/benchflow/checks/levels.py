@@ -93,10 +93,12 @@ def run_level(path: str | Path, level: str, sandbox: str | None = None, *,
     from benchflow.sandbox import default_backend_name
     from benchflow.tasks.batch import check_tasks
 
+    from .target import runtime_target
+
     if level not in LEVELS:
         raise UserError(f"--level {level}: not a level that runs the task; use one of: {', '.join(LEVELS)}")
     backend = sandbox or default_backend_name()
-    reports = check_tasks(path, level="structural", sandbox=backend)
+    reports = check_tasks(path, level="structural", runtime=runtime_target(backend))
     if report_output is not None and write and len(reports) > 1:
         raise UserError(f"--report-output: {path} holds {len(reports)} tasks; give one task folder "
                         "(each task writes its own report)")

@@ -70,9 +70,11 @@ def check(
         if not all(o.ok for o in outcomes):
             raise typer.Exit(1)
         return
+    from benchflow.checks.target import runtime_target
     from benchflow.tasks.batch import check_tasks
 
-    reports = check_tasks(task_dir, level=level.value, sandbox=sandbox, allow_task_env=allowed)
+    runtime = runtime_target(sandbox) if sandbox is not None else None
+    reports = check_tasks(task_dir, level=level.value, runtime=runtime, allow_task_env=allowed)
     single = len(reports) == 1 and reports[0].path == task_dir
     failed = 0
     for report in reports:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from benchflow.errors import UserError
 
+from .capability import RuntimeTarget
 from .check import CheckReport, check_task
 from .digest import task_digest
 from .discovery import discover_tasks, is_task_dir
@@ -28,7 +29,7 @@ def _tasks_under(path: Path, error: type[UserError] = UserError) -> list[Path]:
     return tasks
 
 
-def check_tasks(path: str | Path, level: str = "structural", sandbox: str | None = None,
+def check_tasks(path: str | Path, level: str = "structural", runtime: RuntimeTarget | None = None,
                 allow_task_env: Iterable[str] = ()) -> list[CheckReport]:
     """Check the task at ``path``, or each task in the folder ``path`` (sorted by name).
 
@@ -37,7 +38,7 @@ def check_tasks(path: str | Path, level: str = "structural", sandbox: str | None
         ConfigError: a level or sandbox this build cannot check.
     """
     allowed = list(allow_task_env)
-    return [check_task(t, level=level, sandbox=sandbox, allow_task_env=allowed) for t in _tasks_under(Path(path))]
+    return [check_task(t, level=level, runtime=runtime, allow_task_env=allowed) for t in _tasks_under(Path(path))]
 
 
 @dataclass

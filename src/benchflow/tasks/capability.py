@@ -9,9 +9,9 @@ a run that silently ignores part of the task.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-
-from benchflow.errors import ConfigError
 
 from .model import Task
 
@@ -20,19 +20,16 @@ UNSAFE_WORKDIRS = frozenset({"/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", 
                              "/sbin", "/sys", "/usr", "/logs"})
 
 
-def backend_capabilities(name: str) -> Any:
-    """The capability table of the sandbox backend ``name``.
+@dataclass(frozen=True)
+class RuntimeTarget:
+    """The sandbox a runtime-capability check judges a task against, handed in by the caller
+    (``benchflow.checks.target.runtime_target`` looks a backend up by name), so the task model
+    never imports the sandbox layer."""
 
-    Raises:
-        ConfigError: unknown name, or a backend that is not part of this build.
-    """
-    from benchflow.sandbox import get_backend
-
-    try:
-        return get_backend(name).capabilities
-    except ImportError:
-        raise ConfigError(f"--sandbox {name}: this backend is not part of this build yet; "
-                          "check without --sandbox for now") from None
+    name: str
+    capabilities: Any
+    adaptations: Callable[[Task], list[str]] = lambda _task: []
+    """What a run there would adapt for the task (fallback build, clamped resources), as warnings."""
 
 
 def _compose_services(task: Task) -> list[str]:

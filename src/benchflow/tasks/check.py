@@ -13,10 +13,10 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from benchflow.errors import ConfigError, TaskError
 
+from .capability import RuntimeTarget, runtime_issues
 from .discovery import is_task_dir
 from .document import parse_task_md, split_sections
 from .legacy import read_legacy
@@ -206,24 +206,13 @@ def _publication(task: Task) -> list[str]:
     return out
 
 
-def _adaptations(task: Any, sandbox: str) -> list[str]:
-    """What a run on ``sandbox`` would adapt (fallback build, clamped resources); nothing is pulled."""
-    from benchflow.sandbox import get_backend
-    from benchflow.sandbox.fit import fit
-    from benchflow.sandbox.from_task import spec_for_task
-
-    backend = get_backend(sandbox)
-    if not backend.available()[0]:
-        return []
-    return fit(backend, spec_for_task(task), pull=False).notes()
-
-
-def check_task(path: str | Path, level: str = "structural", sandbox: str | None = None,
-               capabilities: Any = None, allow_task_env: Iterable[str] = ()) -> CheckReport:
+def check_task(path: str | Path, level: str = "structural", runtime: RuntimeTarget | None = None,
+               allow_task_env: Iterable[str] = ()) -> CheckReport:
     """Check one task folder at ``level``; never raises for problems of the task itself.
 
-    ``capabilities`` overrides the capability table looked up for ``sandbox``; ``allow_task_env``
-    names the host variables the task may read (``--allow-task-env``), as a run would.
+    ``runtime`` is the sandbox the task is judged against (its capabilities, and what a run there
+    would adapt); ``allow_task_env`` names the host variables the task may read
+    (``--allow-task-env``), as a run would.
 
     Raises:
         ConfigError: an unknown level, a level that runs the task (see
@@ -234,13 +223,8 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
                           f"use bench tasks check --level {level} (benchflow.checks.levels.run_level)")
     if level not in CHECK_LEVELS:
         raise ConfigError(f"--level {level}: unknown level; use one of: {', '.join(CHECK_LEVELS + LIVE_LEVELS)}")
-    if level == "runtime-capability" and sandbox is None:
+    if level == "runtime-capability" and runtime is None:
         raise ConfigError("--level runtime-capability needs --sandbox NAME (e.g. --sandbox docker)")
-    caps = capabilities
-    if sandbox is not None and caps is None:
-        from .capability import backend_capabilities
-
-        caps = backend_capabilities(sandbox)
     task_dir = Path(path)
     report = CheckReport(path=task_dir, level=level)
     task = _schema(task_dir, report)
@@ -248,14 +232,10 @@ def check_task(path: str | Path, level: str = "structural", sandbox: str | None 
         return report
     report.issues += _structural(task)
     report.issues += env_problems(task, allow_task_env)
-    if caps is not None:
-        from .capability import runtime_issues
-
-        issues, warnings = runtime_issues(task, caps, sandbox or "the sandbox")
+    if runtime is not None:
+        issues, warnings = runtime_issues(task, runtime.capabilities, runtime.name)
         report.issues += issues
-        report.warnings += warnings
-        if sandbox is not None and capabilities is None:
-            report.warnings += _adaptations(task, sandbox)
+        report.warnings += warnings + runtime.adaptations(task)
     if level in ("publication-grade", "acceptance"):
         report.issues += _publication(task)
     if level == "acceptance":
