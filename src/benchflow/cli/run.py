@@ -65,31 +65,6 @@ def _override(value: str | None) -> dict[str, Any] | None:
     return data
 
 
-def build_spec(config: Path | None, flags: dict[str, Any]) -> Any:
-    """RunSpec from the run config (if any) with the given flags on top."""
-    from pydantic import ValidationError
-
-    from benchflow.errors import ConfigError
-    from benchflow.jobs.config_file import load_run_config
-    from benchflow.jobs.spec import RunSpec
-
-    data: dict[str, Any] = load_run_config(config) if config else {}
-    for key, value in flags.items():
-        if value is None or value == [] or value is False:
-            continue
-        node = data
-        parts = key.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
-    try:
-        return RunSpec.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"{where}: {err['msg']}") from None
-
-
 def execute(spec: Any, dry_run: bool) -> None:
     """Run (or plan) ``spec`` and exit with the run's code."""
     import json
@@ -226,7 +201,9 @@ def run_command(
         "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
         "host_login": host_login or None,
     }
-    spec = build_spec(config, flags)
+    from benchflow.jobs.config_file import build_run_spec
+
+    spec = build_run_spec(config, fields=flags, source="bench run")
     if sandbox_user is not None:
         spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
     execute(spec, dry_run)

@@ -151,3 +151,36 @@ def spec_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
         if converted is not None:
             _set(out, target, converted)
     return out
+
+
+def build_run_spec(config: str | Path | None = None, *, options: dict[str, Any] | None = None,
+                   fields: dict[str, Any] | None = None, source: str = "run") -> Any:
+    """The one way a ``RunSpec`` is made, for ``bench run`` and ``bf.run`` alike.
+
+    ``config`` is a run-config file (the whole run); ``options`` are run-config keys on top of it
+    (``bf.run``'s keywords); ``fields`` are dotted RunSpec paths on top of both (``bench run``'s
+    flags; None, ``[]`` and False mean "not given").
+
+    Raises:
+        ConfigError: an unreadable config, an unknown key, or a bad value (named with ``source``).
+    """
+    from pydantic import ValidationError
+
+    from .spec import RunSpec
+
+    data: dict[str, Any] = load_run_config(config) if config else {}
+    for key, value in spec_fields(options or {}, source).items():
+        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    for key, value in (fields or {}).items():
+        if value is None or value == [] or value is False:
+            continue
+        node = data
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    try:
+        return RunSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"{source}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None

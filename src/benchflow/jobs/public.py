@@ -6,13 +6,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
 
-from benchflow.errors import ConfigError
 
 from .api import RunOutcome
 from .api import run as run_spec
-from .config_file import spec_fields
+from .config_file import build_run_spec
 from .spec import RunSpec
 
 
@@ -58,15 +56,12 @@ def dispatch(spec: RunSpec, run_one: Callable[[RunSpec], RunOutcome]) -> RunOutc
     return Repeats(outcomes=outcomes, exit_code=code)
 
 
-def make_spec(*targets: str, **options: Any) -> RunSpec:
-    """The RunSpec for ``bf.run``'s arguments.
+def make_spec(*targets: str, config: str | None = None, **options: Any) -> RunSpec:
+    """The RunSpec for ``bf.run``'s arguments: a run-config file (``config=``) with keyword options
+    on top, built by the same function as ``bench run``'s.
 
     Raises:
         ConfigError: an unknown option or a bad value.
     """
-    fields = spec_fields({**options, **({"targets": list(targets)} if targets else {})}, "bf.run()")
-    try:
-        return RunSpec.model_validate(fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(f"bf.run(): {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+    return build_run_spec(config, options={**options, **({"targets": list(targets)} if targets else {})},
+                          source="bf.run()")
