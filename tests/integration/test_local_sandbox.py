@@ -117,10 +117,32 @@ async def test_no_network_has_only_loopback(make, listener):
     assert interfaces == ["lo"]
 
 
-async def test_public_network_reaches_the_host(make, listener):
-    sb = await make(network_mode="public")
-    r = await sb.exec(["python3", "-c", CONNECT, str(listener)])
-    assert r.stdout.strip() == "connected", r.stderr
+def _host_address() -> str:
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("10.255.255.255", 1))  # no packet is sent for a UDP connect
+        return probe.getsockname()[0]
+    finally:
+        probe.close()
+
+
+async def test_public_network_goes_out_through_its_own_stack_not_the_hosts_loopback(make):
+    outside = socket.create_server(("0.0.0.0", 0))
+    loopback_only = socket.create_server(("127.0.0.1", 0))
+    try:
+        sb = await make(network_mode="public")
+        code = ("import socket, sys\nfor host, port in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+                " try:\n  socket.create_connection((host, int(port)), timeout=3); print('connected')\n"
+                " except OSError as e:\n  print('refused')")
+        port, lo_port = outside.getsockname()[1], loopback_only.getsockname()[1]
+        r = await sb.exec(["python3", "-c", code, _host_address(), str(port), "127.0.0.1", str(lo_port),
+                           "10.0.2.2", str(lo_port)])
+        assert r.stdout.split() == ["connected", "refused", "refused"], r.stdout + r.stderr
+        devices = await sb.exec(["cat", "/proc/net/dev"])
+        assert {line.split(":")[0].strip() for line in devices.stdout.splitlines()[2:]} == {"lo", "tap0"}
+    finally:
+        outside.close()
+        loopback_only.close()
 
 
 async def test_put_get_50_mb_round_trip(make, tmp_path):
@@ -155,7 +177,7 @@ async def test_folders_keep_modes_and_symlinks(make, tmp_path):
     await sb.get("/oracle", out / "oracle")
     await sb.get("/logs/verifier", out / "verifier")
     assert (out / "oracle" / "link").is_symlink() and os.readlink(out / "oracle" / "link") == "sub/run.sh"
-    assert stat.S_IMODE((out / "oracle" / "sub" / "run.sh").stat().st_mode) == 0o750
+    assert stat.S_IMODE((out / "oracle" / "sub" / "run.sh").stat().st_mode) == 0o755  # copy-out modes
     assert (out / "verifier" / "x" / "reward.txt").read_text() == "1\n"
     with pytest.raises(FileNotFoundError):
         await sb.get("/logs/nothing-here", out / "none")
@@ -237,7 +259,9 @@ async def test_spec_mounts_share_a_host_folder_read_only_even_without_network(ma
     shared.mkdir()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(shared / "gw.sock"))
+    os.chmod(shared / "gw.sock", 0o666)  # as the gateway makes it: the sandbox's ids are not the host's
     server.listen(1)
+    server.settimeout(20)
     try:
         sb = await make(network_mode="no-network", mounts={"/run/bf-bridge": shared})
         code = ("import socket; s = socket.socket(socket.AF_UNIX); s.connect('/run/bf-bridge/gw.sock'); "

@@ -114,7 +114,7 @@ async def test_cleanup_kills_a_namespace_that_outlived_its_tool(cache):
     box = get_backend("local").create(spec)
     await box.start()
     argv = box.command(["sleep", "257.5"])
-    stray = subprocess.Popen(argv, start_new_session=True)  # not tracked by the sandbox
+    stray = subprocess.Popen(argv, start_new_session=True, pass_fds=box.pass_fds)  # not tracked by the sandbox
     try:
         for _ in range(50):
             if _sleeping(b"sleep\x00257.5"):

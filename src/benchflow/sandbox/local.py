@@ -1,22 +1,34 @@
 """The embedded ``local`` sandbox: Linux namespaces through bubblewrap, no daemon.
 
 A sandbox is a folder on the host (``<cache>/local/sandboxes/<id>``) holding
-its writable state; every ``exec`` is one ``bwrap`` invocation (or, without
-bubblewrap, ``unshare`` — see :mod:`local_unshare`) into that state with fresh PID, IPC and UTS namespaces (and a network namespace with
-only ``lo`` for ``no-network``). The host root is visible read-only; the
-workspace, ``/logs``, ``/tmp``, ``/root``, ``/home`` and whatever ``put()``
-creates are private and writable (see :mod:`local_view`). Running as root,
-commands for the sandbox user drop to its uid with ``setpriv``; the image's
-``RUN`` layer comes from :mod:`local_layer`.
+its writable state, and a holder process (:mod:`local_ns`) keeping its user,
+network, IPC and UTS namespaces and the mount namespace with its system view.
+Every ``exec`` enters those namespaces (``nsenter``) and runs one ``bwrap``
+(or, without bubblewrap, ``unshare`` — see :mod:`local_unshare`) with a fresh
+PID namespace and the view of :mod:`local_view`: the host's system folders
+read-only, and the workspace, ``/logs``, ``/tmp``, ``/root``, ``/home``,
+``/opt``, ``/var`` and whatever ``put()`` creates private and writable.
+
+Running as root, root in the sandbox is an unprivileged id range on the host
+(:data:`local_ns.HOST_BASE`), keeps a Docker-like capability set inside its
+user namespace only (no ``CAP_SYS_ADMIN``), and other users drop to their uid
+with ``setpriv``. ``no-network`` has loopback only; ``public`` goes out
+through ``slirp4netns`` (never the host's network namespace, never its
+loopback). All execs of one sandbox share its network, so a forwarder one
+exec starts answers the next. Environment values reach the process through
+its environment, never a command line. The image's ``RUN`` layer comes from
+:mod:`local_layer`.
 
 Honest limits: no cpu/memory limits, no GPUs, no multi-service tasks, no
 ``allowlist`` network, and the host's system folders stay read-only (a task
 that installs into ``/usr`` at run time needs ``--sandbox docker``).
+See docs/SECURITY.md.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import logging
 import os
@@ -30,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import ca, local_exec, local_leftovers
+from benchflow.sandbox import ca, local_exec, local_leftovers, local_ns
 from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
     Backend,
@@ -47,7 +59,7 @@ from benchflow.sandbox.local_dockerfile import (
     ImagePlan,
     parse_dockerfile,
 )
-from benchflow.sandbox.local_layer import LocalImage, ensure_image
+from benchflow.sandbox.local_layer import LocalImage, cap_args, ensure_image
 from benchflow.sandbox.local_setup import (
     ROOT,
     User,
@@ -60,14 +72,24 @@ from benchflow.sandbox.local_setup import (
 )
 from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks, sweep
 from benchflow.sandbox.local_unshare import tool, wrap
-from benchflow.sandbox.local_view import Layout, filesystem_args, parts, premount
+from benchflow.sandbox.local_view import Layout, filesystem_args, parts
 from benchflow.util import atomic
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=True, gpus=False,
-                            multi_service=False, build_from_dockerfile=True, resource_limits=False,
-                            host_mounts=True, image_layers=False, keep=False)
+def _capabilities() -> Capabilities:
+    """``public`` needs slirp4netns; without it a public task runs with no network (and the plan says so)."""
+    if shutil.which("slirp4netns"):
+        modes, fallbacks = frozenset({"no-network", "public"}), {}
+    else:
+        modes, fallbacks = frozenset({"no-network"}), {"public": "no-network"}
+    return Capabilities(network_modes=modes, network_fallbacks=fallbacks, snapshots=True, gpus=False,
+                        multi_service=False, build_from_dockerfile=True, resource_limits=False,
+                        host_mounts=True, image_layers=False, keep=False)
+
+
+CAPABILITIES = _capabilities()
+SLIRP_DNS = "10.0.2.3"
 
 
 _WARNED_FROM: set[tuple[str, str]] = set()
@@ -92,6 +114,8 @@ class LocalSandbox:
     def __init__(self, spec: SandboxSpec) -> None:
         self.spec = spec
         self._image: LocalImage | None = None
+        self._ns: local_ns.Namespaces | None = None
+        self._owner: dict[str, object] = {}
         self._id: str | None = None
         self._state: Path | None = None
         self._layout: Layout | None = None
@@ -124,9 +148,10 @@ class LocalSandbox:
         if spec.image:
             raise CapabilityError(f"prebuilt image {spec.image!r} cannot run in the local sandbox "
                                   f"(the host root stands in for images); {SUGGESTION}")
-        if spec.network_mode not in CAPABILITIES.network_modes:
+        if CAPABILITIES.network_for(spec.network_mode) is None:
             raise CapabilityError(f"network mode {spec.network_mode!r} is not enforced by the local "
-                                  f"sandbox (it has: no-network, public); {SUGGESTION}")
+                                  f"sandbox (it has: {', '.join(sorted(CAPABILITIES.network_modes))}); "
+                                  f"{SUGGESTION}")
         env_dir = spec.environment_dir
         if env_dir is None:
             return ImagePlan(base="host")
@@ -140,7 +165,7 @@ class LocalSandbox:
                                 base_image_override=spec.base_image_override)
         if (spec.name, plan.base) not in _WARNED_FROM:
             _WARNED_FROM.add((spec.name, plan.base))
-            log.warning("%s: FROM %s is recorded; the local sandbox uses the host root in its place",
+            log.warning("%s: FROM %s is recorded; the local sandbox uses the host's system folders in its place",
                         spec.name, plan.base or "(none)")
         return plan
 
@@ -167,58 +192,102 @@ class LocalSandbox:
         self._id = f"{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         self._state = sandboxes_dir() / self._id
         try:
-            self._prepare(self._image)  # in the loop on purpose: a cancellation cannot race the cleanup
+            binds, overlays = self._prepare(self._image)
+            self._ns = await local_ns.start(tag=self._state, hostname=self._id[-20:], binds=binds,
+                                            overlays=overlays, network=self._network(), dirs=("newroot",))
+            userns = os.readlink(f"/proc/self/fd/{self._ns.fds['user']}")  # what cleanup finds its processes by
+            atomic.write_text(self._state / "owner.json", json.dumps({**self._owner, "userns": userns}, indent=2))
         except (OSError, subprocess.CalledProcessError) as exc:
-            self._remove_state()
+            self._teardown()
             raise SandboxError(f"{self.spec.name}: the local sandbox did not start: {exc}") from exc
         except BaseException:
-            self._remove_state()
+            self._teardown()
             raise
+        if self._stopped:  # stop() ran while the namespaces were being made
+            self._teardown()
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped while it was starting")
 
-    def _prepare(self, image: LocalImage) -> None:
+    def _network(self) -> str:
+        return "slirp" if CAPABILITIES.network_for(self.spec.network_mode) == "public" else "none"
+
+    def _prepare(self, image: LocalImage) -> tuple[list[tuple[str, str]], list[dict]]:
+        """The state folder and the view; returns the holder's binds and overlays."""
         assert self._state is not None
         self._state.mkdir(parents=True, mode=0o700)
-        atomic.write_text(self._state / "owner.json", json.dumps({
-            "id": self._id, "name": self.spec.name, "pid": os.getpid(), "created": time.time(),
-            "start_ticks": start_ticks(os.getpid()), "labels": dict(self.spec.labels),
-            "image": image.key if image.layer else None}, indent=2))
+        self._owner = {"id": self._id, "name": self.spec.name, "pid": os.getpid(), "created": time.time(),
+                       "start_ticks": start_ticks(os.getpid()), "labels": dict(self.spec.labels),
+                       "image": image.key if image.layer else None}
+        atomic.write_text(self._state / "owner.json", json.dumps(self._owner, indent=2))
         self._workdir = resolve_workdir(self.spec.workdir, image.workdir)
-        mounts = self._state / "mounts"
-        for name in image.overlay_dirs:
-            (mounts / name).mkdir(parents=True)
-        layout = Layout(fs=self._state / "fs", mounts=mounts,
-                        layer=Path(image.layer) if image.layer else None, overlay_dirs=image.overlay_dirs,
-                        hidden=frozenset(image.hidden), roots=initial_roots(image, self._workdir),
-                        cover=(str(cache_root()),))
+        system = local_ns.system_names()
+        hidden = local_ns.hidden_paths() if local_ns.privileged() else []
+        filtered = local_ns.make_filter(self._state / "filter", hidden) if hidden else set()
+        layer = Path(image.layer) if image.layer else None
+        layout = Layout(fs=self._state / "fs", view=local_ns.VIEW, system=system, layer=layer,
+                        filtered=frozenset(hidden), roots=initial_roots(image, self._workdir))
+        binds: list[tuple[str, str, str]] = []
+        overlays: list[dict] = []
+        if layer is not None and image.overlay_dirs:
+            binds.append((str(layer), "image", "ro"))
+        if filtered:
+            binds.append((str(self._state / "filter"), "filter", "ro"))
+        for name, target in system.items():
+            if target is not None:
+                continue
+            lower = [f"@/{where}/{name}" for where, used in (("image", name in image.overlay_dirs and layer),
+                                                             ("filter", name in filtered)) if used]
+            if not lower:
+                binds.append((f"/{name}", f"sys/{name}", "ro-idmap"))
+                continue
+            binds.append((f"/{name}", f"host/{name}", "ro-idmap"))
+            overlays.append({"lower": [*lower, f"@/host/{name}"], "dst": f"@/sys/{name}"})
         populate(layout, image)
         for inside, host in self.spec.mounts.items():
             inside = _norm(inside)
+            binds.append((str(host), f"ext/{len(layout.external)}", "ro"))
             layout.external[inside] = Path(host)
             if inside not in layout.roots:
                 layout.roots.append(inside)
+        binds.append((str(layout.fs), "fs", "rw"))
+        if self._network() == "slirp":  # the host's resolver is not reachable from the sandbox's network
+            self._private_file(layout, "/etc/resolv.conf", f"nameserver {SLIRP_DNS}\n".encode())
         if self.spec.ca_bundle is not None and layout.locate(ca.CA_PATH) is None:
-            self._new_root(layout, ca.CA_PATH, False)
-            layout.private(ca.CA_PATH).write_bytes(ca.read_bundle(self.spec.ca_bundle))
+            self._private_file(layout, ca.CA_PATH, ca.read_bundle(self.spec.ca_bundle))
         user = self.spec.sandbox_user
         if user and user != "root":
-            if os.geteuid() == 0:
+            if local_ns.privileged():
                 self._users[user] = ensure_user(layout, user, self._workdir)
             else:
                 log.warning("%s: not running as root, so commands for %r run as the invoking user",
                             self.spec.name, user)
         self._layout = layout
+        return binds, overlays
+
+    def _private_file(self, layout: Layout, remote: str, data: bytes) -> None:
+        if layout.covering_root(remote) is None:
+            self._new_root(layout, remote, False, replace=True)
+        target = layout.private(remote)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        os.chmod(target, 0o644)
+        local_ns.chown_tree(target)
 
     async def stop(self) -> None:
-        """Kill every process and remove the state folder. Idempotent, never raises.
+        """Kill every process, the namespaces, and remove the state folder. Idempotent, never raises.
 
         Nothing in here awaits, so a cancellation cannot interrupt it halfway.
         """
         self._stopped = True
         try:
-            local_exec.kill_all(self._live)
-            self._remove_state()
+            self._teardown()
         except Exception:  # noqa: BLE001 - stop must never raise; the leftover is logged
             log.exception("%s: stopping local sandbox %s", self.spec.name, self._id)
+
+    def _teardown(self) -> None:
+        local_exec.kill_all(self._live)
+        if self._ns is not None:
+            self._ns.close()
+        self._remove_state()
 
     def _remove_state(self) -> None:
         if self._state is not None and self._state.exists():
@@ -250,44 +319,44 @@ class LocalSandbox:
         self._users[user] = found
         return found
 
-    def command(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
-                cwd: str | None = None) -> list[str]:
-        """The host argv that runs ``cmd`` inside this sandbox."""
+    def command(self, cmd: list[str], *, user: str | None = None, cwd: str | None = None) -> list[str]:
+        """The host argv that runs ``cmd`` inside this sandbox (started with :attr:`pass_fds` passed on)."""
         layout = self._require()
         who = self._user(user)
         if self._fs_args is None:
             self._fs_args = filesystem_args(layout)
-        assert self._id is not None and self._image is not None
-        argv = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
-                "--hostname", self._id[-20:]]
-        if self.spec.network_mode == "no-network":
-            argv.append("--unshare-net")
-        if os.geteuid() != 0:
-            argv += ["--unshare-user", "--uid", str(who.uid), "--gid", str(who.gid)]
-        argv += self._fs_args
-        trust = ca.ca_env() if self.spec.ca_bundle is not None else {}
-        full_env = {"PATH": DEFAULT_PATH, **trust, **self._image.env, **self.spec.env,
-                    "HOME": who.home, "USER": who.name, "LOGNAME": who.name, "HOSTNAME": self._id[-20:],
-                    **(env or {})}
-        argv.append("--clearenv")
-        for key, value in full_env.items():
-            argv += ["--setenv", key, value]
-        argv += ["--chdir", cwd or self._workdir, "--"]
-        if who.uid != 0 and os.geteuid() == 0:
-            argv += ["setpriv", f"--reuid={who.uid}", f"--regid={who.gid}", "--clear-groups",
+        assert self._ns is not None and self._state is not None
+        argv = ["--die-with-parent", "--unshare-pid", *cap_args(), *self._fs_args,
+                "--chdir", cwd or self._workdir, "--"]
+        if who.uid != 0 and local_ns.privileged():
+            argv += [local_ns.tool_path("setpriv"), f"--reuid={who.uid}", f"--regid={who.gid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--"]
-        assert self._state is not None
-        return [*premount(layout), *wrap(argv + list(cmd), self._state / "newroot")]
+        return [*self._ns.prefix(), *wrap(argv + list(cmd), local_ns.VIEW / "newroot")]
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The namespace fds a process started from :meth:`command` must inherit."""
+        return self._ns.pass_fds if self._ns is not None else ()
+
+    def environment(self, user: str | None = None, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The whole environment of a sandbox process (handed over as its environment, never as argv)."""
+        who = self._user(user)
+        assert self._id is not None and self._image is not None
+        trust = ca.ca_env() if self.spec.ca_bundle is not None else {}
+        return {"PATH": DEFAULT_PATH, **trust, **self._image.env, **self.spec.env, "HOME": who.home,
+                "USER": who.name, "LOGNAME": who.name, "HOSTNAME": self._id[-20:], **(env or {})}
 
     async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
                    cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
                    output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
-        argv = self.command(cmd, user=user, env=env, cwd=cwd)
-        return await local_exec.run(argv, stdin=stdin, timeout=timeout, output_cap=output_cap, live=self._live)
+        argv = self.command(cmd, user=user, cwd=cwd)
+        return await local_exec.run(argv, stdin=stdin, timeout=timeout, output_cap=output_cap, live=self._live,
+                                    env=self.environment(user, env), pass_fds=self.pass_fds)
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None) -> local_exec.LocalProcess:
-        proc = await local_exec.spawn(self.command(cmd, user=user, env=env, cwd=cwd), stdin=True)
+        proc = await local_exec.spawn(self.command(cmd, user=user, cwd=cwd), stdin=True,
+                                      env=self.environment(user, env), pass_fds=self.pass_fds)
         self._live.add(proc)
         watcher = asyncio.ensure_future(proc.wait())  # forget the process once it is gone
         watcher.add_done_callback(lambda _: self._live.discard(proc))
@@ -308,18 +377,22 @@ class LocalSandbox:
             raise InfraError(f"{remote}: a symlink in the sandbox leads outside its own folders")
         return target
 
-    def _new_root(self, layout: Layout, remote: str, is_dir: bool) -> None:
-        """Make ``remote`` writable: the first missing folder on its way becomes a private root."""
+    def _new_root(self, layout: Layout, remote: str, is_dir: bool, *, replace: bool = False) -> None:
+        """Make ``remote`` writable: the first missing folder on its way becomes a private root.
+
+        An existing system file becomes a private root only with ``replace`` (the sandbox's own
+        ``/etc/resolv.conf``); ``put`` over one is refused like any read-only path.
+        """
         probe = ""
         for name in parts(remote):
             probe = f"{probe}/{name}"
             if not layout.exists(probe):
                 break
         else:
-            if is_dir or os.path.isdir(layout.locate(remote) or "/"):
+            if is_dir or os.path.isdir(layout.locate(remote) or "/") or not replace:
                 raise CapabilityError(f"put {remote}: the local sandbox keeps the host's {remote} read-only "
-                                      f"(writable: the workspace, /logs, /tmp, /root, /home and new paths); "
-                                      f"{SUGGESTION}")
+                                      f"(writable: the workspace, /logs, /tmp, /root, /home, /opt, /var and "
+                                      f"new paths); {SUGGESTION}")
         if probe != remote or is_dir:
             layout.private(probe).mkdir(parents=True, exist_ok=True)
         else:
@@ -337,6 +410,8 @@ class LocalSandbox:
             self._new_root(layout, remote, local.is_dir())
         target = self._private_target(layout, remote)
         await self._host_command(copy_argv(local, target), f"put {remote}")
+        if local_ns.privileged() and target.is_relative_to(layout.fs):
+            await asyncio.to_thread(local_ns.chown_tree, target)  # owned by the sandbox's root
 
     async def get(self, remote: str, local: Path) -> CopyReport:
         layout = self._require()
@@ -347,7 +422,15 @@ class LocalSandbox:
             source = layout.locate(remote)
         if source is None or not os.path.lexists(source):
             raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
-        return await asyncio.to_thread(copy_out_tree, Path(source), Path(local))
+        report = await asyncio.to_thread(copy_out_tree, Path(source), Path(local))
+        for hidden in layout.filtered:  # a system folder copied whole leaves out what the view hides
+            if hidden.startswith(remote.rstrip("/") + "/"):
+                doomed = Path(local) / hidden[len(remote.rstrip("/")) + 1:]
+                if doomed.is_dir() and not doomed.is_symlink():
+                    shutil.rmtree(doomed, ignore_errors=True)
+                elif os.path.lexists(doomed):
+                    doomed.unlink()
+        return report
 
     async def _host_command(self, argv: list[str], what: str) -> None:
         """Run a host-side helper (``cp``) that ``stop()`` can kill like any sandbox process."""
@@ -377,10 +460,31 @@ class LocalSandbox:
         if sandbox != self._id or not number.isdigit() or not source.is_dir():
             raise SandboxError(f"{self.spec.name}: unknown snapshot {ref!r}")
         local_exec.kill_all(self._live)
-        shutil.rmtree(layout.fs)
-        await self._host_command(["cp", "-a", str(source / "fs"), str(layout.fs)], "restore")
+        for entry in os.scandir(layout.fs):  # emptied in place: the holder's view binds this very folder
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        await self._host_command(["cp", "-a", f"{source / 'fs'}/.", f"{layout.fs}/"], "restore")
         layout.roots[:] = json.loads((source / "roots.json").read_text())
         self._fs_args = None
+
+
+async def _probe(scratch: Path) -> ExecResult:
+    system = local_ns.system_names()
+    binds = [(f"/{n}", f"sys/{n}", "ro-idmap") for n, target in system.items() if target is None]
+    ns = await local_ns.start(tag=scratch, hostname="probe", binds=binds, overlays=[], network="none",
+                              dirs=("newroot",))
+    try:
+        args = ["--die-with-parent", "--unshare-pid", *cap_args(), "--proc", "/proc", "--dev", "/dev"]
+        for name, target in system.items():
+            args += ["--symlink", target, f"/{name}"] if target else \
+                ["--ro-bind", str(local_ns.VIEW / "sys" / name), f"/{name}"]
+        argv = [*ns.prefix(), *wrap([*args, "--", "true"], local_ns.VIEW / "newroot")]
+        return await local_exec.run(argv, stdin=None, timeout=10, output_cap=4096, live=set(),
+                                    env={"PATH": DEFAULT_PATH}, pass_fds=ns.pass_fds)
+    finally:
+        ns.close()
 
 
 class LocalBackend(Backend):
@@ -388,27 +492,29 @@ class LocalBackend(Backend):
     capabilities = CAPABILITIES
 
     def available(self) -> tuple[bool, str]:
-        """A real namespace probe with the tool this machine would use (bwrap, else unshare)."""
+        """A real probe: a holder's namespaces and one sandboxed ``true`` with the tool this machine uses."""
         chosen = tool()
-        if shutil.which(chosen) is None:
-            return False, "neither bubblewrap (bwrap) nor util-linux unshare is installed"
-        probe = ["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--unshare-pid", "--unshare-ipc",
-                 "--unshare-uts", "--unshare-net", "--die-with-parent", "--", "true"]
-        if chosen == "bwrap" and os.geteuid() != 0:
-            probe[:0] = ["--unshare-user"]
+        if shutil.which(chosen) is None or shutil.which("nsenter") is None:
+            return False, "neither bubblewrap (bwrap) nor util-linux unshare/nsenter is installed"
         scratch = Path(tempfile.mkdtemp(prefix="bf-local-probe-"))
         try:
-            done = subprocess.run(wrap(probe, scratch / "root"), capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return False, f"{chosen} namespace probe failed: {exc}"
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:  # callers may have a loop running
+                done = pool.submit(asyncio.run, _probe(scratch)).result()
+        except Exception as exc:  # noqa: BLE001 - any failure is the answer
+            return False, f"{chosen} namespace probe failed: {str(exc).strip()[-200:]}"
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-        if done.returncode != 0:
+        if done.return_code != 0:
             return False, f"{chosen} namespace probe failed: {done.stderr.strip()[-200:]}"
-        mode = "as root: RUN layers via overlayfs, sandbox user via setpriv" if os.geteuid() == 0 \
-            else "unprivileged: user namespace, no RUN layers, one uid"
         name = "bubblewrap" if chosen == "bwrap" else "util-linux unshare"
-        return True, f"{name} namespaces work ({mode})"
+        if local_ns.privileged():
+            mode = (f"as root: sandbox root is host uid {local_ns.HOST_BASE} (user namespace), RUN layers "
+                    f"via overlayfs, sandbox user via setpriv")
+        else:
+            mode = "unprivileged: user namespace, no RUN layers, one uid"
+        network = "public via slirp4netns" if "public" in CAPABILITIES.network_modes else \
+            "no slirp4netns, so public tasks run with no network"
+        return True, f"{name} namespaces work ({mode}; {network})"
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         return LocalSandbox(spec)

@@ -13,13 +13,15 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import MutableSet
+from collections.abc import Mapping, MutableSet
 from pathlib import Path
 
 from benchflow.sandbox.base import ExecResult
 
 TIMEOUT_RC = 124
 _CHUNK = 1 << 16
+READ_LIMIT = 64 << 20
+"""Longest line ``readline`` accepts on a stream, as on Docker: ACP messages can carry whole files."""
 
 
 def kill(proc: asyncio.subprocess.Process) -> None:
@@ -82,20 +84,24 @@ def _text(data: bytes, dropped: int) -> str:
     return text
 
 
-async def spawn(argv: list[str], *, stdin: bool) -> asyncio.subprocess.Process:
+async def spawn(argv: list[str], *, stdin: bool, env: Mapping[str, str] | None = None,
+                pass_fds: tuple[int, ...] = ()) -> asyncio.subprocess.Process:
+    """Start ``argv`` in a session of its own; ``env`` is its whole environment (never on the command line)."""
     return await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        env=dict(env) if env is not None else None, pass_fds=pass_fds, limit=READ_LIMIT)
 
 
 async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, output_cap: int,
-              live: MutableSet[asyncio.subprocess.Process]) -> ExecResult:
+              live: MutableSet[asyncio.subprocess.Process], env: Mapping[str, str] | None = None,
+              pass_fds: tuple[int, ...] = ()) -> ExecResult:
     """Run ``argv`` to completion; a timeout kills it and returns rc 124 with ``timed_out``.
 
     Cancellation kills the process before the CancelledError propagates. The
     process sits in ``live`` while it runs, so the sandbox's stop can kill it.
     """
-    proc = await spawn(argv, stdin=stdin is not None)
+    proc = await spawn(argv, stdin=stdin is not None, env=env, pass_fds=pass_fds)
     live.add(proc)
     readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
     feeder = asyncio.ensure_future(_feed(proc.stdin, stdin)) if stdin is not None and proc.stdin else None

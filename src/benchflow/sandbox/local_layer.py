@@ -1,11 +1,15 @@
-"""The ``local`` sandbox's image: a copy-on-write layer over the host root, cached.
+"""The ``local`` sandbox's image: a copy-on-write layer over the host's system folders, cached.
 
-``RUN`` steps execute in a writable overlay (lower: the host root, upper: the
-layer folder) mounted in a private mount namespace, inside bubblewrap.
+``RUN`` steps execute in the same view a sandbox gets (:mod:`local_view`),
+never the host's ``/``: the layer folder is the root, and each host system
+folder is an overlay (lower: the host folder, id-mapped and filtered as in a
+sandbox; upper: the layer's folder of that name) mounted by a build holder
+(:mod:`local_ns`), inside the same unprivileged user namespace, with a network
+namespace of its own (``slirp4netns`` for a build network of ``host``).
 ``COPY``/``ADD`` stage the build-context files on the host (ownership 0:0 or
 ``--chown``, ``--chmod``, archives unpacked for ``ADD``) and copy them into the
-same overlay, so symlinks of the host root (``/bin`` -> ``usr/bin``) resolve as
-they would in a container. The finished layer is renamed into place under
+same view, so symlinks such as ``/bin`` -> ``usr/bin`` resolve as they would in
+a container. The finished layer is renamed into place under
 ``<cache>/local/images/<key>`` with ``image.json`` written last; a second build
 with the same key finds it and runs nothing.
 """
@@ -19,13 +23,14 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tarfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchflow.errors import BuildError, CapabilityError
-from benchflow.sandbox import ca, local_exec
+from benchflow.sandbox import ca, local_exec, local_ns
 from benchflow.sandbox.local_dockerfile import (
     SUGGESTION,
     CopyStep,
@@ -40,6 +45,9 @@ from benchflow.util import atomic
 log = logging.getLogger(__name__)
 
 STAGE_MOUNT = "/tmp/.benchflow-stage"
+SKELETON = (("root", 0o700), ("home", 0o755), ("opt", 0o755), ("srv", 0o755), ("mnt", 0o755),
+            ("media", 0o755), ("run", 0o755), ("var", 0o755), ("var/tmp", 0o1777), ("var/lib", 0o755),
+            ("var/cache", 0o755), ("var/log", 0o755))
 _COPY_SCRIPT = r"""
 set -e
 mode=$1; src=$2; dest=$3
@@ -79,9 +87,14 @@ class LocalImage:
         return cls(**data)
 
 
+LAYER_FORMAT = "2"
+"""Layers of format 1 were built as host root over the host's ``/``; they are never reused."""
+
+
 def image_key(cache_key: str, plan: ImagePlan, ca_bundle: bytes | None = None) -> str:
     ca = hashlib.sha256(ca_bundle).hexdigest() if ca_bundle else ""
-    return hashlib.sha256(f"{cache_key}\0{plan.digest()}\0{ca}".encode()).hexdigest()[:32]
+    body = f"{cache_key}\0{plan.digest()}\0{ca}\0{LAYER_FORMAT}\0{local_ns.privileged()}"
+    return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
 def images_dir(cache_root: Path) -> Path:
@@ -104,51 +117,83 @@ def _passwd_entry(layer: Path, user: str) -> tuple[int, int, str]:
 
 class _Builder:
     def __init__(self, plan: ImagePlan, context: Path | None, work: Path, *, network: str,
-                 deadline: float, cover: tuple[str, ...], ca_bundle: bytes | None) -> None:
+                 deadline: float, ca_bundle: bytes | None) -> None:
         self.plan, self.context, self.work = plan, context, work
-        self.upper, self.ovl_work, self.merged = work / "layer", work / "ovl-work", work / "merged"
+        self.upper, self.ovl_work = work / "layer", work / "ovl-work"
         self.stage = work / "stage"
-        self.network, self.deadline, self.cover = network, deadline, cover
+        self.network, self.deadline = network, deadline
         self.ca_bundle = ca_bundle
         self.log: list[str] = []
         self._live: set[asyncio.subprocess.Process] = set()
+        self._ns: local_ns.Namespaces | None = None
+        self._system = local_ns.system_names()
 
     async def build(self) -> None:
-        for d in (self.upper, self.ovl_work, self.merged, self.stage):
+        for d in (self.upper, self.ovl_work, self.stage):
             d.mkdir(parents=True)
+        for folder, mode in SKELETON:  # what a base image has; the host's own folders are not in the view
+            (self.upper / folder).mkdir(parents=True, exist_ok=True)
+            os.chmod(self.upper / folder, mode)
+        local_ns.chown_tree(self.upper)
         if self.ca_bundle:  # trusted from the first RUN on, like the Docker backend's injected COPY
             bundle = self.upper / ca.CA_PATH.lstrip("/")
             bundle.parent.mkdir(parents=True)
             bundle.write_bytes(self.ca_bundle)
-        for step in self.plan.steps:
-            if isinstance(step, RunStep):
-                await self._run(step)
-            elif isinstance(step, CopyStep):
-                await self._copy(step)
-            elif isinstance(step, MkdirStep):
-                await self._in_layer(["mkdir", "-p", step.path], f"WORKDIR {step.path}", "/", network="none")
+            local_ns.chown_tree(self.upper / ca.CA_PATH.strip("/").split("/")[0])
+        await self._start_holder()
+        try:
+            for step in self.plan.steps:
+                if isinstance(step, RunStep):
+                    await self._run(step)
+                elif isinstance(step, CopyStep):
+                    await self._copy(step)
+                elif isinstance(step, MkdirStep):
+                    await self._in_layer(["mkdir", "-p", step.path], f"WORKDIR {step.path}", "/", network="none")
+        finally:
+            self.close()
 
-    def _bwrap(self, argv: list[str], *, cwd: str, env: dict[str, str], user: str | None,
-               network: str) -> list[str]:
-        opts = f"lowerdir=/,upperdir={self.upper},workdir={self.ovl_work}"
-        script = 'mount -t overlay overlay -o "$1" "$2" || exit 125; shift 2; exec "$@"'
-        cmd = ["--bind", str(self.merged), "/", "--proc", "/proc", "--dev", "/dev",
-               "--tmpfs", "/dev/shm", "--ro-bind", "/sys", "/sys", "--tmpfs", "/tmp",
-               "--ro-bind", str(self.stage), STAGE_MOUNT, "--unshare-pid", "--unshare-ipc",
-               "--die-with-parent", "--clearenv"]
-        for path in self.cover:
-            cmd += ["--tmpfs", path]
-        if network == "none":
+    async def _start_holder(self) -> None:
+        """The build's namespaces: each system folder an overlay whose upper is the layer's folder."""
+        filter_dir = self.work / "filter"
+        filtered = local_ns.make_filter(filter_dir, local_ns.hidden_paths()) if local_ns.privileged() else set()
+        binds = [(str(self.work), "w", "rw"), (str(self.stage), "stage", "ro")]  # upper and work: one mount
+        if filtered:
+            binds.append((str(filter_dir), "filter", "ro"))
+        overlays = []
+        for name, target in self._system.items():
+            if target is not None:
+                (self.upper / name).symlink_to(target)  # the layer root is the view's root
+                continue
+            for d in (self.upper / name, self.ovl_work / name):
+                d.mkdir(parents=True, exist_ok=True)
+                os.chmod(d, stat.S_IMODE(os.stat(f"/{name}").st_mode))
+            local_ns.chown_tree(self.upper / name)
+            binds.append((f"/{name}", f"host/{name}", "ro-idmap"))
+            lower = [f"@/filter/{name}"] if name in filtered else []
+            overlays.append({"lower": [*lower, f"@/host/{name}"], "upper": f"@/w/layer/{name}",
+                             "work": f"@/w/ovl-work/{name}", "dst": f"@/sys/{name}"})
+        network = "slirp" if self.network == "host" else "none"
+        self._ns = await local_ns.start(tag=self.work, hostname="buildkitsandbox", binds=binds,
+                                        overlays=overlays, network=network, dirs=("newroot",))
+
+    def _bwrap(self, argv: list[str], *, cwd: str, user: str | None, network: str) -> list[str]:
+        view = local_ns.VIEW
+        cmd = ["--bind", str(view / "w" / "layer"), "/"]
+        for name, target in self._system.items():
+            if target is None:
+                cmd += ["--bind", str(view / "sys" / name), f"/{name}"]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--ro-bind", "/sys", "/sys",
+                "--tmpfs", "/tmp", "--ro-bind", str(view / "stage"), STAGE_MOUNT, "--unshare-pid",
+                "--die-with-parent", *cap_args()]
+        if network == "none" and self.network == "host":
             cmd.append("--unshare-net")
-        for key, value in env.items():
-            cmd += ["--setenv", key, value]
         cmd += ["--chdir", cwd, "--"]
         if user:
             uid, gid, _ = _passwd_entry(self.upper, user)
-            cmd += ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--inh-caps=-all",
-                    "--bounding-set=-all", "--"]
-        return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", opts,
-                str(self.merged), *wrap(cmd + argv, self.work / "newroot")]
+            cmd += [local_ns.tool_path("setpriv"), f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
+                    "--inh-caps=-all", "--bounding-set=-all", "--"]
+        assert self._ns is not None
+        return [*self._ns.prefix(), *wrap(cmd + argv, view / "newroot")]
 
     async def _in_layer(self, argv: list[str], what: str, cwd: str, *, env: dict[str, str] | None = None,
                         user: str | None = None, network: str | None = None) -> None:
@@ -156,8 +201,10 @@ class _Builder:
         if remaining <= 0:
             raise BuildError(f"build timed out before {what}", log_tail=self._tail())
         env = env or {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-        argv = self._bwrap(argv, cwd=cwd, env=env, user=user, network=network or self.network)
-        result = await local_exec.run(argv, stdin=None, timeout=remaining, output_cap=1 << 20, live=self._live)
+        argv = self._bwrap(argv, cwd=cwd, user=user, network=network or self.network)
+        assert self._ns is not None
+        result = await local_exec.run(argv, stdin=None, timeout=remaining, output_cap=1 << 20, live=self._live,
+                                      env=env, pass_fds=self._ns.pass_fds)
         self.log += [f"--> {what}", result.stdout, result.stderr]
         if result.timed_out:
             raise BuildError(f"build timed out during {what}", log_tail=self._tail())
@@ -191,7 +238,7 @@ class _Builder:
             group = step.chown.split(":", 1)[1]
             gid = int(group) if group.isdigit() else gid
         for path in [payload, *payload.rglob("*")]:
-            os.lchown(path, uid, gid)
+            os.lchown(path, local_ns.host_id(uid), local_ns.host_id(gid))
             if step.chmod is not None and not path.is_symlink() and path != payload:
                 os.chmod(path, step.chmod)
         kind = "ADD" if step.extract else "COPY"
@@ -221,22 +268,37 @@ class _Builder:
     def kill(self) -> None:
         for proc in list(self._live):
             local_exec.kill(proc)
+        self.close()
+
+    def close(self) -> None:
+        if self._ns is not None:
+            self._ns.close()
 
 
-def _summarise(upper: Path, hostroot: Path = Path("/")) -> dict[str, tuple[str, ...]]:
-    overlay, hidden, only = [], [], []
+def _summarise(upper: Path) -> dict[str, tuple[str, ...]]:
+    """Which top-level entries of a finished layer change system folders, and which are its own."""
+    system = local_ns.system_names()
+    overlay, only = [], []
     for entry in sorted(os.scandir(upper), key=lambda e: e.name):
         name = entry.name
-        if name in SPECIAL or name == "tmp":
+        if name in SPECIAL or name == "tmp" or is_whiteout(Path(entry.path)):
             continue
-        if is_whiteout(Path(entry.path)):
-            hidden.append(name)
-        elif entry.is_dir(follow_symlinks=False) and (hostroot / name).is_dir() \
-                and not (hostroot / name).is_symlink() and f"/{name}" not in ("/root", "/home", "/logs"):
-            overlay.append(name)
+        if name in system and system[name] is None and entry.is_dir(follow_symlinks=False):
+            if os.listdir(entry.path):
+                overlay.append(name)
+        elif name in system and entry.is_symlink() and os.readlink(entry.path) == system[name]:
+            continue
         else:
             only.append(name)
-    return {"overlay_dirs": tuple(overlay), "hidden": tuple(hidden), "layer_only": tuple(only)}
+    return {"overlay_dirs": tuple(overlay), "hidden": (), "layer_only": tuple(only)}
+
+
+def cap_args() -> list[str]:
+    """bubblewrap arguments keeping only :data:`local_ns.ROOT_CAPS` (inside the user namespace)."""
+    args = ["--cap-drop", "ALL"]
+    for cap in local_ns.ROOT_CAPS:
+        args += ["--cap-add", cap]
+    return args
 
 
 async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None, cache_root: Path,
@@ -262,7 +324,7 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
         work = target.parent / f"{key}.tmp-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         builder = _Builder(plan, context, work, network=build_network,
-                           deadline=time.monotonic() + timeout, cover=(str(cache_root),), ca_bundle=ca_bundle)
+                           deadline=time.monotonic() + timeout, ca_bundle=ca_bundle)
         try:
             await builder.build()
         except BaseException:
@@ -270,7 +332,7 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
             shutil.rmtree(work, ignore_errors=True)
             raise
         atomic.write_text(work / "build.log", "\n".join(builder.log))
-        for scratch in (builder.ovl_work, builder.merged, builder.stage, work / "newroot"):
+        for scratch in (builder.ovl_work, builder.stage, work / "filter"):
             shutil.rmtree(scratch, ignore_errors=True)
         image = LocalImage(**{**asdict(plain), "layer": str(target / "layer"), **_summarise(builder.upper)})
         atomic.write_text(work / "image.json", json.dumps(asdict(image), indent=2))

@@ -3,7 +3,8 @@
 Mirrors what the Docker backend's setup script does inside a container
 (``/logs/*`` 0777, ``/tmp`` 1777, the sandbox user created with the next free
 uid from 1000 and owning the workspace), but from the host side, on the
-sandbox's private folders.
+sandbox's private folders. Owners are sandbox ids, stored as the host ids
+they map to (:func:`local_ns.host_id`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from benchflow.sandbox import local_ns
 from benchflow.sandbox.local_layer import LocalImage
 from benchflow.sandbox.local_view import Layout, is_whiteout
 
-STANDARD_ROOTS = ("/tmp", "/root", "/home", "/logs")
+STANDARD_ROOTS = ("/tmp", "/root", "/home", "/logs", "/opt", "/var")
+VAR_DIRS = ("/var/tmp", "/var/log", "/var/cache", "/var/lib")
 LOG_DIRS = ("/logs/agent", "/logs/verifier", "/logs/artifacts")
 
 
@@ -43,7 +46,7 @@ def initial_roots(image: LocalImage, workdir: str) -> list[str]:
     for name in image.layer_only:
         if f"/{name}" not in roots:
             roots.append(f"/{name}")
-    probe = Layout(fs=Path("/"), mounts=Path("/"), roots=roots)
+    probe = Layout(fs=Path("/"), roots=roots)
     if probe.covering_root(workdir) is None:
         roots.append(workdir)
     return roots
@@ -63,12 +66,22 @@ def populate(layout: Layout, image: LocalImage) -> None:
                 subprocess.run(["cp", "-a", str(seed), str(target)], check=True)
         else:
             target.mkdir(parents=True, exist_ok=True)
-    for d in LOG_DIRS:
+    for d in (*LOG_DIRS, *VAR_DIRS):
         layout.private(d).mkdir(parents=True, exist_ok=True)
+    for d in LOG_DIRS:
         os.chmod(layout.private(d), 0o777)
-    os.chmod(layout.private("/tmp"), 0o1777)
+    for d in ("/tmp", "/var/tmp"):
+        os.chmod(layout.private(d), 0o1777)
     os.chmod(layout.private("/root"), 0o700)
-    os.chmod(layout.private("/home"), 0o755)
+    for d in ("/home", "/opt", "/var"):
+        os.chmod(layout.private(d), 0o755)
+    if local_ns.privileged():
+        owner = local_ns.host_id(0)
+        for folder, dirs, files in os.walk(layout.fs):
+            for name in [*dirs, *files]:
+                path = os.path.join(folder, name)
+                if os.lstat(path).st_uid < owner:  # made here, not copied from the (already mapped) layer
+                    os.lchown(path, owner, owner)
 
 
 def _copy_tree(source: Path, target: Path) -> None:
@@ -115,6 +128,7 @@ def ensure_user(layout: Layout, name: str, workdir: str) -> User:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text("\n".join([*lines, entry]) + "\n")
         os.chmod(target, 0o644)
+        local_ns.chown_tree(target)
         if f"/etc/{table}" not in layout.roots:
             layout.roots.append(f"/etc/{table}")
     user = User(name, uid, uid, f"/home/{name}")
@@ -126,22 +140,19 @@ def _own(layout: Layout, user: User, workdir: str) -> None:
     home = layout.private(user.home) if layout.covering_root(user.home) else None
     if home is not None:
         home.mkdir(parents=True, exist_ok=True)
-        os.chown(home, user.uid, user.gid)
+        local_ns.chown_tree(home, user.uid, user.gid)
     if workdir != "/" and layout.covering_root(workdir):
         top = layout.private(workdir)
         top.mkdir(parents=True, exist_ok=True)
-        for dirpath, dirnames, filenames in os.walk(top):
-            os.lchown(dirpath, user.uid, user.gid)
-            for name in dirnames + filenames:
-                os.lchown(os.path.join(dirpath, name), user.uid, user.gid)
+        local_ns.chown_tree(top, user.uid, user.gid)
 
 
 def copy_argv(source: Path, target: Path) -> list[str]:
     """Host-side copy for ``put``/``get``: ``target`` becomes ``source`` (a file replaces, a folder merges).
 
     Clears what is in the way first; the returned ``cp`` keeps modes, times and
-    links, and leaves the copies owned by the caller (like the Docker backend's
-    root-owned tar members).
+    links, and leaves the copies owned by the caller (the caller gives copies
+    into a sandbox to its root, like the Docker backend's root-owned tar members).
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     is_dir = source.is_dir() and not source.is_symlink()

@@ -1,8 +1,9 @@
 """Where local sandboxes keep their state, and which of them still have a live owner.
 
 Each sandbox is a folder ``<cache>/local/sandboxes/<id>`` with an
-``owner.json`` (id, task name, owning pid and its start time, labels, and the
-key of the cached image under ``<cache>/local/images`` it uses, if any). Its
+``owner.json`` (id, task name, owning pid and its start time, labels, the
+key of the cached image under ``<cache>/local/images`` it uses, if any, and
+its user namespace, ``userns``, once it runs). Its
 processes die with the owner (``--die-with-parent``/``--kill-child``), so what
 a ``kill -9`` of BenchFlow leaves behind is the folder (and, if the kill hit a
 sandbox process while it started, its namespace init), which ``bench sandbox
@@ -55,19 +56,25 @@ def list_sandboxes() -> list[dict[str, object]]:
 
 
 def sweep(state: Path) -> int:
-    """SIGKILL every process whose command line names ``state`` (a sandbox's namespace init).
+    """SIGKILL every process of the sandbox whose state folder is ``state``. Returns how many were killed.
 
-    Killing bubblewrap normally takes its namespace down; this catches the
-    namespace init that outlived it (its owner was killed while it started),
-    which kills every process in that namespace. Returns how many were killed.
+    Those are the processes in its user namespace (named in ``owner.json`` as ``userns``), which
+    every sandbox process joins, and those whose command line names ``state`` (its namespace
+    holder). Killing the owner normally takes them all down; this catches what outlived it (the
+    owner was killed while a process started).
     """
     needle = str(state).encode() + b"/"
+    try:
+        userns = json.loads((state / "owner.json").read_text()).get("userns")
+    except (OSError, ValueError):
+        userns = None
     killed = 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
-            if needle in Path(f"/proc/{entry}/cmdline").read_bytes():
+            ours = userns is not None and os.readlink(f"/proc/{entry}/ns/user") == userns
+            if ours or needle in Path(f"/proc/{entry}/cmdline").read_bytes():
                 os.kill(int(entry), signal.SIGKILL)
                 killed += 1
         except (OSError, ProcessLookupError):

@@ -1,13 +1,15 @@
 """The same sandbox without bubblewrap: util-linux ``unshare`` plus a small sh script.
 
-The local backend describes every process as a bubblewrap command line. Where
-``bwrap`` is not installed, :func:`translate` turns that command line (which
-only ever uses the options listed in ``_ARITY``) into ``unshare`` with new
-mount/PID/IPC/UTS (and network) namespaces, running a POSIX sh script that
+The local backend describes every process as a bubblewrap command line (run
+after ``nsenter`` into the sandbox's user, network, IPC and UTS namespaces).
+Where ``bwrap`` is not installed, :func:`translate` turns that command line
+(which only ever uses the options listed in ``_ARITY``) into ``unshare`` with
+new mount and PID (and network) namespaces, running a POSIX sh script that
 builds the same view on a tmpfs, ``pivot_root``s into it and execs the
-command. ``--kill-child`` plus ``setpriv --pdeathsig`` play the part of
-``--die-with-parent``: killing the ``unshare`` process, or BenchFlow dying,
-kills the namespace's init and so every process in it.
+command with the same capability bounding set (``setpriv``). ``--kill-child``
+plus ``setpriv --pdeathsig`` play the part of ``--die-with-parent``: killing
+the ``unshare`` process, or BenchFlow dying, kills the namespace's init and so
+every process in it. The environment is inherited, never put on a command line.
 """
 
 from __future__ import annotations
@@ -16,56 +18,56 @@ import os
 import shutil
 from pathlib import Path
 
-_ARITY = {"--die-with-parent": 0, "--unshare-pid": 0, "--unshare-ipc": 0, "--unshare-uts": 0,
-          "--unshare-net": 0, "--unshare-user": 0, "--clearenv": 0, "--hostname": 1, "--uid": 1, "--gid": 1,
-          "--chdir": 1, "--dir": 1, "--tmpfs": 1, "--proc": 1, "--dev": 1, "--setenv": 2, "--bind": 2,
-          "--ro-bind": 2, "--symlink": 2}
+_ARITY = {"--die-with-parent": 0, "--unshare-pid": 0, "--unshare-net": 0, "--chdir": 1, "--dir": 1,
+          "--tmpfs": 1, "--proc": 1, "--dev": 1, "--bind": 2, "--ro-bind": 2, "--symlink": 2,
+          "--cap-drop": 1, "--cap-add": 1}
 
 # $R is the new root (a tmpfs, or a bind of the build overlay). Every mount stays in
 # this mount namespace (propagation private), so nothing is left on the host.
 _SCRIPT = r"""
 set -e
-R=$1; shift
-mount -t tmpfs -o mode=0755 tmpfs "$R"
-target() { case "$1" in /) printf %s "$R" ;; *) printf %s "$R$1" ;; esac; }
-mkpoint() {
+_bf_R=$1; shift
+mount -t tmpfs -o mode=0755 tmpfs "$_bf_R"
+_bf_target() { case "$1" in /) printf %s "$_bf_R" ;; *) printf %s "$_bf_R$1" ;; esac; }
+_bf_mkpoint() {
   if [ -d "$1" ]; then mkdir -p "$2"; else mkdir -p "$(dirname "$2")"; [ -e "$2" ] || : > "$2"; fi
 }
-hostname_=; cwd=/
+_bf_cwd=/
 while [ "$1" != -- ]; do
   case "$1" in
     bind|ro-bind)
-      t=$(target "$3"); mkpoint "$2" "$t"; mount --bind "$2" "$t"
-      [ "$1" = ro-bind ] && mount -o remount,bind,ro "$t"
+      _bf_t=$(_bf_target "$3"); _bf_mkpoint "$2" "$_bf_t"; mount --rbind "$2" "$_bf_t"
+      [ "$1" = ro-bind ] && mount -o remount,bind,ro "$_bf_t"
       shift 3 ;;
-    symlink) t=$(target "$3"); mkdir -p "$(dirname "$t")"; ln -s "$2" "$t"; shift 3 ;;
-    dir) mkdir -p "$(target "$2")"; shift 2 ;;
-    tmpfs) t=$(target "$2"); mkdir -p "$t"; mount -t tmpfs -o mode=1777 tmpfs "$t"; shift 2 ;;
-    proc) t=$(target "$2"); mkdir -p "$t"; mount -t proc proc "$t"; shift 2 ;;
+    symlink) _bf_t=$(_bf_target "$3"); mkdir -p "$(dirname "$_bf_t")"; ln -s "$2" "$_bf_t"; shift 3 ;;
+    dir) mkdir -p "$(_bf_target "$2")"; shift 2 ;;
+    tmpfs) _bf_t=$(_bf_target "$2"); mkdir -p "$_bf_t"; mount -t tmpfs -o mode=1777 tmpfs "$_bf_t"; shift 2 ;;
+    proc) _bf_t=$(_bf_target "$2"); mkdir -p "$_bf_t"; mount -t proc proc "$_bf_t"; shift 2 ;;
     dev)
-      t=$(target "$2"); mkdir -p "$t"; mount -t tmpfs -o mode=0755 tmpfs "$t"
-      for n in null zero full random urandom tty; do : > "$t/$n"; mount --bind "/dev/$n" "$t/$n"; done
-      mkdir -p "$t/pts" "$t/shm"; mount -t devpts -o newinstance,ptmxmode=0666 devpts "$t/pts"
-      ln -s pts/ptmx "$t/ptmx"; ln -s /proc/self/fd "$t/fd"
-      ln -s /proc/self/fd/0 "$t/stdin"; ln -s /proc/self/fd/1 "$t/stdout"; ln -s /proc/self/fd/2 "$t/stderr"
+      _bf_t=$(_bf_target "$2"); mkdir -p "$_bf_t"; mount -t tmpfs -o mode=0755 tmpfs "$_bf_t"
+      for _bf_n in null zero full random urandom tty; do
+        : > "$_bf_t/$_bf_n"; mount --bind "/dev/$_bf_n" "$_bf_t/$_bf_n"
+      done
+      mkdir -p "$_bf_t/pts" "$_bf_t/shm"; mount -t devpts -o newinstance,ptmxmode=0666 devpts "$_bf_t/pts"
+      ln -s pts/ptmx "$_bf_t/ptmx"; ln -s /proc/self/fd "$_bf_t/fd"
+      ln -s /proc/self/fd/0 "$_bf_t/stdin"; ln -s /proc/self/fd/1 "$_bf_t/stdout"
+      ln -s /proc/self/fd/2 "$_bf_t/stderr"
       shift 2 ;;
-    hostname) hostname_=$2; shift 2 ;;
-    chdir) cwd=$2; shift 2 ;;
+    chdir) _bf_cwd=$2; shift 2 ;;
     *) echo "local sandbox: unknown view op $1" >&2; exit 125 ;;
   esac
 done
 shift
-[ -z "$hostname_" ] || printf %s "$hostname_" > /proc/sys/kernel/hostname
-cd "$R"
+cd "$_bf_R"
 # pivot_root(".", ".") stacks the old root over the new one; detaching it needs no
 # put-old folder, so a read-only new root works too.
 pivot_root . .
 umount -l .
-cd "$cwd"
+cd "$_bf_cwd"
 # The script stays PID 1 (as bubblewrap's own init does) so the command gets normal
 # signal handling; stdin is handed on explicitly since a background job would lose it.
 exec 3<&0
-/usr/bin/env -i "$@" <&3 3<&- &
+"$@" <&3 3<&- &
 wait $!
 """
 
@@ -81,7 +83,7 @@ def tool() -> str:
 def wrap(bwrap_args: list[str], newroot: Path) -> list[str]:
     """The host argv for a sandbox process described by bubblewrap arguments."""
     if tool() == "bwrap":
-        return ["bwrap", *bwrap_args]
+        return [shutil.which("bwrap") or "bwrap", *bwrap_args]
     newroot.mkdir(parents=True, exist_ok=True)
     return translate(bwrap_args, newroot)
 
@@ -91,11 +93,10 @@ def translate(bwrap_argv: list[str], newroot: Path) -> list[str]:
 
     ``newroot`` is an empty host folder used as the mountpoint of the new root.
     """
-    namespaces = ["--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--ipc", "--uts"]
-    if os.geteuid() != 0:
-        namespaces = ["--user", "--map-root-user", *namespaces]
+    setpriv = shutil.which("setpriv") or "setpriv"
+    namespaces = ["--mount", "--propagation", "private", "--pid", "--fork", "--kill-child"]
     ops: list[str] = []
-    env: list[str] = []
+    caps: list[str] = []
     i = 0
     while i < len(bwrap_argv):
         word = bwrap_argv[i]
@@ -107,10 +108,13 @@ def translate(bwrap_argv: list[str], newroot: Path) -> list[str]:
         i += 1 + _ARITY[word]
         if word == "--unshare-net":
             namespaces.append("--net")
-        elif word == "--setenv":
-            env.append(f"{values[0]}={values[1]}")
-        elif word in ("--bind", "--ro-bind", "--symlink", "--dir", "--tmpfs", "--proc", "--dev",
-                      "--hostname", "--chdir"):
+        elif word == "--cap-drop":
+            caps = [] if values[0] == "ALL" else [c for c in caps if c != values[0]]
+        elif word == "--cap-add":
+            caps.append(values[0])
+        elif word in ("--bind", "--ro-bind", "--symlink", "--dir", "--tmpfs", "--proc", "--dev", "--chdir"):
             ops += [word[2:], *values]
-    command = bwrap_argv[i + 1:]
-    return ["setpriv", "--pdeathsig", "KILL", "--", "unshare", *namespaces, "sh", "-c", _SCRIPT, "sh", str(newroot), *ops, "--", *env, *command]
+    bounding = ",".join(["-all", *(f"+{c.lower().removeprefix('cap_')}" for c in caps)])
+    command = [setpriv, f"--bounding-set={bounding}", "--inh-caps=-all", "--", *bwrap_argv[i + 1:]]
+    return [setpriv, "--pdeathsig", "KILL", "--", shutil.which("unshare") or "unshare", *namespaces,
+            "sh", "-c", _SCRIPT, "sh", str(newroot), *ops, "--", *command]

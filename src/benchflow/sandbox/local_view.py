@@ -1,21 +1,22 @@
 """The filesystem a ``local`` sandbox process sees, as bubblewrap arguments.
 
-The view is assembled per exec from three sources:
+Nothing of the host is in the view but its system folders (:data:`local_ns.SYSTEM`:
+``/usr``, ``/etc``, the ``/bin``/``/lib`` links) and the host folders a spec
+mounts on purpose (the model bridge). The view is assembled per exec on
+bubblewrap's empty tmpfs root from
 
-* the host root, bound read-only entry by entry (so new top-level paths such
-  as ``/oracle`` can still be mounted on bubblewrap's tmpfs root);
-* the image layer (the copy-on-write upper dir the ``RUN``/``COPY`` steps
-  produced): a top-level host folder the layer changed is shown through a
-  read-only overlay ``layer/D : /D`` mounted in a private mount namespace just
-  before bubblewrap runs; entries that exist only in the layer were copied into
-  the sandbox's own folders at start;
+* the system folders, as the sandbox's holder mounted them in its own mount
+  namespace under ``view/sys``: read-only, id-mapped, with the image layer's
+  changes and the ``/etc`` filter (entries only host root may read are
+  hidden) overlaid;
 * the sandbox's private roots: writable folders (workspace, ``/logs``,
-  ``/tmp``, ``/root``, ``/home``, anything ``put()`` created) that live under
-  the sandbox state folder on the host and are bound read-write on top, plus
-  the host folders the spec asks to mount.
+  ``/tmp``, ``/root``, ``/home``, ``/opt``, ``/var``, the image's own top-level
+  folders, anything ``put()`` created) that live under the sandbox state
+  folder on the host (seen as ``view/fs``) and are bound read-write on top,
+  plus the spec's mounts, read-only (``view/ext/<n>``).
 
-Host paths that must stay out of sight (the BenchFlow cache with other
-sandboxes' state) are covered with an empty tmpfs.
+Host ``/root``, ``/home``, ``/srv``, ``/opt``, ``/var``, ``/run``, ``/tmp``,
+the task and job folders and every host socket are simply not there.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Top-level names never taken from the host: mounted fresh or always private.
+# Top-level names never taken from the host or the layer: mounted fresh.
 SPECIAL = frozenset({"proc", "dev", "sys"})
 
 
@@ -48,15 +49,16 @@ class Layout:
 
     fs: Path
     """Host folder holding the private roots (``fs/app`` is ``/app``)."""
-    mounts: Path
-    """Host folder with one empty mountpoint per overlaid top-level folder."""
+    view: Path = Path("/nonexistent")
+    """The holder's view folder (:data:`local_ns.VIEW`): ``fs``, ``sys/<name>`` and ``ext/<n>`` below it are
+    what bubblewrap binds, seen inside the holder's mount namespace."""
+    system: dict[str, str | None] = field(default_factory=dict)
+    """System folder name -> symlink target, or None for a folder mounted from ``sysroot``."""
     layer: Path | None = None
-    overlay_dirs: tuple[str, ...] = ()
-    hidden: frozenset[str] = frozenset()
+    filtered: frozenset[str] = frozenset()
+    """Host paths hidden from the view (only host root may read them)."""
     roots: list[str] = field(default_factory=list)
     """Private roots (absolute paths), writable inside the sandbox."""
-    cover: tuple[str, ...] = ()
-    """Host paths hidden behind an empty tmpfs."""
     external: dict[str, Path] = field(default_factory=dict)
     """Host folders mounted read-only (sandbox path -> host path, ``SandboxSpec.mounts``); also roots."""
 
@@ -76,28 +78,40 @@ class Layout:
                     best = root
         return best
 
+    def _filtered(self, path: str) -> bool:
+        return any(path == hidden or path.startswith(hidden + "/") for hidden in self.filtered)
+
     def locate(self, path: str) -> Path | None:
-        """Where ``path`` of the image (host root plus layer) really lives on the host, if it exists."""
+        """Where ``path`` of the image (system folders plus layer) lives on the host, if it is in the view."""
         names = parts(path)
         if not names:
             return Path("/")
-        if names[0] in self.hidden:
+        if names[0] not in self.system:
             return None
+        if self.system[names[0]] is not None:  # a link such as /bin -> usr/bin
+            return Path("/", *names) if len(names) == 1 else self.locate(
+                "/" + "/".join([*parts(self.system[names[0]] or ""), *names[1:]]))
         if self.layer is not None:
             in_layer = self.layer.joinpath(*names)
             if is_whiteout(in_layer):
                 return None
             if os.path.lexists(in_layer):
                 return in_layer
+        if self._filtered(path):
+            return None
         host = Path("/", *names)
         return host if os.path.lexists(host) else None
 
     def bind_source(self, path: str) -> Path:
-        """The path to bind for ``path``: inside the overlay mount for an overlaid folder."""
-        names = parts(path)
-        if names[0] in self.overlay_dirs:
-            return self.mounts.joinpath(*names)
-        return self.locate(path) or Path("/", *names)
+        """The path to bind for ``path`` of a system folder: inside the holder's mount of it."""
+        return self.view.joinpath("sys", *parts(path))
+
+    def view_path(self, root: str) -> Path:
+        """The path to bind for private root ``root`` (or an external mount), in the holder's view folder."""
+        for index, (inside, _) in enumerate(self.external.items()):
+            if root == inside or root.startswith(inside.rstrip("/") + "/"):
+                return self.view / "ext" / str(index) / root[len(inside):].lstrip("/")
+        return self.view.joinpath("fs", *parts(root))
 
     def exists(self, path: str) -> bool:
         """Whether ``path`` exists in the sandbox (private roots first, then the image)."""
@@ -106,7 +120,7 @@ class Layout:
         return self.locate(path) is not None
 
     def listing(self, path: str) -> list[str]:
-        """Names in folder ``path`` of the image (host entries plus layer entries, minus deletions)."""
+        """Names in system folder ``path`` of the image (host plus layer entries, minus deletions and the filter)."""
         names: set[str] = set()
         host = Path("/", *parts(path))
         if host.is_dir() and not (self.layer is not None and _opaque(self.layer.joinpath(*parts(path)))):
@@ -119,44 +133,37 @@ class Layout:
                         names.discard(entry.name)
                     else:
                         names.add(entry.name)
-        if path in ("", "/"):
-            names -= self.hidden | SPECIAL
-        return sorted(names)
+        prefix = path.rstrip("/")
+        return sorted(n for n in names if self.locate(f"{prefix}/{n}") is not None)
 
 
 def _opaque(path: Path) -> bool:
-    try:
-        return os.getxattr(path, "trusted.overlay.opaque", follow_symlinks=False) == b"y"
-    except OSError:
-        return False
-
-
-def premount(layout: Layout) -> list[str]:
-    """argv prefix that mounts the layer overlays privately, or ``[]`` when none are needed.
-
-    ``unshare`` without ``--fork`` execs in place, so the pid the caller holds
-    stays the one of bubblewrap that follows.
-    """
-    if not layout.overlay_dirs or layout.layer is None:
-        return []
-    pairs: list[str] = []
-    for name in layout.overlay_dirs:
-        pairs += [f"ro,lowerdir={layout.layer / name}:/{name}", str(layout.mounts / name)]
-    script = ('while [ "$1" != -- ]; do mount -t overlay overlay -o "$1" "$2" || exit 125; shift 2; done; '
-              'shift; exec "$@"')
-    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *pairs, "--"]
+    for attr in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(path, attr, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def filesystem_args(layout: Layout) -> list[str]:
     """bubblewrap arguments that build the view on bubblewrap's empty tmpfs root."""
     args: list[str] = []
-    _emit_dir(layout, "/", args)
+    for name, target in sorted(layout.system.items()):
+        child = f"/{name}"
+        if child in layout.roots:
+            continue
+        if target is not None:
+            args += ["--symlink", target, child]
+        elif _needs_split(layout, child):
+            args += ["--dir", child]
+            _emit_dir(layout, child, args)
+        else:
+            args += ["--ro-bind", str(layout.bind_source(child)), child]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm", "--ro-bind", "/sys", "/sys"]
     for root in sorted(layout.roots, key=lambda r: len(parts(r))):
-        args += ["--ro-bind" if root in layout.external else "--bind", str(layout.private(root)), root]
-    for path in layout.cover:
-        if not layout.covering_root(path) and os.path.isdir(path):
-            args += ["--tmpfs", path]
+        args += ["--ro-bind" if root in layout.external else "--bind", str(layout.view_path(root)), root]
     return args
 
 
