@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make a Docker engine answer on this machine, offline, and idempotently.
 #
-# 1. Install the engine (docker.io), debootstrap and bubblewrap from the
+# 1. Install the engine (docker.io), debootstrap, bubblewrap and slirp4netns from the
 #    distribution's packages when they are missing.
 # 2. Start dockerd in the background with no bridge network and no iptables
 #    rules (sandboxes run with --network none; builds that need packages use
@@ -30,6 +30,7 @@ install_packages() {
   command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
   command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+  command -v slirp4netns >/dev/null 2>&1 || missing+=(slirp4netns)  # the local sandbox's public network
   [ ${#missing[@]} -eq 0 ] && return 0
   log "installing ${missing[*]}"
   $SUDO apt-get update -qq
