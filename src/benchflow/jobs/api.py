@@ -23,7 +23,6 @@ from .budget import BudgetKeeper
 from .job import JobFolder, open_job, read_json, write_evaluation
 from .model_access import ModelAccess
 from .plan import Plan, PlannedTask, make_plan
-from .prompts import resolve_prompts
 from .record import comparable_settings
 from .scheduler import Scheduler
 from .spec import RunSpec
@@ -98,10 +97,9 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     if not plan.card.accepted:
         raise RunRefused("the run card refuses this run: " + "; ".join(plan.card.refusals[:5]))
     from benchflow import agents
-    from benchflow.sandbox import get_backend
 
     agent = agents.resolve(spec.agent, harness=spec.harness)
-    backend = get_backend(plan.sandbox)
+    backend = plan.backend
     backend.set_build_concurrency(spec.build_concurrency or spec.concurrency)
     ca_bundle = resolve_ca_bundle(spec.ca_bundle)
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
@@ -115,10 +113,7 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
 
 
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
-    prompts = resolve_prompts(planned.task.instruction, spec.prompts,
-                              prefix=planned.task.config.agent.prompt_prefix,
-                              extra_instruction=spec.extra_instruction)
-    return comparable_settings(spec, agent_name, planned.digest, prompts)
+    return comparable_settings(spec, agent_name, planned.digest, planned.prompts)
 
 
 async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: Any, backend: Any,
@@ -141,7 +136,8 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     labels = {"benchflow.job": job_label}
 
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
-        return TrialRequest(task=planned.task, digest=planned.digest, job=paths, spec=spec, agent=agent,
+        return TrialRequest(task=planned.task, digest=planned.digest, prompts=planned.prompts, job=paths, spec=spec,
+                            agent=agent,
                             backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
                             seed=planned.seed, models=models, fit=planned.fit, task_secrets=planned.secrets,
                             ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),

@@ -34,6 +34,8 @@ class PlannedTask:
     None when the backend cannot run here."""
     secrets: tuple[str, ...] = ()
     """Host values the task reads through ``--allow-task-env``: redacted from its trial folders."""
+    prompts: list[str] = field(default_factory=list)
+    """The prompts the agent gets, resolved once (``--prompt``, the task's prefix, ``--extra-instruction``)."""
 
     @property
     def key(self) -> str:
@@ -71,6 +73,8 @@ class Plan:
     tasks_dir: str | None
     skipped: list[tuple[str, str]] = field(default_factory=list)
     card: RunCard = field(default_factory=RunCard)
+    backend: Any = None
+    """The chosen sandbox backend object (``benchflow.sandbox.get_backend(sandbox)``), looked up once."""
 
     @property
     def units(self) -> list[PlannedTask]:
@@ -205,17 +209,25 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
     if not chosen:
         raise UserError("no task selected: check --include/--exclude against the task folder names")
     sandbox, why, availability = choose_sandbox(spec)
-    plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped)
+    from benchflow.sandbox import get_backend
+
+    from .prompts import resolve_prompts
+
+    for planned in chosen:
+        planned.prompts = resolve_prompts(planned.task.instruction, spec.prompts,
+                                          prefix=planned.task.config.agent.prompt_prefix,
+                                          extra_instruction=spec.extra_instruction)
+    plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped,
+                backend=get_backend(sandbox))
     plan.card = judge(plan, availability, pull_images=pull_images)
     return plan
 
 
 def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
-    from benchflow.sandbox import get_backend
     from benchflow.tasks.capability import runtime_issues
 
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)
-    backend = get_backend(plan.sandbox)
+    backend = plan.backend
     ok, reason = availability
     if not ok:
         card.refusals.append(f"sandbox {plan.sandbox} cannot run here: {reason}")

@@ -35,7 +35,6 @@ from .phases import (
     setup_failure,
     verifier_phase,
 )
-from .prompts import resolve_prompts
 from .record import build_config
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
@@ -52,9 +51,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     started_at = dt.datetime.now()
     t0 = time.monotonic()
     timing: dict[str, float] = {}
-    prompts = resolve_prompts(req.task.instruction, req.spec.prompts,
-                              prefix=req.task.config.agent.prompt_prefix,
-                              extra_instruction=req.spec.extra_instruction)
+    prompts = req.prompts
     atomic.write_json(paths.config, build_config(
         spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
         agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,

@@ -21,6 +21,8 @@ class TrialRequest:
     task: Any
     """A loaded ``benchflow.tasks.Task``."""
     digest: str
+    prompts: list[str]
+    """The prompts, resolved once by the plan."""
     job: JobPaths
     spec: Any
     """The ``RunSpec``."""
