@@ -8,7 +8,7 @@ only, so it starts fast and imports nothing of the caller's environment). It
    copied into a sandbox process's namespace, locked (read-only stays
    read-only, nothing can be unmounted to reveal what is below);
 2. forks the namespace anchor: a child in new user, network, IPC and UTS
-   namespaces, with ``lo`` up. As root, the parent maps the child's ids
+   namespaces, with ``lo`` up and no further user namespaces allowed in it. As root, the parent maps the child's ids
    ``0..count-1`` to the unprivileged host range ``base..base+count-1``;
    otherwise the child maps its one id to the caller's;
 3. assembles the sandbox's view folder (a tmpfs over ``view``, in its own
@@ -143,6 +143,8 @@ def _anchor(config: dict, up: int, down: int) -> None:
             flags |= CLONE_NEWNS
         _check(libc.unshare(flags), "unshare")
         _lo_up()
+        with open("/proc/sys/user/max_user_namespaces", "w") as limit:  # for this namespace: no nested ones,
+            limit.write("0")  # so no process in the sandbox can get capabilities back in a new one
         name = config["hostname"].encode()
         _check(libc.sethostname(name, len(name)), "sethostname")
         os.write(up, b"u")
