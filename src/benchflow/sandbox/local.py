@@ -78,8 +78,9 @@ from benchflow.util import atomic
 log = logging.getLogger(__name__)
 
 def _capabilities() -> Capabilities:
-    """``public`` needs slirp4netns; without it a public task runs with no network (and the plan says so)."""
-    if shutil.which("slirp4netns"):
+    """``public`` needs slirp4netns (and a tun device it may open); without, a public task runs with no
+    network, and the plan says so."""
+    if shutil.which("slirp4netns") and os.access("/dev/net/tun", os.R_OK | os.W_OK):
         modes, fallbacks = frozenset({"no-network", "public"}), {}
     else:
         modes, fallbacks = frozenset({"no-network"}), {"public": "no-network"}

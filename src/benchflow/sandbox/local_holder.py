@@ -173,11 +173,12 @@ def _write_maps(pid: int, config: dict) -> None:
             handle.write(line)
 
 
-def _slirp(pid: int) -> None:
+def _slirp(pid: int, privileged: bool) -> None:
     """Attach slirp4netns (tap0, 10.0.2.0/24, DNS at 10.0.2.3) and wait until it says it is ready."""
     ready_r, ready_w = os.pipe()
     exit_r, exit_w = os.pipe()  # exit_w stays open in this process: slirp4netns exits with us
-    argv = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback",
+    userns = [] if privileged else [f"--userns-path=/proc/{pid}/ns/user"]
+    argv = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", *userns,
             f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", str(pid), "tap0"]
     subprocess.Popen(argv, pass_fds=(ready_w, exit_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL)
@@ -217,7 +218,7 @@ def main() -> None:
             mapped = _mount_all(config, userns)
             os.close(userns)
         if config["network"] == "slirp":
-            _slirp(pid)
+            _slirp(pid, config["privileged"])
         mnt_pid = os.getpid() if config["privileged"] else pid
         sys.stdout.write(f"ready {mnt_pid} {pid} {int(mapped)}\n")
         sys.stdout.flush()

@@ -135,7 +135,9 @@ class Namespaces:
 
     def prefix(self) -> list[str]:
         """``nsenter`` into the holder's namespaces (the fds are passed to the child, see :attr:`pass_fds`)."""
-        return [tool_path("nsenter"), *(f"--{kind}=/proc/self/fd/{fd}" for kind, fd in self.fds.items()), "--"]
+        keep = [] if privileged() else ["--preserve-credentials"]  # the caller's one id is root there already
+        return [tool_path("nsenter"), *keep, *(f"--{kind}=/proc/self/fd/{fd}" for kind, fd in self.fds.items()),
+                "--"]
 
     @property
     def pass_fds(self) -> tuple[int, ...]:
