@@ -157,7 +157,8 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
             ctx.env = {**req.agent_env, **model_env, **seed_env(req.seed)}  # the gateway's variables win
             ctx.should_stop = lambda: req.models.budget_exhausted(paths.name)
     except AgentError as exc:
-        state.error, state.error_category = f"agent install failed: {exc}", exc.category or "install_failure"
+        message = str(exc) if "install failed" in str(exc) else f"agent install failed: {exc}"
+        state.error, state.error_category = message, exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t
         return
     timing["agent_setup"] = time.monotonic() - t
