@@ -28,7 +28,6 @@ See docs/SECURITY.md.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import os
@@ -36,17 +35,15 @@ import re
 import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import ca, local_exec, local_leftovers, local_ns
+from benchflow.sandbox import ca, local_exec, local_leftovers, local_ns, local_probe
 from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
     Backend,
-    Capabilities,
     ExecResult,
     OwnedSandbox,
     SandboxSpec,
@@ -65,31 +62,21 @@ from benchflow.sandbox.local_setup import (
     User,
     copy_argv,
     ensure_user,
-    find_user,
+    holder_mounts,
     initial_roots,
     populate,
+    resolve_user,
     resolve_workdir,
+    write_private,
 )
 from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks, sweep
-from benchflow.sandbox.local_unshare import tool, wrap
-from benchflow.sandbox.local_view import Layout, filesystem_args, parts
+from benchflow.sandbox.local_unshare import wrap
+from benchflow.sandbox.local_view import Layout, filesystem_args, new_root, parts, private_target
 from benchflow.util import atomic
 
 log = logging.getLogger(__name__)
 
-def _capabilities() -> Capabilities:
-    """``public`` needs slirp4netns (and a tun device it may open); without, a public task runs with no
-    network, and the plan says so."""
-    if shutil.which("slirp4netns") and os.access("/dev/net/tun", os.R_OK | os.W_OK):
-        modes, fallbacks = frozenset({"no-network", "public"}), {}
-    else:
-        modes, fallbacks = frozenset({"no-network"}), {"public": "no-network"}
-    return Capabilities(network_modes=modes, network_fallbacks=fallbacks, snapshots=True, gpus=False,
-                        multi_service=False, build_from_dockerfile=True, resource_limits=False,
-                        host_mounts=True, image_layers=False, keep=False)
-
-
-CAPABILITIES = _capabilities()
+CAPABILITIES = local_probe.capabilities()
 SLIRP_DNS = "10.0.2.3"
 
 
@@ -226,22 +213,7 @@ class LocalSandbox:
         layer = Path(image.layer) if image.layer else None
         layout = Layout(fs=self._state / "fs", view=local_ns.VIEW, system=system, layer=layer,
                         filtered=frozenset(hidden), roots=initial_roots(image, self._workdir))
-        binds: list[tuple[str, str, str]] = []
-        overlays: list[dict] = []
-        if layer is not None and image.overlay_dirs:
-            binds.append((str(layer), "image", "ro"))
-        if filtered:
-            binds.append((str(self._state / "filter"), "filter", "ro"))
-        for name, target in system.items():
-            if target is not None:
-                continue
-            lower = [f"@/{where}/{name}" for where, used in (("image", name in image.overlay_dirs and layer),
-                                                             ("filter", name in filtered)) if used]
-            if not lower:
-                binds.append((f"/{name}", f"sys/{name}", "ro-idmap"))
-                continue
-            binds.append((f"/{name}", f"host/{name}", "ro-idmap"))
-            overlays.append({"lower": [*lower, f"@/host/{name}"], "dst": f"@/sys/{name}"})
+        binds, overlays = holder_mounts(layout, image, self._state / "filter" if filtered else None)
         populate(layout, image)
         for inside, host in self.spec.mounts.items():
             inside = _norm(inside)
@@ -267,11 +239,7 @@ class LocalSandbox:
     def _private_file(self, layout: Layout, remote: str, data: bytes) -> None:
         if layout.covering_root(remote) is None:
             self._new_root(layout, remote, False, replace=True)
-        target = layout.private(remote)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        os.chmod(target, 0o644)
-        local_ns.chown_tree(target)
+        write_private(layout, remote, data)
 
     async def stop(self) -> None:
         """Kill every process, the namespaces, and remove the state folder. Idempotent, never raises.
@@ -303,22 +271,10 @@ class LocalSandbox:
         return self._layout
 
     def _user(self, user: str | None) -> User:
-        if user is None or user in ("root", "0"):
-            return ROOT
-        if user in self._users:
-            return self._users[user]
-        for known in self._users.values():
-            if str(known.uid) == user:
-                return known
-        if os.geteuid() != 0:
-            return ROOT  # one uid only in an unprivileged user namespace
-        found = find_user(self._require(), user)
-        if found is None:
-            if user.isdigit():
-                return User(user, int(user), int(user), "/")
-            raise InfraError(f"{self.spec.name}: no user {user!r} in the sandbox's /etc/passwd")
-        self._users[user] = found
-        return found
+        try:
+            return resolve_user(self._users, self._require(), user)
+        except LookupError:
+            raise InfraError(f"{self.spec.name}: no user {user!r} in the sandbox's /etc/passwd") from None
 
     def command(self, cmd: list[str], *, user: str | None = None, cwd: str | None = None) -> list[str]:
         """The host argv that runs ``cmd`` inside this sandbox (started with :attr:`pass_fds` passed on)."""
@@ -367,38 +323,8 @@ class LocalSandbox:
 
     # -- files ---------------------------------------------------------------------------------
 
-    def _private_target(self, layout: Layout, remote: str) -> Path:
-        """The host path of ``remote`` inside a private root, refusing paths through sandbox-made links."""
-        root = layout.covering_root(remote)
-        assert root is not None
-        base = os.path.realpath(layout.private(root))
-        target = layout.private(remote)
-        parent = os.path.realpath(target.parent) if remote != root else os.path.dirname(base)
-        if remote != root and not (parent == base or parent.startswith(base + "/")):
-            raise InfraError(f"{remote}: a symlink in the sandbox leads outside its own folders")
-        return target
-
     def _new_root(self, layout: Layout, remote: str, is_dir: bool, *, replace: bool = False) -> None:
-        """Make ``remote`` writable: the first missing folder on its way becomes a private root.
-
-        An existing system file becomes a private root only with ``replace`` (the sandbox's own
-        ``/etc/resolv.conf``); ``put`` over one is refused like any read-only path.
-        """
-        probe = ""
-        for name in parts(remote):
-            probe = f"{probe}/{name}"
-            if not layout.exists(probe):
-                break
-        else:
-            if is_dir or os.path.isdir(layout.locate(remote) or "/") or not replace:
-                raise CapabilityError(f"put {remote}: the local sandbox keeps the host's {remote} read-only "
-                                      f"(writable: the workspace, /logs, /tmp, /root, /home, /opt, /var and "
-                                      f"new paths); {SUGGESTION}")
-        if probe != remote or is_dir:
-            layout.private(probe).mkdir(parents=True, exist_ok=True)
-        else:
-            layout.private(probe).parent.mkdir(parents=True, exist_ok=True)
-        layout.roots.append(probe)
+        new_root(layout, remote, is_dir, replace=replace)
         self._fs_args = None
 
     async def put(self, local: Path, remote: str) -> None:
@@ -409,7 +335,7 @@ class LocalSandbox:
         remote = _norm(remote)
         if layout.covering_root(remote) is None:
             self._new_root(layout, remote, local.is_dir())
-        target = self._private_target(layout, remote)
+        target = private_target(layout, remote)
         await self._host_command(copy_argv(local, target), f"put {remote}")
         if local_ns.privileged() and target.is_relative_to(layout.fs):
             await asyncio.to_thread(local_ns.chown_tree, target)  # owned by the sandbox's root
@@ -418,7 +344,7 @@ class LocalSandbox:
         layout = self._require()
         remote = _norm(remote)
         if layout.covering_root(remote) is not None:
-            source = self._private_target(layout, remote)
+            source = private_target(layout, remote)
         else:
             source = layout.locate(remote)
         if source is None or not os.path.lexists(source):
@@ -471,51 +397,12 @@ class LocalSandbox:
         self._fs_args = None
 
 
-async def _probe(scratch: Path) -> ExecResult:
-    system = local_ns.system_names()
-    binds = [(f"/{n}", f"sys/{n}", "ro-idmap") for n, target in system.items() if target is None]
-    ns = await local_ns.start(tag=scratch, hostname="probe", binds=binds, overlays=[], network="none",
-                              dirs=("newroot",))
-    try:
-        args = ["--die-with-parent", "--unshare-pid", *cap_args(), "--proc", "/proc", "--dev", "/dev"]
-        for name, target in system.items():
-            args += ["--symlink", target, f"/{name}"] if target else \
-                ["--ro-bind", str(local_ns.VIEW / "sys" / name), f"/{name}"]
-        argv = [*ns.prefix(), *wrap([*args, "--", "true"], local_ns.VIEW / "newroot")]
-        return await local_exec.run(argv, stdin=None, timeout=10, output_cap=4096, live=set(),
-                                    env={"PATH": DEFAULT_PATH}, pass_fds=ns.pass_fds)
-    finally:
-        ns.close()
-
-
 class LocalBackend(Backend):
     name = "local"
     capabilities = CAPABILITIES
 
     def available(self) -> tuple[bool, str]:
-        """A real probe: a holder's namespaces and one sandboxed ``true`` with the tool this machine uses."""
-        chosen = tool()
-        if shutil.which(chosen) is None or shutil.which("nsenter") is None:
-            return False, "neither bubblewrap (bwrap) nor util-linux unshare/nsenter is installed"
-        scratch = Path(tempfile.mkdtemp(prefix="bf-local-probe-"))
-        try:
-            with concurrent.futures.ThreadPoolExecutor(1) as pool:  # callers may have a loop running
-                done = pool.submit(asyncio.run, _probe(scratch)).result()
-        except Exception as exc:  # noqa: BLE001 - any failure is the answer
-            return False, f"{chosen} namespace probe failed: {str(exc).strip()[-200:]}"
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        if done.return_code != 0:
-            return False, f"{chosen} namespace probe failed: {done.stderr.strip()[-200:]}"
-        name = "bubblewrap" if chosen == "bwrap" else "util-linux unshare"
-        if local_ns.privileged():
-            mode = (f"as root: sandbox root is host uid {local_ns.HOST_BASE} (user namespace), RUN layers "
-                    f"via overlayfs, sandbox user via setpriv")
-        else:
-            mode = "unprivileged: user namespace, no RUN layers, one uid"
-        network = "public via slirp4netns" if "public" in CAPABILITIES.network_modes else \
-            "no slirp4netns, so public tasks run with no network"
-        return True, f"{name} namespaces work ({mode}; {network})"
+        return local_probe.probe(CAPABILITIES)
 
     def create(self, spec: SandboxSpec) -> LocalSandbox:
         return LocalSandbox(spec)

@@ -52,6 +52,29 @@ def initial_roots(image: LocalImage, workdir: str) -> list[str]:
     return roots
 
 
+def holder_mounts(layout: Layout, image: LocalImage, filter_dir: Path | None) -> tuple[list, list[dict]]:
+    """The holder's binds and overlays for ``layout`` (see :func:`local_ns.start`): each system folder
+    id-mapped, under the image layer's changes and the filter where there are any."""
+    filtered = set(os.listdir(filter_dir)) if filter_dir is not None else set()
+    binds: list[tuple[str, str, str]] = []
+    overlays: list[dict] = []
+    if layout.layer is not None and image.overlay_dirs:
+        binds.append((str(layout.layer), "image", "ro"))
+    if filter_dir is not None:
+        binds.append((str(filter_dir), "filter", "ro"))
+    for name, target in layout.system.items():
+        if target is not None:
+            continue
+        lower = [f"@/{where}/{name}" for where, used in (("image", name in image.overlay_dirs and layout.layer),
+                                                         ("filter", name in filtered)) if used]
+        if not lower:
+            binds.append((f"/{name}", f"sys/{name}", "ro-idmap"))
+            continue
+        binds.append((f"/{name}", f"host/{name}", "ro-idmap"))
+        overlays.append({"lower": [*lower, f"@/host/{name}"], "dst": f"@/sys/{name}"})
+    return binds, overlays
+
+
 def populate(layout: Layout, image: LocalImage) -> None:
     """Create every private root, seeded with what the image layer holds at that path."""
     for root in layout.roots:
@@ -109,6 +132,39 @@ def find_user(layout: Layout, name: str) -> User | None:
         if len(fields) >= 7 and name in (fields[0], fields[2]) and fields[2].isdigit() and fields[3].isdigit():
             return User(fields[0], int(fields[2]), int(fields[3]), fields[5] or "/")
     return None
+
+
+def resolve_user(known: dict[str, User], layout: Layout, user: str | None) -> User:
+    """``user`` (a name or uid; None is root) as the sandbox knows it, remembered in ``known``.
+
+    Raises:
+        LookupError: a name the sandbox's ``/etc/passwd`` does not have.
+    """
+    if user is None or user in ("root", "0"):
+        return ROOT
+    if user in known:
+        return known[user]
+    for candidate in known.values():
+        if str(candidate.uid) == user:
+            return candidate
+    if not local_ns.privileged():
+        return ROOT  # one uid only in an unprivileged user namespace
+    found = find_user(layout, user)
+    if found is None:
+        if user.isdigit():
+            return User(user, int(user), int(user), "/")
+        raise LookupError(user)
+    known[user] = found
+    return found
+
+
+def write_private(layout: Layout, remote: str, data: bytes) -> None:
+    """A file of the sandbox's own (0644, its root's), in a private root."""
+    target = layout.private(remote)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    os.chmod(target, 0o644)
+    local_ns.chown_tree(target)
 
 
 def ensure_user(layout: Layout, name: str, workdir: str) -> User:

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from benchflow.util import cache_dir
 
-
 cache_root = cache_dir.cache_root
 
 

@@ -26,6 +26,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchflow.errors import CapabilityError, InfraError
+from benchflow.sandbox.local_dockerfile import SUGGESTION
+
 # Top-level names never taken from the host or the layer: mounted fresh.
 SPECIAL = frozenset({"proc", "dev", "sys"})
 
@@ -196,3 +199,38 @@ def _emit_dir(layout: Layout, path: str, args: list[str]) -> None:
             _emit_dir(layout, child, args)
         else:
             args += ["--ro-bind", str(layout.bind_source(child)), child]
+
+
+def private_target(layout: Layout, remote: str) -> Path:
+    """The host path of ``remote`` inside a private root, refusing paths through sandbox-made links."""
+    root = layout.covering_root(remote)
+    assert root is not None
+    base = os.path.realpath(layout.private(root))
+    target = layout.private(remote)
+    parent = os.path.realpath(target.parent) if remote != root else os.path.dirname(base)
+    if remote != root and not (parent == base or parent.startswith(base + "/")):
+        raise InfraError(f"{remote}: a symlink in the sandbox leads outside its own folders")
+    return target
+
+
+def new_root(layout: Layout, remote: str, is_dir: bool, *, replace: bool = False) -> None:
+    """Make ``remote`` writable: the first missing folder on its way becomes a private root.
+
+    An existing system file becomes a private root only with ``replace`` (the sandbox's own
+    ``/etc/resolv.conf``); ``put`` over one is refused like any read-only path.
+    """
+    probe = ""
+    for name in parts(remote):
+        probe = f"{probe}/{name}"
+        if not layout.exists(probe):
+            break
+    else:
+        if is_dir or os.path.isdir(layout.locate(remote) or "/") or not replace:
+            raise CapabilityError(f"put {remote}: the local sandbox keeps the host's {remote} read-only "
+                                  f"(writable: the workspace, /logs, /tmp, /root, /home, /opt, /var and "
+                                  f"new paths); {SUGGESTION}")
+    if probe != remote or is_dir:
+        layout.private(probe).mkdir(parents=True, exist_ok=True)
+    else:
+        layout.private(probe).parent.mkdir(parents=True, exist_ok=True)
+    layout.roots.append(probe)
