@@ -38,10 +38,10 @@ SYSTEM = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 FILTERED_TOP = ("etc",)
 """System folders scanned for entries only host root may read, which the view then hides."""
 ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
-             "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SYS_CHROOT",
-             "CAP_SETFCAP", "CAP_AUDIT_WRITE")
-"""What root in a sandbox keeps, inside its user namespace only (Docker's default set minus MKNOD);
-notably no CAP_SYS_ADMIN, so nothing can be mounted or remounted."""
+             "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE")
+"""What root in a sandbox keeps, inside its user namespace only: the Docker backend's set plus SETPCAP
+(``setpriv`` needs it to drop to the sandbox user); notably no SYS_ADMIN (nothing can be mounted or
+remounted), no MKNOD, no NET_RAW."""
 HOLDER = Path(__file__).with_name("local_holder.py")
 VIEW = Path("/tmp")
 """Where, in a holder's own mount namespace only, the view folder is (a tmpfs covering the host's
