@@ -19,7 +19,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.doubles.scripted_common import Call, ScriptedServer, approx_tokens, fill_schema, plan_tool_call, sse
+from tests.doubles.scripted_common import (
+    Call,
+    ScriptedServer,
+    approx_tokens,
+    fill_schema,
+    plan_tool_call,
+    sse,
+)
 
 
 def _has_tool_result(body: dict[str, Any]) -> bool:

@@ -20,7 +20,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from tests.doubles.scripted_common import Call, ScriptedServer, approx_tokens, fill_schema, plan_tool_call, sse
+from tests.doubles.scripted_common import (
+    Call,
+    ScriptedServer,
+    approx_tokens,
+    fill_schema,
+    plan_tool_call,
+    sse,
+)
 
 MODELS = ("gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite")
 

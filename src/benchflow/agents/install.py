@@ -81,7 +81,10 @@ def _npm(recipe: InstallRecipe) -> str:
 def _pip(recipe: InstallRecipe, name: str) -> str:
     venv = f"$P/venvs/{name}"
     pkgs = " ".join(shlex.quote(p) for p in recipe.packages)
-    lines = ['command -v python3 >/dev/null || { echo "install failed: pip agents need python3 in the image" >&2; exit 1; }',
+    lines = ['if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then '
+             '{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends '
+             'python3 python3-venv; } >/dev/null || echo "install: apt-get could not install python3-venv" >&2; fi',
+             'command -v python3 >/dev/null || { echo "install failed: pip agents need python3 in the image" >&2; exit 1; }',
              f'[ -x "{venv}/bin/python" ] || python3 -m venv "{venv}"',
              f'"{venv}/bin/python" -m pip install --quiet --disable-pip-version-check {pkgs}']
     for binary in recipe.bins:
