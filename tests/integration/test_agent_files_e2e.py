@@ -61,6 +61,7 @@ def test_a_reference_schema_agent_file_runs_unchanged(tmp_path: Path) -> None:
         jobs = tmp_path / "jobs"
         done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs),
                          "-a", str(reference_agent_file(tmp_path)), "-m", "gpt-4o-mini",
+                         "--fresh-install",  # the install runs (and logs) even when an earlier test cached its layer
                          "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps({'prompts': [steps]})}",
                          env={"OPENAI_API_KEY": UPSTREAM_KEY, "OPENAI_BASE_URL": upstream.url + "/v1"})
         assert done.returncode == 0, done.stderr + done.stdout
