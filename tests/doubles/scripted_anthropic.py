@@ -71,6 +71,9 @@ class ScriptedAnthropic(ScriptedServer):
 
     def _blocks(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], Any]:
         """(kind, content blocks, planned tool call) for this conversation."""
+        schema = _json_schema(body)
+        if schema:  # structured output (Claude Code's session title): a side call whatever tools it lists
+            return "side", [{"type": "text", "text": json.dumps(fill_schema(schema, "Hello world file"))}], None
         tools = [(t.get("name", ""), t.get("input_schema") or {}) for t in body.get("tools") or []]
         call = None if _has_tool_result(body) else plan_tool_call(tools, self.work)
         if call is not None:
@@ -79,9 +82,7 @@ class ScriptedAnthropic(ScriptedServer):
                                   "input": call.arguments}], call
         if _has_tool_result(body):
             return "final", [{"type": "text", "text": self.work.summary}], None
-        schema = _json_schema(body)
-        text = json.dumps(fill_schema(schema, "Hello world file")) if schema else "Hello world file"
-        return "side", [{"type": "text", "text": text}], None
+        return "side", [{"type": "text", "text": "Hello world file"}], None
 
     async def _messages(self, request: Request) -> Response:
         body = await request.json()

@@ -4,11 +4,12 @@ A scripted provider server (``scripted_anthropic``, ``scripted_openai``,
 ``scripted_gemini``) plays a model for a real agent. It decides each reply from
 the conversation it is sent, the way a model would, by one rule:
 
+* the request asks for structured output (a JSON schema) → a JSON object filling it
+  (session titles, next-speaker and routing checks), whatever tools it lists;
 * the request offers a shell or file-writing tool and the conversation holds no
   tool result yet → call that tool to do the task's :class:`Work`;
 * the conversation holds a tool result → finish the turn with a short text;
-* anything else (titles, summaries, routing/next-speaker checks, a call with no
-  tools) → a plain answer (a JSON object filling the schema when one is asked for).
+* anything else (summaries, a call with no tools) → a plain answer.
 
 Tool arguments are built from the tool's own JSON Schema, so the same server
 drives Claude Code's ``Bash``, Codex's ``shell``/``exec_command``, Gemini CLI's

@@ -67,6 +67,10 @@ class ScriptedGemini(ScriptedServer):
             for m in MODELS]})
 
     def _parts(self, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], Any]:
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") == "application/json":  # next-speaker/routing checks: JSON, no tools
+            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            return "side", [{"text": json.dumps(fill_schema(schema, "The task is done."))}], None
         done = _has_tool_result(body)
         call = None if done else plan_tool_call(_tools(body), self.work)
         if call:
@@ -74,10 +78,6 @@ class ScriptedGemini(ScriptedServer):
                                  {"functionCall": {"name": call.name, "args": call.arguments}}], call
         if done:
             return "final", [{"text": self.work.summary}], None
-        config = body.get("generationConfig") or {}
-        if config.get("responseMimeType") == "application/json":
-            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
-            return "side", [{"text": json.dumps(fill_schema(schema, "The task is done."))}], None
         return "side", [{"text": "Hello world file"}], None
 
     async def _model_call(self, request: Request) -> Response:

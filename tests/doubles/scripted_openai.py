@@ -68,6 +68,9 @@ class ScriptedOpenAI(ScriptedServer):
 
     # --- Chat Completions -------------------------------------------------------------------
     def _chat_plan(self, body: dict[str, Any]) -> tuple[str, ToolCall | None, str]:
+        fmt = body.get("response_format") or {}
+        if fmt.get("type") == "json_schema":  # structured output: a side call whatever tools it lists
+            return "side", None, _side_text((fmt.get("json_schema") or {}).get("schema"), True)
         messages = body.get("messages") or []
         done = any(m.get("role") == "tool" for m in messages)
         tools = [((t.get("function") or {}).get("name", ""), (t.get("function") or {}).get("parameters") or {})
@@ -77,9 +80,7 @@ class ScriptedOpenAI(ScriptedServer):
             return "tool_call", call, ""
         if done:
             return "final", None, self.work.summary
-        fmt = body.get("response_format") or {}
-        schema = (fmt.get("json_schema") or {}).get("schema") if fmt.get("type") == "json_schema" else None
-        return "side", None, _side_text(schema, fmt.get("type") == "json_object")
+        return "side", None, _side_text(None, fmt.get("type") == "json_object")
 
     async def _chat(self, request: Request) -> Response:
         body = await request.json()
@@ -127,6 +128,9 @@ class ScriptedOpenAI(ScriptedServer):
 
     # --- Responses -------------------------------------------------------------------------------
     def _responses_plan(self, body: dict[str, Any]) -> tuple[str, ToolCall | None, str]:
+        fmt = (body.get("text") or {}).get("format") or {}
+        if fmt.get("type") == "json_schema":  # structured output: a side call whatever tools it lists
+            return "side", None, _side_text(fmt.get("schema"), True)
         items = body.get("input") if isinstance(body.get("input"), list) else []
         done = any(isinstance(i, dict) and str(i.get("type", "")).endswith("call_output") for i in items)
         tools: list[tuple[str, dict[str, Any]]] = []
@@ -142,9 +146,7 @@ class ScriptedOpenAI(ScriptedServer):
             return "tool_call", call, ""
         if done:
             return "final", None, self.work.summary
-        fmt = (body.get("text") or {}).get("format") or {}
-        return "side", None, _side_text(fmt.get("schema") if fmt.get("type") == "json_schema" else None,
-                                         fmt.get("type") == "json_object")
+        return "side", None, _side_text(None, fmt.get("type") == "json_object")
 
     async def _responses(self, request: Request) -> Response:
         body = await request.json()
