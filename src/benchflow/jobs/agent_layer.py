@@ -45,13 +45,18 @@ def layer_spec(task_spec: SandboxSpec, task_image: str, agent: Any, *, fresh: bo
 
     config = agent.config
     script = install_script(config)
-    key_source = "\n".join([task_image, config.model_dump_json(), script, uuid.uuid4().hex if fresh else ""])
+    nonce = uuid.uuid4().hex if fresh else ""
+    key_source = "\n".join([task_image, config.model_dump_json(), script, nonce])
     key = hashlib.sha256(key_source.encode()).hexdigest()
     context = cache_dir() / key[:32]
     if not (context / "Dockerfile").is_file():
+        # A fresh install must really run: a changed line before the install breaks the engine's
+        # own build cache too, not only ours.
+        fresh_line = f"LABEL benchflow.install-nonce={nonce}\n" if fresh else ""
         atomic.write_text(context / "benchflow-install.sh", script)
         atomic.write_text(context / "Dockerfile",
-                          f"FROM {task_image}\nUSER root\nCOPY benchflow-install.sh /tmp/benchflow-install.sh\n{_RUN}\n")
+                          f"FROM {task_image}\nUSER root\n{fresh_line}COPY benchflow-install.sh "
+                          f"/tmp/benchflow-install.sh\n{_RUN}\n")
     return dataclasses.replace(
         task_spec, name=f"{task_spec.name}-{config.name}", environment_dir=context, dockerfile="Dockerfile",
         cache_key=f"agent-layer:{key}", image=None, base_image_override=None,
