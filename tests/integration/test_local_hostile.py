@@ -256,3 +256,17 @@ async def test_two_public_sandboxes_each_run_a_model_forwarder(make, tmp_path):
     finally:
         for server in servers:
             server.close()
+
+
+@pytest.mark.parametrize("user", [None, "agent"], ids=["root", "agent"])
+async def test_a_fork_bomb_stops_at_the_process_limit(make, monkeypatch, user):
+    monkeypatch.setenv("BENCHFLOW_DOCKER_PIDS_LIMIT", "100")
+    sb = await make(sandbox_user="agent")
+    # Up to 300 sleepers (bounded); the forking subshell dies at the limit, then only builtins run.
+    script = ("(n=0; while [ $n -lt 300 ]; do sleep 60 & n=$((n+1)); echo $n > /tmp/started; done) 2>/dev/null; "
+              "read n < /tmp/started; echo started=$n; "
+              "while read -r name a b c d; do [ \"$a\" = processes ] && echo hard=$c; done < /proc/self/limits")
+    result = await sb.exec(["sh", "-c", script], user=user, timeout=120)
+    started = int(result.stdout.split("started=")[1].split()[0])
+    assert started < 100, result.stdout
+    assert "hard=100" in result.stdout  # the hard limit: the sandbox cannot raise it

@@ -49,6 +49,7 @@ from benchflow.sandbox.base import (
     SandboxSpec,
 )
 from benchflow.sandbox.copyout import CopyReport, copy_out_tree
+from benchflow.sandbox.docker_setup import pids_limit
 from benchflow.sandbox.local_cache import LocalCache
 from benchflow.sandbox.local_dockerfile import (
     DEFAULT_PATH,
@@ -71,7 +72,13 @@ from benchflow.sandbox.local_setup import (
 )
 from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks, sweep
 from benchflow.sandbox.local_unshare import wrap
-from benchflow.sandbox.local_view import Layout, filesystem_args, new_root, parts, private_target
+from benchflow.sandbox.local_view import (
+    Layout,
+    filesystem_args,
+    new_root,
+    parts,
+    private_target,
+)
 from benchflow.util import atomic
 
 log = logging.getLogger(__name__)
@@ -288,6 +295,9 @@ class LocalSandbox:
         if who.uid != 0 and local_ns.privileged():
             argv += [local_ns.tool_path("setpriv"), f"--reuid={who.uid}", f"--regid={who.gid}", "--clear-groups",
                      "--inh-caps=-all", "--bounding-set=-all", "--"]
+        if local_ns.privileged():  # a fork bomb stops at the limit (the sandbox cannot raise a hard limit)
+            limit = pids_limit()
+            argv += [local_ns.tool_path("prlimit"), f"--nproc={limit}:{limit}", "--"]
         return [*self._ns.prefix(), *wrap(argv + list(cmd), local_ns.VIEW / "newroot")]
 
     @property
