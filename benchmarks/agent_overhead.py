@@ -87,14 +87,14 @@ def main() -> None:
                               for _ in range(args.repeats)])
         rows.append(("fake-acp (baseline)", "cached", baseline))
         for agent in [a.strip() for a in args.agents.split(",") if a.strip()]:
-            api = get_agent_config(agent).gateway.api
-            jobs = tmp_path / agent
+            config = get_agent_config(agent)  # a built-in name or an agent file
+            api, jobs = config.gateway.api, tmp_path / config.name
             one_trial(agent, api, jobs)  # builds the layer when it is not there yet
             rows.append((agent, "cached", median_of([one_trial(agent, api, jobs) for _ in range(args.repeats)])))
             if not args.no_cold:
                 rows.append((agent, "cold", median_of([one_trial(agent, api, jobs, "--fresh-install")
                                                        for _ in range(args.cold_repeats)])))
-            print(f"... {agent} done", file=sys.stderr, flush=True)
+            print(f"... {config.name}: {rows[-2:]}", file=sys.stderr, flush=True)
 
     width = max(len(name) for name, _, _ in rows)
     print(f"{'agent'.ljust(width)}  {'layer':6}  {'setup s':>8}  {'ready→call s':>12}  {'start→call s':>12}  "
