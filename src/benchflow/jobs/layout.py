@@ -19,6 +19,8 @@ The job folder is the database; every later command reads it back::
           artifacts/
           trajectory/  acp_trajectory.jsonl llm_trajectory.jsonl
           evidence/    frozen workspace (--freeze-workspace) + manifest.json
+          tree.json    bench branch: forks, children, snapshots
+          branches/<fork>/children/<node>/   one child: observation.json + the folders above
 
 A trial folder without ``result.json`` never finished running (a killed or
 interrupted run). Resume reuses a task when one of its trials has a
@@ -130,6 +132,24 @@ class TrialPaths:
     @property
     def evidence_manifest(self) -> Path:
         return self.evidence_dir / "manifest.json"
+
+    @property
+    def tree(self) -> Path:
+        """``tree.json``: the forks and children of a branched trial (``bench branch``)."""
+        return self.root / "tree.json"
+
+    @property
+    def branches_dir(self) -> Path:
+        return self.root / "branches"
+
+    def branch_child(self, fork: str, node: str) -> "TrialPaths":
+        """``branches/<fork>/children/<node>/``: one child, laid out like a trial folder."""
+        return TrialPaths(self.branches_dir / fork / "children" / node)
+
+    @property
+    def observation(self) -> Path:
+        """``observation.json`` of a branch child folder (see :meth:`branch_child`)."""
+        return self.root / "observation.json"
 
     def agent_log(self, agent: str) -> Path:
         """``agent/<agent with - as _>.txt``."""

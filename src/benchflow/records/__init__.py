@@ -15,13 +15,15 @@ This package imports nothing of ours but ``errors`` and ``util``.
 from __future__ import annotations
 
 from .base import SCHEMA_VERSION, Record
+from .branch import Observation, TreeRecord
 from .io import read_json, read_optional, read_record, write_record
 from .job import EvaluationRecord, JobSummary, RunCardRecord
 from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialConfig, TrialResult, TrialTiming
 from .upgrade import Unreadable, as_result, upgrade
 
 __all__ = [
-    "SCHEMA_VERSION", "AgentResult", "EvaluationRecord", "FinalMetrics", "JobSummary", "Record", "Rewards",
+    "SCHEMA_VERSION", "AgentResult", "EvaluationRecord", "FinalMetrics", "JobSummary", "Observation", "Record",
+    "Rewards", "TreeRecord",
     "RunCardRecord", "TrajectorySummary", "TrialConfig", "TrialResult", "TrialTiming", "Unreadable",
     "as_result", "read_json", "read_optional", "read_record", "upgrade", "write_record",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 from benchflow.errors import UserError
 
 from .base import SCHEMA_VERSION
+from .branch import Observation, TreeRecord
 from .job import EvaluationRecord, JobSummary, RunCardRecord
 from .trial import TrialConfig, TrialResult, TrialTiming
 
@@ -28,11 +29,14 @@ MODELS: dict[str, type] = {
     "summary": JobSummary,
     "evaluation": EvaluationRecord,
     "run-card": RunCardRecord,
+    "tree": TreeRecord,
+    "observation": Observation,
 }
 """Schema name -> model; the file is ``<name>.schema.json``."""
 
 FILES = {"result": "result.json", "config": "config.json", "timing": "timing.json", "summary": "summary.json",
-         "evaluation": "evaluation.json", "run-card": "run-card.json"}
+         "evaluation": "evaluation.json", "run-card": "run-card.json",
+         "tree": "tree.json", "observation": "observation.json"}
 """Schema name -> the file it describes."""
 
 

@@ -47,6 +47,9 @@ class Capabilities(BaseModel):
     task with a warning instead of refusing it."""
     snapshots: bool = False
     """Whether ``snapshot()``/``restore()`` work."""
+    retained_snapshots: bool = False
+    """Whether a snapshot can outlive its sandbox (``snapshot(retain=True)``, ``bench branch
+    --retain-snapshots`` and ``--from-checkpoint``)."""
     gpus: bool = False
     """Whether it can give a task GPUs."""
     multi_service: bool = False
@@ -217,15 +220,19 @@ class Sandbox(Protocol):
         report says what was left out (``report.note()`` for a result file).
         """
 
-    async def snapshot(self) -> str:
+    async def snapshot(self, *, retain: bool = False) -> str:
         """Save the filesystem; returns a reference for ``restore``.
 
+        A snapshot is removed with the sandbox that made it, unless ``retain``: then it outlives
+        the sandbox (``bench branch --retain-snapshots``) until :meth:`Backend.remove_snapshots`.
+
         Raises:
-            CapabilityError: the backend has no snapshots (see capabilities).
+            CapabilityError: the backend has no snapshots (see capabilities), or cannot retain one.
         """
 
     async def restore(self, ref: str) -> None:
-        """Restart from a snapshot reference."""
+        """Restart from a snapshot reference: one this sandbox made, or (where the backend can)
+        one another sandbox of the same task made (a branch child in a sandbox of its own)."""
 
     async def stop(self) -> None:
         """Remove everything this sandbox created. Safe to call twice, never raises."""
@@ -358,6 +365,15 @@ class Backend(abc.ABC):
         Returns id -> reason for each one that could not be removed; an id already gone counts
         as removed.
         """
+
+    def stale_snapshots(self, owner: str) -> list[str]:
+        """Snapshots of the job ``owner`` that nothing will use again: made by a process that is
+        gone and not retained (what a ``kill -9`` of ``bench branch`` left). Default: none."""
+        return []
+
+    def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
+        """Delete these snapshots (retained ones too); ref -> reason for each that stayed."""
+        return {}
 
     def configured(self) -> bool:
         """Whether the user set this backend up on purpose (e.g. gave its URL). Listing and cleanup

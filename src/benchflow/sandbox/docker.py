@@ -52,7 +52,7 @@ from .docker_engine import call
 from .docker_exec import close as close_socket
 from .docker_exec import frames
 from .docker_exec import run as run_exec
-from .docker_leftovers import KEPT_PREFIX
+from .docker_leftovers import KEPT_PREFIX, RETAINED
 from .docker_setup import hardening, main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
 from .copyout import CopyReport, copy_out_tar
@@ -297,14 +297,17 @@ class DockerSandbox:
 
         return await call(fetch)
 
-    async def snapshot(self) -> str:
+    async def snapshot(self, *, retain: bool = False) -> str:
+        """``docker commit`` of the container, labelled with the owner (``bench cache`` lists it);
+        removed by ``stop()`` unless ``retain`` (then labelled ``benchflow.retained``)."""
         container = self._require_container()
         tag = f"{_slug(self.spec.name)}-{secrets.token_hex(6)}"
-        labels = self._labels(kind="snapshot")
+        labels = self._labels(kind="snapshot") | ({RETAINED: "true"} if retain else {})
         await call(self.api.commit, container, repository=SNAPSHOT_REPO, tag=tag,
                    conf={"Labels": labels})
         ref = f"{SNAPSHOT_REPO}:{tag}"
-        self._snapshots.append(ref)
+        if not retain:
+            self._snapshots.append(ref)
         return ref
 
     async def restore(self, ref: str) -> None:

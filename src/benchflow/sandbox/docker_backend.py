@@ -60,7 +60,7 @@ class DockerBackend(Backend):
         except Exception:  # noqa: BLE001 - no engine: report the general capabilities
             pass
         return Capabilities(network_modes=frozenset(modes), network_fallbacks=fallbacks, snapshots=True,
-                            host_mounts=not self.remote, image_layers=True, keep=True)
+                            retained_snapshots=True, host_mounts=not self.remote, image_layers=True, keep=True)
 
     def create(self, spec: SandboxSpec, *, detached: bool = False) -> DockerSandbox:
         return DockerSandbox(spec, url=self.url(), capabilities=self.capabilities, backend=self.name,
@@ -81,6 +81,13 @@ class DockerBackend(Backend):
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         return docker_leftovers.remove(self.url(), ids)
+
+    def stale_snapshots(self, owner: str) -> list[str]:
+        place = self._place()
+        return [] if place is False else docker_leftovers.stale_snapshots(place, owner)
+
+    def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
+        return docker_leftovers.remove_images(self.url(), refs)
 
     @property
     def cache(self) -> CacheStore | None:

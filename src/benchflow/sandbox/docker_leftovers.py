@@ -82,3 +82,34 @@ def exists(url: str | None, container: str) -> bool:
     except NotFound:
         return False
     return True
+
+
+RETAINED = "benchflow.retained"
+"""Label of a snapshot image kept past its sandbox (``bench branch --retain-snapshots``)."""
+
+
+def stale_snapshots(url: str | None, owner: str) -> list[str]:
+    """Snapshot images of the job ``owner`` whose making process is gone and that were not retained."""
+    refs = []
+    for image in _api(url).images(filters={"label": [f"{eng.KIND}=snapshot", f"{eng.JOB}={owner}"]}):
+        labels = image.get("Labels") or {}
+        if labels.get(RETAINED) == "true" or eng.owner_alive(labels) is not False:
+            continue
+        refs.extend(t for t in image.get("RepoTags") or [] if t != "<none>:<none>")
+    return refs
+
+
+def remove_images(url: str | None, refs: list[str]) -> dict[str, str]:
+    """Remove these images; ref -> reason for each that stays (one already gone counts as removed)."""
+    from docker.errors import ImageNotFound
+
+    failed = {}
+    api = eng.client(url)
+    for ref in refs:
+        try:
+            api.remove_image(ref, force=True)
+        except ImageNotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - report it and go on with the rest
+            failed[ref] = str(exc)
+    return failed

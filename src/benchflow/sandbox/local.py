@@ -377,24 +377,30 @@ class LocalSandbox:
 
     # -- snapshots -----------------------------------------------------------------------------
 
-    async def snapshot(self) -> str:
+    async def snapshot(self, *, retain: bool = False) -> str:
+        """A copy of the private folders in this sandbox's state (copy-on-write where the host
+        filesystem can reflink); it goes with the sandbox, so it cannot be retained."""
+        if retain:
+            raise CapabilityError(f"{self.spec.name}: a local sandbox's snapshots are removed with it "
+                                  "and cannot be retained; use --sandbox docker")
         layout = self._require()
         assert self._state is not None
         self._snapshots += 1
         ref = f"{self._id}@{self._snapshots}"
         target = self._state / "snapshots" / str(self._snapshots)
         target.mkdir(parents=True)
-        await self._host_command(["cp", "-a", str(layout.fs), str(target / "fs")], "snapshot")
+        await self._host_command(["cp", "-a", "--reflink=auto", str(layout.fs), str(target / "fs")], "snapshot")
         atomic.write_text(target / "roots.json", json.dumps(layout.roots))
         return ref
 
     async def restore(self, ref: str) -> None:
-        """Kill every running process and put the private folders back as they were at ``ref``."""
+        """Kill every running process and put the private folders back as they were at ``ref``
+        (a snapshot of this sandbox, or of another live sandbox of this machine)."""
         layout = self._require()
         assert self._state is not None
         sandbox, _, number = ref.partition("@")
-        source = self._state / "snapshots" / number
-        if sandbox != self._id or not number.isdigit() or not source.is_dir():
+        source = sandboxes_dir() / sandbox / "snapshots" / number
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", sandbox) or not number.isdigit() or not source.is_dir():
             raise SandboxError(f"{self.spec.name}: unknown snapshot {ref!r}")
         local_exec.kill_all(self._live)
         for entry in os.scandir(layout.fs):  # emptied in place: the holder's view binds this very folder
@@ -402,7 +408,8 @@ class LocalSandbox:
                 shutil.rmtree(entry.path)
             else:
                 os.unlink(entry.path)
-        await self._host_command(["cp", "-a", f"{source / 'fs'}/.", f"{layout.fs}/"], "restore")
+        await self._host_command(["cp", "-a", "--reflink=auto", f"{source / 'fs'}/.", f"{layout.fs}/"],
+                                 "restore")
         layout.roots[:] = json.loads((source / "roots.json").read_text())
         self._fs_args = None
 
