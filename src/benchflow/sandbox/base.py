@@ -107,6 +107,9 @@ class SandboxSpec:
     mounts: Mapping[str, Path] = field(default_factory=dict)
     """Host folders bind-mounted read-only into the sandbox, sandbox path -> host path (the model
     bridge's per-trial socket folder). Backends that cannot mount host folders refuse a spec that has any."""
+    compose_file: Path | None = None
+    """The task's ``environment/docker-compose.yaml``: its services run beside ``main`` (backends with
+    ``Capabilities.multi_service``; the others refuse a spec that has one with more than ``main``)."""
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from benchflow.errors import (
     SandboxError,
 )
 
-from . import ca
+from . import ca, docker_pod
 from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .docker_build import build_image
@@ -108,6 +108,8 @@ class DockerSandbox:
         self._snapshots: list[str] = []
         self._stop_task: asyncio.Future | None = None
         self._kept = False
+        self.pod: docker_pod.DockerPod | None = None
+        """The task's other compose services, pod-style in this container's network (:mod:`.docker_pod`)."""
 
     @property
     def api(self):
@@ -130,6 +132,7 @@ class DockerSandbox:
         return labels
 
     async def build(self) -> None:
+        await self._build_pod()
         if self.spec.image:
             self.image = self.spec.image
             await call(self._ensure_pulled, self.spec.image)
@@ -137,6 +140,20 @@ class DockerSandbox:
         outcome = await build_image(self.api, self.spec, self._labels(kind="image") | {
             eng.CACHE_KEY: self.spec.cache_key})
         self.image, self.build_log = outcome.tag, outcome.log
+
+    async def _build_pod(self) -> None:
+        if self.pod is None and self.spec.compose_file is not None:
+            self.pod = docker_pod.DockerPod(docker_pod.load(self.spec.compose_file), self)
+        if self.pod is not None:
+            await self.pod.build()
+
+    def service(self, name: str):
+        """The compose service ``name`` as a sandbox view (``main`` is this sandbox)."""
+        if name == docker_pod.MAIN:
+            return self
+        if self.pod is None:
+            raise SandboxError(f"{self.spec.name}: no service {name!r}: the task has no docker-compose services")
+        return self.pod.service(name)
 
     def _ensure_pulled(self, image: str) -> None:
         from docker.errors import APIError, ImageNotFound
@@ -162,6 +179,7 @@ class DockerSandbox:
                                   f"({', '.join(self.spec.mounts)}): the engine runs on another host")
         if self.image is None:
             await self.build()
+        await self._build_pod()
         network, self.network_note = container_network(self.spec.network_mode, self.url)
         if self.network_note:
             log.info("%s: %s", self.spec.name, self.network_note)
@@ -190,13 +208,14 @@ class DockerSandbox:
         api = self.api
         image_config = api.inspect_image(self.image).get("Config") or {}
         self._workdir = resolve_workdir(self.spec.workdir, image_config.get("WorkingDir"))
-        env = dict(self.spec.env)
+        pod = self.pod.main_options() if self.pod is not None else {}
+        env = {**(self.pod.main_environment() if self.pod is not None else {}), **self.spec.env}
         if self.spec.ca_bundle is not None:
             env.update(ca.ca_env())
         binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in self.spec.mounts.items()}
         host_config = api.create_host_config(
             init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
-            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None, **hardening())
+            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None, **pod, **hardening())
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         created = api.create_container(
             self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),
@@ -231,6 +250,8 @@ class DockerSandbox:
             if status != 0:
                 raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={status}): "
                                    f"{output.strip()[-500:]}")
+            if self.pod is not None:
+                await self.pod.start(self._container)
         except BaseException:
             for sock in box:
                 close_socket(sock)
@@ -359,6 +380,8 @@ class DockerSandbox:
     def _remove_container(self, container: str) -> None:
         from docker.errors import NotFound
 
+        if self.pod is not None:  # the siblings live in this container's network: they go first
+            self.pod.remove()
         try:
             self.api.remove_container(container, force=True, v=True)
         except NotFound:

@@ -60,7 +60,8 @@ class DockerBackend(Backend):
         except Exception:  # noqa: BLE001 - no engine: report the general capabilities
             pass
         return Capabilities(network_modes=frozenset(modes), network_fallbacks=fallbacks, snapshots=True,
-                            retained_snapshots=True, host_mounts=not self.remote, image_layers=True, keep=True)
+                            retained_snapshots=True, host_mounts=not self.remote, image_layers=True, keep=True,
+                            multi_service=True)
 
     def create(self, spec: SandboxSpec, *, detached: bool = False) -> DockerSandbox:
         return DockerSandbox(spec, url=self.url(), capabilities=self.capabilities, backend=self.name,

@@ -27,7 +27,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchflow.errors import BuildError, CapabilityError, TaskError
+from benchflow.errors import BuildError, TaskError
 
 from . import ca
 from .base import SandboxSpec
@@ -35,7 +35,6 @@ from .docker_engine import call
 from .tarstream import spool
 
 IGNORED = {".venv", "__pycache__", ".pytest_cache", "node_modules", ".git", ".mypy_cache", ".ruff_cache"}
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
 LOG_TAIL_LINES = 40
 MAX_BUILDS_ENV = "BENCHFLOW_MAX_CONCURRENT_BUILDS"
 
@@ -79,20 +78,15 @@ def rewrite_from(dockerfile: str, image: str) -> str:
 
 
 def check_environment(spec: SandboxSpec) -> Path:
-    """The Dockerfile path, after refusing what this backend cannot build.
+    """The Dockerfile path (a compose file beside it is run by :mod:`.docker_pod`).
 
     Raises:
-        CapabilityError: a multi-service (compose) environment.
         TaskError: no Dockerfile.
     """
     env = spec.environment_dir
     if env is None:
         raise TaskError(f"{spec.name}: no environment/ folder and no sandbox.docker_image; "
                         "add environment/Dockerfile or set sandbox.docker_image")
-    for name in COMPOSE_FILES:
-        if (env / name).exists():
-            raise CapabilityError(f"{env / name}: multi-service environments are not supported yet; "
-                                  "use a single environment/Dockerfile")
     dockerfile = env / spec.dockerfile
     if not dockerfile.is_file():
         raise TaskError(f"{dockerfile}: missing; add environment/{spec.dockerfile} "

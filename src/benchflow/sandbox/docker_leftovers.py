@@ -16,7 +16,12 @@ from . import docker_engine as eng
 from .base import OwnedSandbox
 
 KEPT_PREFIX = "bf-kept-"
-"""Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release``."""
+"""Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release`` (with the
+other containers of its pod)."""
+POD = "benchflow.pod"
+"""Label of every container and volume of one multi-service pod (:mod:`.docker_pod`)."""
+VOLUME = "volume:"
+"""Id prefix of a leftover row that is a pod's named volume whose containers are already gone."""
 
 
 def _api(url: str | None):
@@ -35,43 +40,91 @@ def list_owned(url: str | None, backend: str, unlabelled: str, owner: str | None
     """The containers ``backend`` made on the engine at ``url`` (those without a backend label
     count as ``unlabelled``'s); with ``owner``, only the job ``owner``'s."""
     rows = []
-    for item in _api(url).containers(all=True, filters={"label": f"{eng.OWNED}=true"}):
+    items = _api(url).containers(all=True, filters={"label": f"{eng.OWNED}=true"})
+    kept_pods = {(i.get("Labels") or {}).get(POD) for i in items
+                 if (i.get("Names") or ["/?"])[0].lstrip("/").startswith(KEPT_PREFIX)} - {None}
+    for item in items:
         labels = item.get("Labels") or {}
         if (labels.get(eng.BACKEND) or unlabelled) != backend or owner not in (None, labels.get(eng.JOB)):
             continue
         name = (item.get("Names") or ["/?"])[0].lstrip("/")
-        alive = eng.owner_alive(labels)
-        pid = labels.get(eng.PID)
-        if alive is True:
-            who = f"live pid {pid}"
-        elif alive is False:
-            who = f"gone (pid {pid})"
-        elif pid:
-            who = f"other host {labels.get(eng.HOST, '?')}"
-        else:
-            who = "none"
-        rows.append(OwnedSandbox(
-            id=item["Id"], name=name, sandbox=backend, engine=url or "docker", state=item.get("State", "?"),
-            image=item.get("Image", "?"), created=eng.created_at(labels, float(item.get("Created", 0))) or 0.0,
-            job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK),
-            owner=who, owner_alive=alive, kept=name.startswith(KEPT_PREFIX)))
+        rows.append(_row(item["Id"], name, labels, backend, url, state=item.get("State", "?"),
+                         image=item.get("Image", "?"), created=float(item.get("Created", 0)),
+                         kept=name.startswith(KEPT_PREFIX) or labels.get(POD) in kept_pods))
+    pods = {(i.get("Labels") or {}).get(POD) for i in items}
+    for vol in eng.client(url).volumes(filters={"label": [f"{eng.OWNED}=true", POD]}).get("Volumes") or []:
+        labels = vol.get("Labels") or {}
+        if labels.get(POD) in pods or (labels.get(eng.BACKEND) or unlabelled) != backend \
+                or owner not in (None, labels.get(eng.JOB)):
+            continue  # a pod's volume is removed with its containers; listed alone only when they are gone
+        rows.append(_row(VOLUME + vol["Name"], vol["Name"], labels, backend, url, state="volume", image="-",
+                         created=0.0, kept=False))
     return rows
 
 
+def _row(ident: str, name: str, labels: dict[str, str], backend: str, url: str | None, *, state: str, image: str,
+         created: float, kept: bool) -> OwnedSandbox:
+    alive = eng.owner_alive(labels)
+    pid = labels.get(eng.PID)
+    if alive is True:
+        who = f"live pid {pid}"
+    elif alive is False:
+        who = f"gone (pid {pid})"
+    elif pid:
+        who = f"other host {labels.get(eng.HOST, '?')}"
+    else:
+        who = "none"
+    return OwnedSandbox(
+        id=ident, name=name, sandbox=backend, engine=url or "docker", state=state, image=image,
+        created=eng.created_at(labels, created) or 0.0, job=labels.get(eng.JOB), trial=labels.get(eng.TRIAL),
+        task=labels.get(eng.TASK), owner=who, owner_alive=alive, kept=kept)
+
+
 def remove(url: str | None, ids: list[str]) -> dict[str, str]:
-    """Force-remove containers (and their anonymous volumes); id -> reason for those that stay."""
+    """Force-remove containers (and their anonymous volumes); a member of a multi-service pod takes
+    the whole pod with it (its other containers and named volumes). id -> reason for those that stay."""
     from docker.errors import NotFound
 
     failed = {}
     api = eng.client(url)
     for container in ids:
         try:
+            if container.startswith(VOLUME):
+                api.remove_volume(container[len(VOLUME):], force=True)
+                continue
+            pod = (api.inspect_container(container).get("Config", {}).get("Labels") or {}).get(POD)
             api.remove_container(container, force=True, v=True)
+            stayed = remove_pod(api, pod) if pod else ""
+            if stayed:
+                failed[container] = f"some of its pod {pod} stayed: {stayed}"
         except NotFound:
             pass
         except Exception as exc:  # noqa: BLE001 - report it and go on with the rest
             failed[container] = str(exc)
     return failed
+
+
+def remove_pod(api, pod: str) -> str:
+    """Force-remove every container, then every volume, labelled as pod ``pod``; '' when all went,
+    else what stayed and why."""
+    from docker.errors import NotFound
+
+    stayed = []
+    for item in api.containers(all=True, filters={"label": f"{POD}={pod}"}):
+        try:
+            api.remove_container(item["Id"], force=True, v=True)
+        except NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - report it and go on with the rest
+            stayed.append(f"container {item['Id'][:12]}: {exc}")
+    for vol in api.volumes(filters={"label": f"{POD}={pod}"}).get("Volumes") or []:
+        try:
+            api.remove_volume(vol["Name"], force=True)
+        except NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001
+            stayed.append(f"volume {vol['Name']}: {exc}")
+    return "; ".join(stayed)
 
 
 def exists(url: str | None, container: str) -> bool:

@@ -27,4 +27,4 @@ def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | N
         cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb), network_mode=cfg.network_mode,
         build_timeout_sec=float(cfg.build_timeout_sec), env=dict(cfg.env or {}), workdir=cfg.workdir,
         base_image_override=base_image_override, sandbox_user=sandbox_user, labels=dict(labels or {}),
-        ca_bundle=ca_bundle, mounts=dict(mounts or {}))
+        ca_bundle=ca_bundle, mounts=dict(mounts or {}), compose_file=task.paths.compose_file)
