@@ -7,11 +7,13 @@ file or the new one, never half of one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 
 PRIVATE = 0o600
@@ -56,3 +58,24 @@ def write_jsonl(path: str | os.PathLike[str], rows: list[Any], mode: int = 0o644
     """Write one JSON document per line to ``path`` atomically."""
     text = "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows)
     return write_text(path, text, mode)
+
+
+@contextlib.contextmanager
+def open_for_write(path: str | os.PathLike[str], mode: int = 0o644) -> Iterator[BinaryIO]:
+    """A binary handle whose content replaces ``path`` when the block ends without an error.
+
+    For output too large to hold in memory (trainer data): written as it is made, renamed at the
+    end like :func:`write_bytes`; an error inside the block leaves ``path`` untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,124 @@
+"""The row rules of contracts §8.3, applied to one conversation.
+
+- Roles: system, user, assistant and tool only (``developer`` is a system
+  message; any other role is dropped).
+- Message keys: only ``role``, ``content``, ``tool_calls``, ``tool_call_id`` and
+  ``name`` are kept, so the banned ones (``reasoning_content``,
+  ``thinking_blocks``, ``private_reasoning``, ``provider_specific_fields``,
+  ``function_call``) never reach a row.
+- Tool-call ids: every assistant tool call gets an id unique in the row (a
+  missing or repeated one is rewritten to ``call_<n>``) and every tool message
+  answers a call made before it (a missing or unknown id takes the oldest
+  unanswered call's); consecutive tool messages answering the same call are
+  merged into one.
+- The training window: the leading system messages, then everything from the
+  last user message on (what the agent did for the instruction it was last given).
+
+:class:`Counts` tallies what was rewritten, for the manifest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
+BANNED_MESSAGE_KEYS = frozenset({"reasoning_content", "thinking_blocks", "private_reasoning",
+                                 "provider_specific_fields", "function_call"})
+BANNED_ROW_KEYS = frozenset({"gold", "gold_solution", "verify_source", "tools_py", "initial_db", "db_json",
+                             "target_constants", "private_reasoning", "reasoning_content", "thinking_blocks"})
+
+
+@dataclass
+class Counts:
+    tool_call_ids_rewritten: int = 0
+    tool_messages_merged: int = 0
+    messages_dropped: int = 0
+
+
+def _clean(message: dict[str, Any], counts: Counts) -> dict[str, Any] | None:
+    role = "system" if message.get("role") == "developer" else message.get("role")
+    if role not in ROLES:
+        counts.messages_dropped += 1
+        return None
+    out: dict[str, Any] = {"role": role, "content": message.get("content")}
+    if out["content"] is None:
+        out["content"] = ""
+    if role == "assistant" and message.get("tool_calls"):
+        out["tool_calls"] = [{"id": c.get("id"), "type": "function",
+                              "function": {"name": (c.get("function") or {}).get("name") or "",
+                                           "arguments": (c.get("function") or {}).get("arguments") or "{}"}}
+                             for c in message["tool_calls"] if isinstance(c, dict)]
+    if role == "tool":
+        out["tool_call_id"] = message.get("tool_call_id")
+    if isinstance(message.get("name"), str) and role in ("tool", "user"):
+        out["name"] = message["name"]
+    return out
+
+
+def _fix_tool_ids(messages: list[dict[str, Any]], counts: Counts) -> list[dict[str, Any]]:
+    used: set[str] = set()
+    pending: list[str] = []
+    renamed: dict[str, str] = {}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message["role"] == "assistant" and message.get("tool_calls"):
+            for call in message["tool_calls"]:
+                old = call.get("id")
+                if not isinstance(old, str) or not old or old in used:
+                    new = f"call_{len(used) + 1}"
+                    while new in used:
+                        new += "_"
+                    counts.tool_call_ids_rewritten += 1
+                    if isinstance(old, str) and old:
+                        renamed[old] = new
+                    call["id"] = new
+                used.add(call["id"])
+                pending.append(call["id"])
+        elif message["role"] == "tool":
+            wanted = renamed.pop(message.get("tool_call_id"), message.get("tool_call_id"))
+            if wanted not in pending:
+                if not pending:
+                    counts.messages_dropped += 1
+                    continue
+                wanted = pending[0]
+                counts.tool_call_ids_rewritten += 1
+            if wanted != message.get("tool_call_id"):
+                message["tool_call_id"] = wanted
+            previous = out[-1] if out else None
+            if previous is not None and previous["role"] == "tool" and previous["tool_call_id"] == wanted:
+                previous["content"] = f"{previous['content']}\n{message['content']}"
+                counts.tool_messages_merged += 1
+                continue
+            pending.remove(wanted)
+        out.append(message)
+    return out
+
+
+def window(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leading system messages plus everything from the last user message on."""
+    lead = 0
+    while lead < len(messages) and messages[lead]["role"] == "system":
+        lead += 1
+    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=lead)
+    return messages[:lead] + messages[max(last_user, lead):]
+
+
+def apply(messages: list[dict[str, Any]], counts: Counts) -> list[dict[str, Any]]:
+    """The conversation as a row holds it (rules above), ending in the assistant's answer."""
+    cleaned = [m for m in (_clean(m, counts) for m in messages) if m is not None]
+    return window(_fix_tool_ids(cleaned, counts))
+
+
+def strip_banned(obj: Any) -> Any:
+    """``obj`` without any banned row key, at any depth."""
+    if isinstance(obj, dict):
+        return {k: strip_banned(v) for k, v in obj.items() if k not in BANNED_ROW_KEYS}
+    if isinstance(obj, list):
+        return [strip_banned(v) for v in obj]
+    return obj
+
+
+def has_tool_calls(messages: list[dict[str, Any]]) -> bool:
+    return any(m.get("tool_calls") for m in messages if isinstance(m, dict))
