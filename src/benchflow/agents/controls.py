@@ -1,7 +1,7 @@
 """The two control agents: ``oracle`` (the task's reference solution) and ``nop`` (does nothing).
 
 Neither uses a model. The oracle runs the task's ``solve.sh`` as root in the
-workspace with the task's ``oracle.env``; a non-zero exit is only recorded,
+workspace with the task's ``oracle.env`` and its last prompt in ``BENCHFLOW_PROMPT``; a non-zero exit is only recorded,
 the verifier decides. A correct task scores 1.0 under the oracle and 0 under nop.
 """
 
@@ -28,6 +28,8 @@ class OracleAgent:
     async def run(self, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         script = f"{ctx.oracle_dir}/solve.sh"
         env = {"DEBIAN_FRONTEND": "noninteractive", **dict(ctx.oracle_env)}
+        if ctx.prompts:  # what it was asked (a branch child's own prompt): a solve.sh may act on it
+            env["BENCHFLOW_PROMPT"] = ctx.prompts[-1]
         result = await sandbox.exec(["sh", "-c", _SOLVE, script], user=None, env=env, cwd=ctx.workdir,
                                     timeout=ctx.timeout_sec)
         ctx.trajectory.emit({"type": "oracle", "command": f"{ctx.oracle_dir.lstrip('/')}/solve.sh",

@@ -52,6 +52,8 @@ EVAL: dict[str, Lazy] = {
     "inspect": Lazy(_R, "inspect_cmd", "Read a finished job or trial: denominators, one row per trial, or --json."),
     "compare": Lazy(_R, "compare_cmd", "Pair two jobs by task: rewards, deltas, fair denominators, setting checks."),
     "resume": Lazy(_RUN, "resume_cmd", "Finish an interrupted job from its folder: rerun only the unfinished tasks."),
+    "branch": Lazy("benchflow.cli.branch", "branch_cmd", "Fork an agent run at a checkpoint into labelled children."),
+    "branches": Lazy("benchflow.cli.branch", "branches_cmd", "Show every fork and child of a job's (or one trial's) branches: request, status, reward, advantage, tokens, USD and sandbox-seconds."),
 }
 
 SANDBOX: dict[str, Lazy] = {
@@ -89,7 +91,9 @@ ROOT: dict[str, Lazy] = {
     "tasks": Lazy("", "TASKS", "Task authoring commands."),
     "agent": Lazy("", "AGENT", "Agent management commands."),
     "bundle": Lazy(_R, "bundle_cmd", "Write one zip of a run's evidence to share, redacted."),
+    "branch": Lazy("benchflow.cli.branch", "branch_cmd", "Fork an agent run at a checkpoint into labelled children."),
     "sandbox": Lazy("", "SANDBOX", "Sandboxes: create, list, attach, release and clean up (cleanup also removes leftover Docker containers)."),
+    "train": Lazy("benchflow.cli.train", "train_cmd", "Training data commands."),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 

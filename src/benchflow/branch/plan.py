@@ -1,0 +1,87 @@
+"""``plan_branch``: the run's plan (tasks, prompts, backend, run card) plus what only branching refuses.
+
+Refused before anything starts (exit 2 for a bad flag, 1 for a run card that
+refuses): a backend without snapshots (``Capabilities.snapshots``), kept
+snapshots where they cannot outlive their sandbox, ``--snapshot-layers
+environment`` for a task that declares no environment state, and
+``--resume-session`` where no conversation can be reloaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from benchflow.jobs.spec import RunSpec, Selection
+
+from .spec import BranchSpec, BranchSpecError, check_children
+
+
+class BranchRefused(BranchSpecError):
+    """The backend, the agent or a task cannot branch as asked; nothing started (exit 2)."""
+
+
+@dataclass
+class BranchPlan:
+    run_spec: RunSpec
+    tasks: list[Any]
+    sandbox: str
+    backend: Any
+    agent: Any
+    tasks_dir: str | None
+
+
+def run_spec_for(spec: BranchSpec) -> RunSpec:
+    """The ``RunSpec`` the trial phases and records read (one task at a time, like the reference)."""
+    return RunSpec(tasks_dir=spec.tasks_dir, agent=spec.agent, model=spec.model,
+                   reasoning_effort=spec.reasoning_effort, harness=spec.harness, agent_env=dict(spec.agent_env),
+                   sandbox=spec.sandbox, prompts=list(spec.prompts), concurrency=1, jobs_dir=spec.jobs_dir,
+                   job_name=spec.job_name, selection=Selection(include=list(spec.include)))
+
+
+def plan_branch(spec: BranchSpec) -> BranchPlan:
+    """The plan, or the first reason it is refused.
+
+    Raises:
+        BranchSpecError: a bad --child tree or a refusal (see the module docstring).
+        RunRefused: the run card refuses (e.g. the backend does not work here).
+    """
+    from benchflow import agents
+    from benchflow.jobs.api import RunRefused
+    from benchflow.jobs.plan import make_plan
+
+    check_children(spec.children)
+    run_spec = run_spec_for(spec)
+    plan = make_plan(run_spec)
+    if not plan.card.accepted:
+        raise RunRefused("the run card refuses this run: " + "; ".join(plan.card.refusals[:5]))
+    caps = plan.backend.capabilities
+    if not caps.snapshots:
+        raise BranchRefused(f"--sandbox {plan.sandbox} has no snapshots, and a branch starts every child from "
+                            "one; use a sandbox that has them (bench doctor lists what each can do)")
+    if (spec.retain_snapshots or spec.checkpoints or spec.from_checkpoint) and not caps.retained_snapshots:
+        raise BranchRefused(f"--sandbox {plan.sandbox}: its snapshots are removed with their sandbox, so "
+                            "--retain-snapshots, --checkpoints and --from-checkpoint cannot work; drop them or "
+                            "use a sandbox whose snapshots can be kept")
+    agent = agents.resolve(spec.agent, harness=spec.harness)
+    if spec.resume_session:
+        raise BranchRefused(f"--resume-session: agent {agent.name} does not advertise loadSession to this "
+                            "BenchFlow (ACP session/load), so a child cannot reload the parent's conversation; "
+                            "leave --resume-session out and give each child a prompt that stands alone")
+    if spec.snapshot_layers != "sandbox":
+        for planned in plan.tasks:
+            state = getattr(planned.task.config, "environment", None)
+            if not getattr(state, "state", None):
+                raise BranchRefused(f"--snapshot-layers {spec.snapshot_layers}: task {planned.name} declares no "
+                                    "environment state (an environment state manifest); use --snapshot-layers "
+                                    "sandbox")
+        raise BranchRefused(f"--snapshot-layers {spec.snapshot_layers}: environment state snapshots are not "
+                            "available in this build; use --snapshot-layers sandbox")
+    n_prompts = max(len(t.prompts) for t in plan.tasks)
+    if spec.at_prompt > n_prompts:
+        raise BranchSpecError(f"--checkpoint-after-prompt {spec.at_prompt}: the parent has only {n_prompts} "
+                              "prompt(s); give at most that many, or more --prompt options")
+    if len(plan.tasks) > 1 and spec.from_checkpoint:
+        raise BranchSpecError("--from-checkpoint branches one task again; select it with --include")
+    return BranchPlan(run_spec=run_spec, tasks=plan.tasks, sandbox=plan.sandbox, backend=plan.backend,
+                      agent=agent, tasks_dir=plan.tasks_dir)

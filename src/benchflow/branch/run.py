@@ -1,0 +1,182 @@
+"""``run_branch``: the one library call behind ``bench branch`` / ``bench eval branch``.
+
+Plan (tasks, prompts, backend; refused when the backend has no snapshots) →
+open or resume the job folder (``branch-<time>``; a rerun of the same request
+finishes its latest unfinished job) → remove what a killed earlier run left
+(sandboxes, unretained snapshots) → one branched trial per task, one after
+another → ``summary.json``. Exit code 0 when every child ended with a verdict,
+1 when some did not, 130 on Ctrl-C / SIGTERM (everything removed, resumable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from benchflow.jobs.job import lock_job
+from benchflow.jobs.layout import JobPaths, TrialPaths, trial_name
+from benchflow.records import EvaluationRecord, read_json, write_record
+
+from .checkpoint import start_snapshot
+from .plan import BranchPlan, plan_branch
+from .spec import BranchSpec
+from .tree import TreeFile, new_tree
+
+Event = dict[str, Any]
+
+
+@dataclass
+class BranchOutcome:
+    job_dir: Path
+    exit_code: int
+    trials: list[Path]
+
+
+def run_branch(spec: BranchSpec, on_event: Callable[[Event], None] | None = None) -> BranchOutcome:
+    """Run ``spec`` to completion (sync wrapper over :func:`run_branch_async`)."""
+    from benchflow.jobs.api import Interrupted
+
+    try:
+        return asyncio.run(run_branch_async(spec, on_event))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise Interrupted("interrupted: running children were cancelled and their sandboxes removed; "
+                          "rerun the same command to finish the unfinished children") from None
+
+
+async def run_branch_async(spec: BranchSpec, on_event: Callable[[Event], None] | None = None) -> BranchOutcome:
+    emit = on_event or (lambda _e: None)
+    plan = plan_branch(spec)
+    jobs_dir = Path(spec.jobs_dir).expanduser()
+    job = JobPaths(jobs_dir / (spec.job_name or _pick_job(jobs_dir, spec)))
+    fd = lock_job(job)
+    try:
+        return await _run(spec, plan, job, emit)
+    finally:
+        import os
+
+        os.close(fd)
+
+
+def _pick_job(jobs_dir: Path, spec: BranchSpec) -> str:
+    """The latest ``branch-*`` job of the same request that is unfinished, else a new name."""
+    if jobs_dir.is_dir():
+        for folder in sorted(jobs_dir.glob("branch-*"), key=lambda p: p.stat().st_mtime, reverse=True):
+            record = read_json(folder / "evaluation.json") or {}
+            if (record.get("run_config") or {}).get("branch") == spec.request() and \
+                    not (folder / "summary.json").is_file():
+                return folder.name
+    name = "branch-" + dt.datetime.now().strftime("%Y-%m-%d__%H-%M-%S")
+    n = 1
+    while (jobs_dir / name).exists():
+        n += 1
+        name = f"branch-{dt.datetime.now().strftime('%Y-%m-%d__%H-%M-%S')}-{n}"
+    return name
+
+
+async def _run(spec: BranchSpec, plan: BranchPlan, job: JobPaths, emit: Callable[[Event], None]) -> BranchOutcome:
+    from benchflow.jobs.model_access import ModelAccess
+    from benchflow.jobs.summary import build_summary
+    from benchflow.jobs.trial_request import TrialRequest
+    from benchflow.sandbox.orphans import reap
+    from benchflow.util import atomic
+
+    started = time.monotonic()
+    run_spec, backend = plan.run_spec, plan.backend
+    job_label = str(job.root.resolve())
+    previous = read_json(job.evaluation) or {}
+    write_record(job.evaluation, EvaluationRecord(
+        job_name=job.name, tasks_dir=plan.tasks_dir, identity={"agent": spec.agent, "model": spec.model},
+        created_at=previous.get("created_at") or dt.datetime.now(dt.timezone.utc).isoformat(),
+        run_config={**run_spec.redacted(), "branch": spec.request()}))
+    await asyncio.to_thread(reap, backend, job_label)  # a killed earlier run's sandboxes ...
+    stale = await asyncio.to_thread(backend.stale_snapshots, job_label)
+    if stale:  # ... and its snapshots that nothing will use again
+        await asyncio.to_thread(backend.remove_snapshots, stale)
+    emit({"type": "job_started", "job_dir": str(job.root), "sandbox": plan.sandbox, "agent": spec.agent,
+          "total": len(plan.tasks)})
+    models = None if plan.agent.is_control else await ModelAccess.start(run_spec)
+    loop, main = asyncio.get_running_loop(), asyncio.current_task()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, main.cancel)
+    except (NotImplementedError, RuntimeError):
+        pass
+    results: dict[str, Any] = {}
+    trials: list[Path] = []
+    try:
+        for planned in plan.tasks:
+            paths = _trial_folder(job, planned.name)
+            trials.append(paths.root)
+            tree = TreeFile.load(paths)
+            if tree is not None and paths.result.is_file() and _done(tree):
+                results[planned.name] = read_json(paths.result)
+                continue
+            req = TrialRequest(task=planned.task, digest=planned.digest, prompts=planned.prompts, job=job,
+                               spec=run_spec, agent=plan.agent, backend=backend, backend_name=plan.sandbox,
+                               labels={"benchflow.job": job_label}, models=models, fit=planned.fit,
+                               task_secrets=planned.secrets, agent_env=dict(spec.agent_env),
+                               on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
+            results[planned.name] = await _one(spec, plan, planned, req, paths, tree)
+            emit({"type": "trial_finished", "trial": paths.name, "result": results[planned.name]})
+    finally:
+        try:
+            loop.remove_signal_handler(signal.SIGTERM)
+        except (NotImplementedError, RuntimeError):
+            pass
+        if models is not None:
+            await asyncio.shield(models.stop())
+    summary = build_summary(job_name=job.name, spec=run_spec, sandbox=plan.sandbox, results=results,
+                            elapsed_sec=time.monotonic() - started, budget=None)
+    atomic.write_json(job.summary, summary)
+    unfinished = [p for p in trials if not _done(TreeFile.load(TrialPaths(p)))]
+    code = 1 if unfinished else 0
+    emit({"type": "job_finished", "job_dir": str(job.root), "exit_code": code, "summary": summary})
+    return BranchOutcome(job_dir=job.root, exit_code=code, trials=trials)
+
+
+def _trial_folder(job: JobPaths, task: str) -> TrialPaths:
+    """The task's branched trial folder of this job (resumed), else a new one."""
+    for trial in job.trials():
+        if trial.name.rsplit("__", 1)[0] == task and trial.tree.is_file():
+            return trial
+    paths = job.trial(trial_name(task, uuid.uuid4().hex[:8]))
+    paths.make_dirs()
+    return paths
+
+
+def _done(tree: TreeFile | None) -> bool:
+    return tree is not None and all(tree.finished(n.id) for n in tree.tree.nodes)
+
+
+async def _one(spec: BranchSpec, plan: BranchPlan, planned: Any, req: Any, paths: TrialPaths,
+               tree: TreeFile | None) -> dict[str, Any]:
+    from benchflow.jobs.prompts import resolve_prompts
+    from benchflow.jobs.record import build_config
+    from benchflow.jobs.trial_request import agent_timeout
+    from benchflow.util import atomic
+
+    from .trial import BranchedTrial, run_branched_trial
+
+    start_from, prompts = None, planned.prompts
+    if spec.from_checkpoint:
+        start_from, prompts = start_snapshot(spec, prompts)
+    if tree is None:
+        tree = TreeFile(paths, new_tree(spec, trial=paths.name, task=planned.name, sandbox=plan.sandbox,
+                                        prompts=prompts))
+        tree.save()
+        atomic.write_json(paths.config, build_config(
+            spec=plan.run_spec, task_path=str(planned.task.path), task_name=planned.name, digest=planned.digest,
+            agent=plan.agent.name, is_control=plan.agent.is_control, environment=plan.sandbox,
+            started_at=dt.datetime.now(), prompts=prompts, timeout_sec=agent_timeout(req), attempt=1, seed=None,
+            sandbox_fit=planned.fit.record() if planned.fit is not None else None))
+        atomic.write_json(paths.prompts, prompts)
+    paths.result.unlink(missing_ok=True)  # unfinished until this run writes it again
+    task_prompts = resolve_prompts(planned.task.instruction, [], prefix=planned.task.config.agent.prompt_prefix)
+    bt = BranchedTrial(spec=spec, req=req, paths=paths, tree=tree, task_prompts=task_prompts,
+                       start_from=start_from)
+    return await run_branched_trial(bt)

@@ -1,0 +1,258 @@
+"""One branched trial: the parent up to the checkpoint, the snapshot, the forks, then the parent's rest.
+
+Inside one ``sandbox_session``: environment phase → parent agent phase (the
+prompts before the checkpoint, a snapshot kept after each ``--checkpoints``
+prompt) → snapshot → every unfinished child of the trial's own fork (restoring
+the one sandbox between children, or each in a sandbox of its own created from
+the snapshot) → with ``--parent continue``, restore once more, send the
+remaining prompts and verify → ``result.json``. A child with nested children
+is snapshotted after its agent phase, and its fork runs while its sandbox
+still exists. A rerun runs only what is unfinished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from benchflow.agents.trajectory import AcpTrajectoryFile
+from benchflow.jobs.agent_layer import wants_layer
+from benchflow.jobs.layout import TrialPaths
+from benchflow.jobs.phases import (
+    TrialState,
+    agent_layer,
+    agent_phase,
+    environment_phase,
+    record_phase,
+    setup_failure,
+    verifier_phase,
+)
+from benchflow.jobs.trial import unexpected_category
+from benchflow.jobs.trial_request import TrialRequest, sandbox_spec
+from benchflow.records.branch import Checkpoint
+from benchflow.sandbox.base import Sandbox
+from benchflow.sandbox.session import SessionSetupError, sandbox_session
+from benchflow.util import atomic
+from benchflow.util.redact import is_secret_entry
+
+from .child import ChildRun, run_child
+from .spec import BranchSpec, checkpoint_after
+from .tree import ROOT_FORK, TreeFile, child_paths, child_prompts, fork_id
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BranchedTrial:
+    spec: BranchSpec
+    req: TrialRequest
+    paths: TrialPaths
+    tree: TreeFile
+    task_prompts: list[str]
+    """The task's own prompts (what a child without a prompt runs when the checkpoint is after the last)."""
+    installed: bool = False
+    start_from: str | None = None
+    """A kept snapshot to restore first (``--from-checkpoint``)."""
+
+    @property
+    def prompts(self) -> list[str]:
+        return self.tree.tree.parent_prompts
+
+    def session_spec(self) -> Any:
+        # No host mounts for the model bridge: a restored or isolated sandbox reaches the gateway
+        # through its exec stream, whatever trial name its route has.
+        return sandbox_spec(replace(self.req, models=None), self.paths.name)
+
+
+async def run_branched_trial(bt: BranchedTrial) -> dict[str, Any]:
+    """Run (or finish) one branched trial; returns its ``result.json`` document."""
+    req, paths, spec = bt.req, bt.paths, bt.spec
+    secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
+    sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
+    state = TrialState()
+    timing: dict[str, float] = {}
+    started_at, t0 = dt.datetime.now(), time.monotonic()
+    session_spec = bt.session_spec()
+
+    async def install_layer(base: Any) -> Any:
+        return await agent_layer(req, base, session_spec, paths, state)
+
+    try:
+        async with sandbox_session(req.backend, session_spec,
+                                   prepare=install_layer if wants_layer(req.agent, req.backend) else None
+                                   ) as session:
+            sandbox = session.sandbox
+            await environment_phase(req, sandbox, paths, state)
+            if bt.start_from is not None and state.error is None:
+                await sandbox.restore(bt.start_from)
+            timing["environment_setup"] = time.monotonic() - t0
+            if state.error is None:
+                await _branch(bt, sandbox, sink, state, timing)
+    except SessionSetupError as failure:
+        if not setup_failure(req, failure, state):
+            state.error, state.error_category = str(failure.cause), unexpected_category(failure.cause)
+    except Exception as exc:  # noqa: BLE001 - recorded on the trial, like a plain trial's
+        log.debug("branched trial %s failed", paths.name, exc_info=True)
+        state.error, state.error_category = f"{type(exc).__name__}: {exc}", unexpected_category(exc)
+    timing["total"] = time.monotonic() - t0
+    result = await record_phase(req, paths, started_at, timing, sink, state)
+    result["branch"] = branch_block(bt)
+    atomic.write_json(paths.result, result)
+    return result
+
+
+async def _branch(bt: BranchedTrial, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
+                  timing: dict[str, float]) -> None:
+    spec, tree = bt.spec, bt.tree
+    at = tree.tree.checkpoint_after_prompt
+    bt.installed = state.installed_by_layer
+    if at > 0:
+        await _parent_prompts(bt, sandbox, 0, at, sink, state, timing)
+        bt.installed = bt.installed or state.outcome is not None
+        if state.error is not None and state.outcome is None:
+            return  # the parent never ran: no state to branch from
+    ref: str | None = None
+    if not tree.fork_done(ROOT_FORK):
+        ref = await sandbox.snapshot(retain=spec.retain_snapshots)
+        tree.set_fork(ROOT_FORK, snapshot=ref, snapshot_kept=spec.retain_snapshots, status="running")
+        await run_fork(bt, sandbox, ROOT_FORK, ref, dirty=False)
+    if spec.parent != "continue":
+        return
+    if ref is not None:
+        await sandbox.restore(ref)
+    state.error = state.error_category = None
+    rest = bt.prompts[at:]
+    if rest:
+        await _parent_prompts(bt, sandbox, at, len(bt.prompts), sink, state, timing)
+    elif state.outcome is None:
+        from benchflow.agents.base import AgentOutcome
+
+        state.outcome = AgentOutcome(n_prompts=0, trajectory_source=bt.req.agent.name)
+    if state.verifier_allowed:
+        await verifier_phase(bt.req, sandbox, bt.paths, state, timing)
+
+
+async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop: int, sink: AcpTrajectoryFile,
+                          state: TrialState, timing: dict[str, float]) -> None:
+    """Send parent prompts ``start..stop`` in one agent phase per stretch between ``--checkpoints``,
+    keeping a snapshot after each checkpoint prompt (at most ``--checkpoint-keep``, oldest deleted)."""
+    points = [n for n in checkpoint_after(bt.spec.checkpoints, len(bt.prompts)) if start < n <= stop]
+    edges = sorted({*points, stop})
+    begin = start
+    for edge in edges:
+        spent = dict(timing)
+        await agent_phase(bt.req, sandbox, bt.paths, bt.prompts[begin:edge], sink, state, timing)
+        for key in ("agent_setup", "agent_execution"):
+            timing[key] = timing.get(key, 0.0) + spent.get(key, 0.0)
+        state.installed_by_layer = state.installed_by_layer or state.outcome is not None
+        begin = edge
+        if edge in points and state.outcome is not None:
+            await keep_checkpoint(bt, sandbox, edge)
+        if state.error is not None:
+            return
+
+
+async def keep_checkpoint(bt: BranchedTrial, sandbox: Sandbox, prompt: int) -> None:
+    """Snapshot after parent prompt ``prompt`` (retained), deleting the oldest beyond ``--checkpoint-keep``."""
+    ref = await sandbox.snapshot(retain=True)
+    tree = bt.tree.tree
+    tree.checkpoints = [c for c in tree.checkpoints if c.id != f"prompt:{prompt}"]
+    tree.checkpoints.append(Checkpoint(id=f"prompt:{prompt}", snapshot=ref, kept=True))
+    kept = [c for c in tree.checkpoints if c.kept]
+    for old in kept[:max(0, len(kept) - bt.spec.checkpoint_keep)]:
+        bt.req.backend.remove_snapshots([old.snapshot])
+        old.kept = False
+    bt.tree.save()
+
+
+async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, dirty: bool) -> None:
+    """Every unfinished child of ``fork``: in ``sandbox`` (restored between children) or, for an
+    isolated fork, each in a sandbox of its own restored from ``ref``, ``--concurrency`` at a time."""
+    tree = bt.tree
+    entry = tree.tree.fork(fork)
+    assert entry is not None
+    todo = [n for n in entry.children if not tree.subtree_finished(n)]
+    stopped = False
+    if entry.isolated:
+        gate = asyncio.Semaphore(bt.spec.concurrency)
+
+        async def one(node: str) -> bool:
+            async with gate:
+                if stopped:
+                    return False
+                return await _isolated_child(bt, fork, node, ref)
+
+        outcomes = await asyncio.gather(*(one(n) for n in todo))
+        stopped = bt.spec.stop_on_child_failure and not all(outcomes)
+    else:
+        for node in todo:
+            ok = await _child(bt, sandbox, fork, node, ref if dirty else None)
+            dirty = True
+            if not ok and bt.spec.stop_on_child_failure:
+                stopped = True
+                break
+    status = "stopped" if stopped else ("complete" if tree.fork_done(fork) else "partial")
+    tree.set_fork(fork, status=status)
+
+
+async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str) -> bool:
+    async with sandbox_session(bt.req.backend, bt.session_spec()) as session:
+        return await _child(bt, session.sandbox, fork, node, ref)
+
+
+async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None) -> bool:
+    """Run one child (or only its nested fork when the child itself finished earlier); True when it
+    ended with a reward or a verifier verdict."""
+    tree = bt.tree
+    spec_child = next(c for c in bt.spec.children if c.label == node)
+    parent_node = tree.tree.fork(fork).parent_node
+    at = tree.tree.checkpoint_after_prompt if parent_node is None else 0
+    prompts = child_prompts(spec_child, at, bt.prompts, bt.task_prompts)
+    paths = child_paths(bt.paths, fork, node)
+    nested_id = fork_id(node)
+    nested = tree.tree.fork(nested_id)
+    done_before = tree.observation(node)
+    replay = done_before is not None and done_before.is_finished
+    if replay:  # only its nested fork is unfinished: rebuild its state in a scratch folder
+        paths = child_paths(bt.paths, fork, node)
+        paths = type(paths)(paths.root / ".replay", trial=paths.trial, node=f"{node}.replay")
+    run = ChildRun(req=bt.req, paths=paths, fork=fork, parent_node=parent_node, prompts=prompts,
+                   prompt_source=tree.tree.node(node).prompt_source, installed=bt.installed)
+    nested_ref: list[str] = []
+
+    async def snapshot_nested() -> None:
+        if nested is not None and not tree.fork_done(nested_id):
+            nested_ref.append(await sandbox.snapshot(retain=bt.spec.retain_snapshots))
+            tree.set_fork(nested_id, snapshot=nested_ref[0], snapshot_kept=bt.spec.retain_snapshots,
+                          status="running")
+
+    async def nested_fork() -> None:
+        if nested_ref:
+            await run_fork(bt, sandbox, nested_id, nested_ref[0], dirty=True)
+
+    async def restore() -> None:
+        await sandbox.restore(ref)
+
+    obs = await run_child(run, sandbox, restore=restore if ref is not None else None,
+                          before_verify=snapshot_nested, after_verify=nested_fork,
+                          retries=bt.spec.child_retries, previous=done_before)
+    if replay:
+        import shutil
+
+        shutil.rmtree(paths.root, ignore_errors=True)
+        return True
+    return obs.is_finished
+
+
+def branch_block(bt: BranchedTrial) -> dict[str, Any]:
+    """The ``branch`` block of a branched trial's ``result.json``: where the tree is and how it ended."""
+    tree = bt.tree
+    children = {n.id: tree.observation(n.id) for n in tree.tree.nodes}
+    rewards = [o.reward for o in children.values() if o is not None and o.reward is not None]
+    return {"tree": "tree.json", "parent": tree.tree.parent_mode, "forks": len(tree.tree.forks),
+            "children": len(children), "finished": sum(1 for o in children.values() if o and o.is_finished),
+            "best_reward": max(rewards) if rewards else None}

@@ -1,0 +1,92 @@
+"""Reading branched trials back: ``benchflow.branch-view/1`` documents (``bench eval branches``).
+
+Reads only the job folder (``tree.json`` and each child's ``observation.json``
+through :mod:`benchflow.records`). The advantage of a child is computed here:
+its reward minus the mean reward of its scored siblings in the same fork
+(null when it or all of its siblings are unscored).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import UserError
+from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.records import Unreadable, read_record
+from benchflow.records.branch import Observation
+
+from .tree import TreeFile
+
+
+class NotBranched(UserError):
+    """``bench eval branches PATH`` where PATH holds no branched trial."""
+
+
+def advantage(reward: float | None, siblings: list[float | None]) -> float | None:
+    """``reward`` minus the mean of the siblings' rewards (unscored ones left out)."""
+    scored = [r for r in siblings if r is not None]
+    if reward is None or not scored:
+        return None
+    return round(reward - sum(scored) / len(scored), 6)
+
+
+def branched_trials(path: Path) -> list[TrialPaths]:
+    """The branched trial folders at ``path`` (one trial folder, or a job folder).
+
+    Raises:
+        NotBranched: no tree.json there.
+    """
+    path = Path(path).expanduser()
+    if (path / "tree.json").is_file():
+        return [TrialPaths(path)]
+    trials = [t for t in JobPaths(path).trials() if t.tree.is_file()] if path.is_dir() else []
+    if not trials:
+        raise NotBranched(f"{path}: no branched trial here (no tree.json); give a job folder or a trial "
+                          "folder of a bench branch run")
+    return trials
+
+
+def branch_view(trial: TrialPaths) -> dict[str, Any]:
+    """One trial's forks and children with their request, status, reward, advantage and spend."""
+    tree = TreeFile.load(trial)
+    if tree is None:
+        raise NotBranched(f"{trial.root}: no tree.json")
+    record = tree.tree
+    notes: list[str] = []
+    observations: dict[str, Observation | None] = {}
+    for node in record.nodes:
+        try:
+            observations[node.id] = read_record(Observation, trial.root / node.path / "observation.json",
+                                                notes=notes)
+        except Unreadable as exc:
+            notes.append(str(exc))
+            observations[node.id] = None
+    forks = []
+    for fork in record.forks:
+        rewards = {n: (observations.get(n).reward if observations.get(n) else None) for n in fork.children}
+        children = []
+        for node_id in fork.children:
+            node = record.node(node_id)
+            obs = observations.get(node_id)
+            siblings = [r for other, r in rewards.items() if other != node_id]
+            children.append({
+                "node": node_id, "path": node.path if node else None,
+                "request": obs.request if obs else {"prompt_source": node.prompt_source if node else None},
+                "status": obs.status if obs else "pending", "reward": obs.reward if obs else None,
+                "advantage": advantage(obs.reward if obs else None, siblings),
+                "error": (obs.error or obs.verifier_error) if obs else None,
+                "total_tokens": obs.total_tokens if obs else None, "cost_usd": obs.cost_usd if obs else None,
+                "sandbox_seconds": obs.sandbox_seconds if obs else None,
+                "trajectory": f"{node.path}/trajectory/acp_trajectory.jsonl" if node else None})
+        forks.append({"fork": fork.id, "parent_node": fork.parent_node, "at_prompt": fork.at_prompt,
+                      "snapshot_kept": fork.snapshot_kept, "status": fork.status, "children": children})
+    return {"kind": "benchflow.branch-view", "schema_version": 1, "schema_minor": 0,
+            "trial_dir": str(trial.root), "trial_name": record.trial_name, "task_name": record.task_name,
+            "agent": record.agent, "model": record.model, "sandbox": record.sandbox,
+            "parent_mode": record.parent_mode, "checkpoint_after_prompt": record.checkpoint_after_prompt,
+            "forks": forks, "checkpoints": [c.model_dump() for c in record.checkpoints], "notes": notes}
+
+
+def branch_views(path: Path) -> list[dict[str, Any]]:
+    return [branch_view(trial) for trial in branched_trials(path)]
