@@ -75,6 +75,8 @@ class FakeModelServer:
         self.port = port
         self.keep_alive_sec = keep_alive_sec
         self.requests: list[dict[str, Any]] = []
+        self.content = CONTENT
+        """The text of every non-streamed reply (a test scripts a judge's verdict here)."""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self.app = Starlette(routes=[
@@ -154,7 +156,7 @@ class FakeModelServer:
         model, tool = body.get("model", "fake-model"), "tool" in str(body.get("model", ""))
         base = {"id": "chatcmpl-fake", "created": 1700000000, "model": model}
         if not body.get("stream"):
-            message: dict[str, Any] = {"role": "assistant", "content": None if tool else CONTENT}
+            message: dict[str, Any] = {"role": "assistant", "content": None if tool else self.content}
             if tool:
                 message["tool_calls"] = [{"id": "call_1", "type": "function",
                                           "function": {"name": TOOL_NAME, "arguments": json.dumps(TOOL_ARGS)}}]
@@ -217,7 +219,7 @@ class FakeModelServer:
             return _error(status, anthropic=True)
         model, tool = body.get("model", "fake-model"), "tool" in str(body.get("model", ""))
         block = ({"type": "tool_use", "id": "toolu_1", "name": TOOL_NAME, "input": TOOL_ARGS} if tool
-                 else {"type": "text", "text": CONTENT})
+                 else {"type": "text", "text": self.content})
         message = {"id": "msg_fake", "type": "message", "role": "assistant", "model": model,
                    "content": [block], "stop_reason": "tool_use" if tool else "end_turn",
                    "stop_sequence": None, "usage": ANTHROPIC_USAGE}

@@ -60,6 +60,11 @@ class TrialRoute:
         self._unpriced_models: set[str] = set()
         self._price_sources: set[str] = set()
 
+    @property
+    def upstreams(self) -> Upstreams:
+        """The providers this route forwards to (the job's, unless it was registered with its own)."""
+        return self._upstreams
+
     # --- what the agent gets ------------------------------------------------------
     def base_url(self, provider: str, gateway_url: str | None = None) -> str:
         """The URL standing for ``provider``'s base URL (``gateway_url`` overrides the gateway's own)."""

@@ -188,8 +188,12 @@ class Gateway:
         threading.Thread(target=pricing.warm, name="benchflow-gateway-prices", daemon=True).start()
 
     def register_trial(self, trial_id: str, llm_trajectory_path: str | os.PathLike[str],
-                       token_budget: int | None = None, turn_budget: int | None = None) -> TrialRoute:
+                       token_budget: int | None = None, turn_budget: int | None = None,
+                       upstreams: Upstreams | None = None) -> TrialRoute:
         """Give a trial its key and URLs; its calls are recorded to ``llm_trajectory_path``.
+
+        ``upstreams`` routes this one registration to providers of its own (a verifier's judge
+        holds keys from the task's ``verifier.env``, never the job's).
 
         Raises:
             RuntimeError: the gateway is not running (its URL is not known yet).
@@ -199,7 +203,7 @@ class Gateway:
             raise RuntimeError(f"register trials on a running gateway (this one is {self.state.value})")
         if trial_id in self._routes:
             raise ValueError(f"trial {trial_id!r} is already registered with the gateway")
-        route = TrialRoute(trial_id, Path(llm_trajectory_path), self.config.upstreams, self.base_url,
+        route = TrialRoute(trial_id, Path(llm_trajectory_path), upstreams or self.config.upstreams, self.base_url,
                            token_budget=token_budget, turn_budget=turn_budget)
         # The file exists from the start: "no model call" reads differently from "never routed".
         route.llm_trajectory_path.parent.mkdir(parents=True, exist_ok=True)

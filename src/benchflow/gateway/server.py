@@ -135,7 +135,7 @@ class Proxy:
         if len(parts) < 4 or parts[1] != "__benchflow":
             return _error(404, "BenchFlow gateway: not a gateway path", None, "not_found")
         route = self.state.routes.get(parts[2])
-        match = self.state.upstreams.match("/" + parts[3])
+        match = (route.upstreams if route is not None else self.state.upstreams).match("/" + parts[3])
         kind = policy.classify(request.method, match[1]) if match else None
         anthropic = kind == MESSAGES or (match is not None and match[0].provider.protocol == "anthropic-messages")
         shape = MESSAGES if anthropic else kind  # the error body shape the agent's SDK parses
@@ -320,7 +320,7 @@ class Proxy:
 
     def _record(self, call: _Call, status: int, headers: dict[str, str], body: Any) -> None:
         response = {"timestamp": _now(), "status_code": status, "headers": headers, "body": body}
-        secrets = (*self.state.upstreams.secrets(), call.route.key)
+        secrets = (*self.state.upstreams.secrets(), *call.route.upstreams.secrets(), call.route.key)
         duration_ms = ((call.ended or time.perf_counter()) - call.started) * 1000
         self.state.recorder.submit(Exchange(call.route.llm_trajectory_path, call.request, response, duration_ms,
                                             call.metadata, secrets, size=call.size))

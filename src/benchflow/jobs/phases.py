@@ -223,7 +223,8 @@ async def verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths,
     t = time.monotonic()
     state.verifier = await run_verifier(sandbox, req.task, paths.verifier_dir, workdir=sandbox.workdir,
                                         agent_user=req.spec.sandbox_user, task_name=req.task.name,
-                                        extra_env=seed_env(req.seed))
+                                        extra_env=seed_env(req.seed), trial_dir=paths.root,
+                                        gateway=req.models.gateway if req.models is not None else None)
     if state.verifier.copy_out:
         state.copy_out_info["verifier"] = state.verifier.copy_out
     timing["verifier"] = time.monotonic() - t

@@ -146,8 +146,12 @@ def parse_reward_text(text: str, lo: float = 0.0, hi: float = 1.0) -> float:
     return _number(value, "reward.txt", lo, hi)
 
 
-def parse_reward_files(folder: Path, reward_range: tuple[float, float] | None = None) -> dict[str, Any] | None:
+def parse_reward_files(folder: Path, reward_range: tuple[float, float] | None = None,
+                       policy: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """The reward map from ``folder`` (the downloaded /logs/verifier), or None when neither file exists.
+
+    ``policy`` is verifier.md's ``outputs.aggregate_policy``: it computes the reward of a
+    reward.json that declares none and has no ``aggregate`` block of its own.
 
     Raises:
         RewardError: a file exists but cannot be scored.
@@ -163,6 +167,9 @@ def parse_reward_files(folder: Path, reward_range: tuple[float, float] | None = 
         raw = json.loads(json_text)
     except json.JSONDecodeError as exc:
         raise RewardError(f"reward.json: not JSON ({exc.msg} at line {exc.lineno})") from None
+    method = (policy or {}).get("method")
+    if method and isinstance(raw, dict) and "reward" not in raw and not isinstance(raw.get("aggregate"), Mapping):
+        raw = {**raw, "aggregate": {k: v for k, v in policy.items() if k != "field"}}
     declared = isinstance(raw, dict) and ("reward" in raw or isinstance(raw.get("aggregate"), Mapping))
     if txt_value is not None and isinstance(raw, dict) and not declared:
         return {"reward": txt_value, **{k: v for k, v in raw.items()}}

@@ -9,6 +9,7 @@ crash is the trial's final verifier outcome, never a hang.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -22,10 +23,15 @@ from benchflow.sandbox.base import Sandbox
 from .environment import pinned_env, verifier_task_env
 from .fence import fence, is_root
 from .rewards import RewardError, parse_reward_files
+from .strategies import Selected, StrategyContext, commands, host_runner, select
+from .strategies.combine import combine
+from .strategies.commands import MANIFEST, Command
 
-_RUN = '{ [ -x "$0" ] || chmod +x "$0"; } && exec "$0" > /logs/verifier/test-stdout.txt 2>&1'
 _HAS_OUTPUT = "[ -s /logs/verifier/test-stdout.txt ]"
-_READABLE = 'chmod -R a+rX "$0" && chmod a+x "$1"'
+# $0 verifier folder, $1 1 when the verifier runs as root, then the entry points to make executable.
+_READY = ('d=$0; root=$1; shift; { [ "$root" = 1 ] || chmod -R a+rX "$d"; } || exit 1; '
+          'for f; do [ -e "$f" ] || continue; chmod a+x "$f" || exit 1; done')
+_REWARD_FILES = ("reward.txt", "reward.json", "reward-details.json")
 
 
 @dataclass
@@ -47,55 +53,44 @@ class VerifierOutcome:
 
 async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workdir: str,
                        agent_user: str | None, task_name: str,
-                       extra_env: dict[str, str] | None = None) -> VerifierOutcome:
+                       extra_env: dict[str, str] | None = None, gateway: Any = None,
+                       trial_dir: Path | None = None) -> VerifierOutcome:
     """Upload, run and score the task's verifier; ``verifier_dir`` is the trial's verifier/ folder.
 
+    The strategy is the task's (:func:`.strategies.select`): a command in the sandbox, or a
+    host-side judge whose model calls go through ``gateway`` (the job's; None starts a private
+    one). ``trial_dir`` holds the rollout files a judge may read (default: ``verifier_dir``'s parent).
     Never raises for verifier-side failures: they come back as ``error`` + ``error_category``.
     """
     started = time.monotonic()
     outcome = VerifierOutcome()
     config = task.config.verifier
-    timeout = float(config.timeout_sec)
     remote_dir = "/tests" if task.paths.is_legacy else "/verifier"
-    script = f"{remote_dir}/test.sh"
     try:
+        selected = select(task)
         task_env = {**verifier_task_env(task), **(extra_env or {})}
-        env = pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir)
         fenced = await fence(sandbox, agent_user=agent_user, verifier_user=config.user,
                              link_tests=not task.paths.is_legacy,  # native tasks also answer at /tests
                              verifier_dir=remote_dir, workdir=workdir,
                              cleanup_conftests=config.hardening.cleanup_conftests)
         outcome.warnings.extend(fenced.warnings(workdir))
-        try:
-            await sandbox.put(task.paths.verifier_dir, remote_dir)
-        except BenchError as exc:
-            raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
-                                category="verifier_infra") from exc
-        if not is_root(config.user):  # the upload is root's: a verifier user could not chmod the script
-            ready = await sandbox.exec(["sh", "-c", _READABLE, remote_dir, script], timeout=60)
-            if not ready.success:
-                raise VerifierError(f"Verifier setup failed: chmod exited with rc={ready.return_code}",
-                                    category="verifier_infra")
-        for attempt in (1, 2):
-            outcome.attempts = attempt
-            result = await sandbox.exec(["sh", "-c", _RUN, script], user=config.user, env=env,
-                                        cwd=workdir, timeout=timeout)
-            outcome.return_code = result.return_code
-            if not result.timed_out:
-                break
-            wedged = not (await sandbox.exec(["sh", "-c", _HAS_OUTPUT], timeout=30)).success
-            if not (wedged and attempt == 1):
-                break
-            outcome.warnings.append("verifier timed out with no output; ran it once more")
-        outcome.copy_out = await _download(sandbox, verifier_dir)
-        if result.timed_out:
-            outcome.error = f"verifier timed out after {timeout:g}s"
-            outcome.error_category = "verifier_timeout"
-            outcome.timeout_info = {"timeout_budget_sec": timeout,
-                                    "elapsed_sec": round(time.monotonic() - started, 1),
-                                    "task_name": task_name}
-            return outcome
-        _score(outcome, verifier_dir, config, result.return_code)
+        if selected.in_sandbox:
+            command = _command(task, selected, remote_dir)
+            result = await _run_in_sandbox(sandbox, task, command, outcome, task_env, remote_dir, workdir,
+                                           verifier_dir, started)
+            if result is None:
+                return outcome
+            return_code, criteria = result.return_code, command.criteria
+        else:
+            for name in _REWARD_FILES:
+                (verifier_dir / name).unlink(missing_ok=True)
+            context = StrategyContext(sandbox=sandbox, task=task, verifier_dir=verifier_dir,
+                                      trial_dir=trial_dir or verifier_dir.parent, env=task_env, gateway=gateway,
+                                      strategy_name=selected.name, strategy=selected.strategy,
+                                      roles=selected.roles, label=task_name)
+            await host_runner(selected.kind)(context)
+            return_code, criteria = 0, None
+        _score(outcome, verifier_dir, config, return_code, selected, criteria)
     except RewardError as exc:
         outcome.error, outcome.error_category = f"verifier crashed: {exc}", "verifier_failure"
     except VerifierError as exc:
@@ -107,9 +102,65 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     return outcome
 
 
+async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome: VerifierOutcome,
+                          task_env: dict[str, str], remote_dir: str, workdir: str, verifier_dir: Path,
+                          started: float) -> Any:
+    """Upload the verifier folder and run the strategy's command (a wedged run once more); the
+    exec result, or None when it timed out (recorded on ``outcome``)."""
+    config = task.config.verifier
+    timeout = float(config.timeout_sec)
+    env = {**pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir), **command.env}
+    try:
+        await sandbox.put(task.paths.verifier_dir, remote_dir)
+    except BenchError as exc:
+        raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
+                            category="verifier_infra") from exc
+    # The upload is root's: make the entry points runnable (and readable to a verifier user).
+    ready = await sandbox.exec(["sh", "-c", _READY, remote_dir, "1" if is_root(config.user) else "0",
+                                *command.executables], timeout=60)
+    if not ready.success:
+        raise VerifierError(f"Verifier setup failed: chmod exited with rc={ready.return_code}",
+                            category="verifier_infra")
+    if command.manifest is not None:
+        wrote = await sandbox.exec(["sh", "-c", f"cat > {MANIFEST}"], user=config.user,
+                                   stdin=json.dumps(command.manifest, indent=2).encode(), timeout=60)
+        if not wrote.success:
+            raise VerifierError("verifier crashed: failed to write the reward-kit manifest",
+                                category="verifier_infra")
+    for attempt in (1, 2):
+        outcome.attempts = attempt
+        result = await sandbox.exec(["sh", "-c", command.script, remote_dir], user=config.user, env=env,
+                                    cwd=workdir, timeout=timeout)
+        outcome.return_code = result.return_code
+        if not result.timed_out:
+            break
+        wedged = not (await sandbox.exec(["sh", "-c", _HAS_OUTPUT], timeout=30)).success
+        if not (wedged and attempt == 1):
+            break
+        outcome.warnings.append("verifier timed out with no output; ran it once more")
+    outcome.copy_out = await _download(sandbox, verifier_dir)
+    if result.timed_out:
+        outcome.error = f"verifier timed out after {timeout:g}s"
+        outcome.error_category = "verifier_timeout"
+        outcome.timeout_info = {"timeout_budget_sec": timeout,
+                                "elapsed_sec": round(time.monotonic() - started, 1),
+                                "task_name": task.name}
+        return None
+    return result
+
+
+def _command(task: Any, selected: Selected, remote_dir: str) -> Command:
+    if selected.kind == "script":
+        return commands.script(remote_dir, selected.strategy.command)
+    if selected.kind == "reward-kit":
+        return commands.reward_kit(remote_dir, task, selected.name, selected.strategy,
+                                   selected.document.verifier.outputs)
+    return commands.test_script(remote_dir)
+
+
 async def _download(sandbox: Sandbox, verifier_dir: Path) -> dict[str, Any] | None:
     """Copy ``/logs/verifier`` out; what the copy left behind (see ``CopyReport.note``)."""
-    for name in ("reward.txt", "reward.json", "reward-details.json"):
+    for name in _REWARD_FILES:
         (verifier_dir / name).unlink(missing_ok=True)
     try:
         report = await sandbox.get("/logs/verifier", verifier_dir)
@@ -149,13 +200,19 @@ def environment_fault(verifier_dir: Path) -> str | None:
             "needs not load?)")
 
 
-def _score(outcome: VerifierOutcome, verifier_dir: Path, config: Any, return_code: int) -> None:
+def _score(outcome: VerifierOutcome, verifier_dir: Path, config: Any, return_code: int,
+           selected: Selected, criteria: dict[str, float] | None = None) -> None:
     fault = environment_fault(verifier_dir)
     if fault is not None:
         outcome.error, outcome.error_category = fault, classify_verifier_error(fault)
         return
     reward_range = tuple(config.reward_range) if config.reward_range else None
-    rewards = parse_reward_files(verifier_dir, reward_range)
+    document = selected.document.verifier if selected.document is not None else None
+    policy = dict(document.outputs.aggregate_policy) if document is not None else {}
+    if criteria:
+        policy = {**policy, "criteria": list(criteria), "weights": criteria,
+                  "method": policy.get("method") or "weighted_mean"}
+    rewards = parse_reward_files(verifier_dir, reward_range, policy=policy)
     if rewards is None:
         where = "/logs/verifier/reward.txt or reward.json"
         if return_code != 0:
@@ -164,6 +221,10 @@ def _score(outcome: VerifierOutcome, verifier_dir: Path, config: Any, return_cod
             outcome.error = f"verifier crashed: No reward file found at {where}"
         outcome.error_category = "verifier_failure"
         return
+    if criteria:
+        rewards = commands.strict_criteria(verifier_dir, rewards, criteria, policy)
+    if document is not None:
+        rewards = combine(rewards, document.rubric, selected.name, verifier_dir, reward_range)
     if return_code != 0:
         outcome.warnings.append(f"verifier exited with rc={return_code} but wrote a reward; scored")
     outcome.rewards = rewards
