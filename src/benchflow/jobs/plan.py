@@ -269,7 +269,9 @@ def _fit(planned: PlannedTask, backend: Any, card: RunCard, pull_images: bool) -
 
     planned.fit = fit(backend, spec_for_task(planned.task, digest=planned.digest), pull=pull_images)
     card.warnings.extend(f"{planned.name}: {note}" for note in planned.fit.notes())
-    if not planned.fit.usable:
+    if planned.fit.refusal:
+        card.refusals.append(f"{planned.name}: {planned.fit.refusal}")
+    elif not planned.fit.usable:
         card.refusals.append(f"{planned.name}: prebuilt image {planned.fit.prebuilt} "
                              f"{planned.fit.fallback_reason}, and the task has no environment/Dockerfile "
                              "to build instead; load the image into the engine or add the Dockerfile")

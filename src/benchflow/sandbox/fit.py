@@ -36,6 +36,9 @@ class Fit:
     memory_mb: tuple[int, int]
     network: tuple[str, str | None]
     """(asked, delivered): delivered is None when the backend refuses the mode."""
+    refusal: str | None = None
+    """Why the task cannot run on this backend whatever the image (e.g. its docker-compose.yaml asks
+    for a host bind mount), in one line naming the file and key; None when nothing stands in the way."""
 
     def apply(self, spec: SandboxSpec) -> SandboxSpec:
         """``spec`` as the backend will run it."""
@@ -44,8 +47,9 @@ class Fit:
 
     @property
     def usable(self) -> bool:
-        """False when neither the pinned image nor a Dockerfile can give the task its image."""
-        return self.image_source != "none"
+        """False when neither the pinned image nor a Dockerfile can give the task its image, or
+        :attr:`refusal` says why it cannot run here."""
+        return self.image_source != "none" and self.refusal is None
 
     def notes(self) -> list[str]:
         """Run-card warnings: each adaptation, in one line."""
@@ -101,12 +105,22 @@ def fit(backend: Any, spec: SandboxSpec, *, pull: bool = True) -> Fit:
             reason = why
         else:
             source, reason = "none", why
+    refusal = None
+    if spec.compose_file is not None and backend.capabilities.multi_service:
+        from benchflow.errors import TaskError
+
+        from .compose_file import load
+
+        try:
+            load(spec.compose_file)
+        except TaskError as exc:
+            refusal = str(exc)
     host_cpus, host_memory = backend.host_resources()
     cpus = spec.cpus if host_cpus is None else min(spec.cpus, float(host_cpus))
     memory = spec.memory_mb if host_memory is None else min(spec.memory_mb, int(host_memory))
     return Fit(image_source=source, prebuilt=spec.image, fallback_reason=reason,
                cpus=(float(spec.cpus), float(cpus)), memory_mb=(int(spec.memory_mb), int(memory)),
-               network=(spec.network_mode, backend.capabilities.network_for(spec.network_mode)))
+               network=(spec.network_mode, backend.capabilities.network_for(spec.network_mode)), refusal=refusal)
 
 
 async def fitted(backend: Any, spec: SandboxSpec) -> SandboxSpec:
