@@ -22,7 +22,20 @@ def view(
         None, "--redaction-summary",
         help="Masked-secret breakdown shown in the --confirm bar, e.g. '2 API keys, 1 bearer token' "
              "(lift it from bench traj upload PATH --dry-run). Display-only; no effect without --confirm."),
+    export: str | None = typer.Option(
+        None, "--export", metavar="OUT.html",
+        help="Write the view as one self-contained HTML file instead of serving it: data inline and redacted, "
+             "home folders shown as ~, no external requests; opens offline in any browser."),
 ) -> None:
+    if export is not None:
+        from benchflow.viewer.export import export_html
+
+        report = export_html(rollout_dir, export)
+        pages = f"{report.trial_pages} trial page(s)" + (
+            f" (the other {report.trials - report.trial_pages} trials are in the tables and charts only)"
+            if report.trials > report.trial_pages else "")
+        typer.echo(f"Wrote {report.path} ({report.size / 1024:.0f} KiB): {report.jobs} job(s), {pages}.")
+        return
     from benchflow.viewer.server import serve
 
     raise typer.Exit(serve(rollout_dir, port=port, confirm=confirm, redaction_summary=redaction_summary))

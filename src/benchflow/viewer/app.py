@@ -13,6 +13,8 @@ Endpoints (all GET unless noted)::
     /api/trial?id=T                     benchflow.trial document + trajectory totals
     /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events
     /api/compare?a=J&b=J                benchflow.comparison document
+    /api/outcomes?id=J[&id=J2…][&part=pareto|outcomes|training]
+                                        benchflow.outcomes/1 (id "." = every job shown); see outcomes.py
     /api/explain[?code=C&job=&task=]    the ``bench explain`` catalogue, or one entry
     POST /api/decision {"decision": "approved"|"rejected"}   only with --confirm
 """
@@ -34,6 +36,7 @@ from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .cache import JobCache
 from .sources import ViewSource, is_trial, is_trial_dir
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -92,6 +95,7 @@ class Viewer:
         self.source = source
         self.confirm = confirm
         self._file_kinds: dict[Path, str] = {}
+        self.cache = JobCache()
 
     def _file_kind(self, path: Path) -> str:
         """Whether a lone trajectory file holds ACP events or model exchanges (judged once, by its first event)."""
@@ -122,11 +126,12 @@ class Viewer:
 
     # -- endpoints ---------------------------------------------------------
     def overview(self, request: Request) -> Response:
-        from benchflow.results import load_job
+        return _json(self.overview_document())
 
+    def overview_document(self) -> dict[str, Any]:
         jobs = []
         for path in self.source.jobs():
-            job = load_job(path)
+            job = self.cache.job(path)
             jobs.append({"id": self.source.ident(path), "name": job.name, "settings": job.settings,
                          "denominators": job.denominators, "n_trials": len(job.trials),
                          "running": job.running})
@@ -136,18 +141,50 @@ class Viewer:
         confirm = None
         if self.confirm is not None:
             confirm = {"redaction_summary": self.confirm.redaction_summary, "decision": self.confirm.decision}
-        return _json({"kind": self.source.kind, "root": str(self.source.root), "jobs": jobs, "trial": trial,
-                      "confirm": confirm})
+        return {"kind": self.source.kind, "root": str(self.source.root), "jobs": jobs, "trial": trial,
+                "confirm": confirm}
 
     def job(self, request: Request) -> Response:
-        from benchflow.results import load_job
+        return _json(self.job_document(self._job_path(request.query_params.get("id", ""))))
 
-        path = self._job_path(request.query_params.get("id", ""))
-        doc = load_job(path).model_dump(mode="json")
+    def job_document(self, path: Path) -> dict[str, Any]:
+        doc = self.cache.job(path).model_dump(mode="json")
         for row in doc.get("trials", []):
             row["id"] = self._trial_ident(row.get("path"))
         doc["id"] = self.source.ident(path)
-        return _json(doc)
+        return doc
+
+    def outcomes(self, request: Request) -> Response:
+        from .outcomes import PARTS
+
+        part = request.query_params.get("part")
+        if part is not None and part not in PARTS:
+            return _error(400, f"part must be one of {', '.join(PARTS)}")
+        return _json(self.outcomes_document(request.query_params.getlist("id") or ["."],
+                                            (part,) if part else PARTS))
+
+    def outcomes_document(self, idents: list[str], parts: tuple[str, ...]) -> dict[str, Any]:
+        """``benchflow.outcomes/1`` over the jobs named by ``idents`` ("." = every job shown), cached."""
+        from .outcomes import outcomes_document
+
+        paths: list[Path] = []
+        for ident in idents:
+            for path in (self.source.jobs() if ident == "." else [self._job_path(ident)]):
+                if path not in paths:
+                    paths.append(path)
+        if not paths:
+            raise LookupError("no job to draw (open a job folder or a folder of jobs)")
+
+        def build() -> dict[str, Any]:
+            jobs = [(self.source.ident(path), self.cache.job(path)) for path in paths]
+            return outcomes_document(jobs, self._trial_ident, parts)
+
+        return self.cache.derived((tuple(paths), parts), paths, build)
+
+    def warm(self) -> None:
+        """Read every job and build the folder's outcomes once, so the first page load finds them ready."""
+        if self.source.jobs():
+            self.outcomes_document(["."], ("pareto", "outcomes"))
 
     def _trial_ident(self, path: str | None) -> str | None:
         if not path:
@@ -158,18 +195,20 @@ class Viewer:
             return None
 
     def trial(self, request: Request) -> Response:
+        return _json(self.trial_document(self._trial_path(request.query_params.get("id", ""))))
+
+    def trial_document(self, path: Path) -> dict[str, Any]:
         from benchflow.results import load_trial
 
-        path = self._trial_path(request.query_params.get("id", ""))
         totals = {kind: self._page(path, kind, 0, 0)[1] for kind in ("acp", "llm")}
         if path.is_file() or not is_trial_dir(path):  # a lone trajectory file, or a session with only trajectory/
-            return _json({"kind": "benchflow.trial", "id": self.source.ident(path), "name": path.name,
-                          "path": str(path), "summary": None, "totals": totals})
+            return {"kind": "benchflow.trial", "id": self.source.ident(path), "name": path.name,
+                    "path": str(path), "summary": None, "totals": totals}
         doc = load_trial(path).model_dump(mode="json")
         doc.pop("trajectories", None)
         doc["id"] = self.source.ident(path)
         doc["totals"] = totals
-        return _json(doc)
+        return doc
 
     def _page(self, path: Path, kind: str, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
         from benchflow.results import iter_trajectory
@@ -185,8 +224,11 @@ class Viewer:
             return _error(400, "kind must be acp or llm")
         offset = _int_param(request, "offset", 0, 0, 2**31)
         limit = _int_param(request, "limit", 200, 1, PAGE_LIMIT_MAX)
+        return _json(self.trajectory_page(path, kind, offset, limit))
+
+    def trajectory_page(self, path: Path, kind: str, offset: int, limit: int) -> dict[str, Any]:
         events, total = self._page(path, kind, offset, limit)
-        return _json({"kind": kind, "offset": offset, "limit": limit, "total": total, "events": events})
+        return {"kind": kind, "offset": offset, "limit": limit, "total": total, "events": events}
 
     def compare(self, request: Request) -> Response:
         from benchflow.results import compare
@@ -291,10 +333,13 @@ def create_app(source: ViewSource, *, confirm: ConfirmState | None = None) -> St
         Route("/api/trial", _guard(viewer.trial)),
         Route("/api/trajectory", _guard(viewer.trajectory)),
         Route("/api/compare", _guard(viewer.compare)),
+        Route("/api/outcomes", _guard(viewer.outcomes)),
         Route("/api/explain", _guard(viewer.explain)),
         Route("/api/decision", _guard(viewer.decision), methods=["POST"]),
         Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
     ]
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS),
                   Middleware(SecurityHeaders)]
-    return Starlette(routes=routes, middleware=middleware)
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.viewer = viewer
+    return app

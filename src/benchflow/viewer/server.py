@@ -49,6 +49,14 @@ def bind_port(port: int, host: str = HOST, tries: int = PORT_TRIES) -> socket.so
                     "pass a free one with --port (0 picks any free port)")
 
 
+def _warm(viewer) -> None:
+    """Read the jobs before the first page asks; a failure here is reported by the request that meets it."""
+    try:
+        viewer.warm()
+    except Exception:  # noqa: BLE001 - the page's own request shows the error
+        pass
+
+
 def display_available() -> bool:
     """True when a browser window could be shown, and we are not under a test or CI."""
     if os.environ.get("BENCHFLOW_NO_BROWSER") or os.environ.get("CI") or os.environ.get("PYTEST_CURRENT_TEST"):
@@ -94,6 +102,7 @@ def serve(target: str, *, port: int = 8888, confirm: bool = False, redaction_sum
     print(f"Open {url} in a browser (Ctrl-C to stop).", flush=True)
     if state is not None:
         print("Waiting for a decision on the page: Approve & submit, or Not this one.", flush=True)
+    threading.Thread(target=_warm, args=(app.state.viewer,), daemon=True, name="viewer-warm").start()
     if open_browser if open_browser is not None else display_available():
         threading.Timer(0.5, webbrowser.open, args=[url]).start()
 

@@ -46,11 +46,50 @@
     if (route === "explain") return explainPage(params);
     if (overview.trial !== null) return BF.trialPage(new URLSearchParams({id: overview.trial}), overview);
     if (overview.jobs.length === 1) return jobPage(new URLSearchParams({id: overview.jobs[0].id}));
-    return jobsPage();
+    return jobsPage(params);
+  }
+
+  /* ---- tabs over a page: the first is the page's own content, the others draw /api/outcomes --------- */
+  const PICTURE_TABS = [
+    {key: "pareto", label: "Pareto", render: (ids) => BF.paretoTab(ids)},
+    {key: "outcomes", label: "Outcomes", render: (ids) => BF.outcomesTab(ids)},
+    {key: "training", label: "Training", render: (ids) => BF.trainingTab(ids)},
+  ];
+
+  function viewTabs(route, params, first, ids) {
+    const tabs = [first].concat(PICTURE_TABS.map((t) => ({key: t.key, label: t.label, render: () => t.render(ids)})));
+    const bar = el("div", {class: "tabs view-tabs", role: "tablist"});
+    const panel = el("div", {id: "view-panel", role: "tabpanel"});
+    let shown = 0;
+    async function show(key) {
+      const tab = tabs.find((t) => t.key === key) || tabs[0];
+      const ticket = ++shown;
+      const here = Object.fromEntries(params.entries());
+      here.view = tab === tabs[0] ? "" : tab.key;
+      BF.replaceParams(route, here);
+      bar.replaceChildren(...tabs.map((t) => el("button", {class: t === tab ? "active" : "", "data-view": t.key, role: "tab",
+                                                           "aria-selected": t === tab ? "true" : "false", text: t.label,
+                                                           onclick: () => show(t.key)})));
+      panel.replaceChildren(el("p", {class: "muted", text: "Loading…"}));
+      try {
+        const node = await tab.render();
+        if (ticket === shown) panel.replaceChildren(node);
+      } catch (err) {
+        if (ticket === shown) panel.replaceChildren(BF.errorBox(err.message || err));
+      }
+    }
+    show(params.get("view") || first.key);
+    return el("div", {}, bar, panel);
   }
 
   /* ---- folder of jobs ------------------------------------------------------- */
-  function jobsPage() {
+  function jobsPage(params) {
+    return el("div", {},
+      el("h1", {text: "Jobs"}), el("p", {class: "muted", text: overview.jobs.length + " jobs under " + overview.root}),
+      viewTabs("", params || new URLSearchParams(), {key: "jobs", label: "Jobs", render: () => jobsList()}, "."));
+  }
+
+  function jobsList() {
     const picked = new Set();
     const button = el("button", {class: "btn", id: "compare-selected", disabled: true, text: "Compare the two selected"});
     button.addEventListener("click", () => {
@@ -75,7 +114,6 @@
     const head = el("tr", {}, ["", "Job", "Agent", "Model", "Trials", "Passed", "Pass rate", "Mean reward"]
       .map((label) => el("th", {text: label})));
     return el("div", {},
-      el("h1", {text: "Jobs"}), el("p", {class: "muted", text: overview.jobs.length + " jobs under " + overview.root}),
       el("div", {class: "filters"}, button),
       el("table", {class: "data", id: "jobs-table"}, el("thead", {}, head), el("tbody", {}, rows)));
   }
@@ -139,6 +177,15 @@
     }));
     update();
     const crumbs = overview.kind === "jobs" ? el("div", {class: "crumbs"}, el("a", {href: "#/", text: "← all jobs"})) : null;
+    const trialsView = el("div", {},
+      el("div", {class: "card"}, el("h2", {text: "Outcomes"}),
+        el("div", {class: "stats", id: "outcomes-counts"}, OUTCOMES.map((o) => stat(fmt.num(counts[o]), o.replace("_", " "), o))),
+        chips.childElementCount ? el("div", {}, el("h2", {text: "Error categories"}), chips) : null,
+        job.notes && job.notes.length ? el("ul", {class: "notes"}, job.notes.map((n) => el("li", {text: n}))) : null),
+      el("div", {class: "filters"},
+        el("label", {}, failedBox, " Failures only"), catSelect, search, shown),
+      el("table", {class: "data", id: "trials-table"}, el("thead", {}, head), tbody),
+      more);
     return el("div", {},
       crumbs,
       el("h1", {text: job.name}, job.running ? " " : null, job.running ? badge("running", "pending") : null),
@@ -151,14 +198,7 @@
           stat(fmt.pct(d.pass_rate_attempted), "pass rate (attempted)"), stat(fmt.pct(d.pass_rate_scored), "pass rate (scored)"),
           stat(fmt.num(d.mean_reward), "mean reward"), stat(fmt.num(d.attempted), "attempted"),
           job.cost_usd !== null && job.cost_usd !== undefined ? stat(fmt.usd(job.cost_usd), "cost") : null))),
-      el("div", {class: "card"}, el("h2", {text: "Outcomes"}),
-        el("div", {class: "stats", id: "outcomes"}, OUTCOMES.map((o) => stat(fmt.num(counts[o]), o.replace("_", " "), o))),
-        chips.childElementCount ? el("div", {}, el("h2", {text: "Error categories"}), chips) : null,
-        job.notes && job.notes.length ? el("ul", {class: "notes"}, job.notes.map((n) => el("li", {text: n}))) : null),
-      el("div", {class: "filters"},
-        el("label", {}, failedBox, " Failures only"), catSelect, search, shown),
-      el("table", {class: "data", id: "trials-table"}, el("thead", {}, head), tbody),
-      more);
+      viewTabs("job", params, {key: "trials", label: "Trials", render: () => trialsView}, id));
   }
 
   function stat(value, label, cls) {
@@ -240,7 +280,8 @@
       doc.caveats.length ? el("ul", {class: "notes"}, doc.caveats.map((c) => el("li", {text: c}))) : null,
       el("table", {class: "data", id: "compare-table"},
         el("thead", {}, el("tr", {}, ["Task", "Status", "Reward A", "Reward B", "Δ"].map((l) => el("th", {text: l})))),
-        el("tbody", {}, rows)));
+        el("tbody", {}, rows)),
+      el("h2", {text: "Pareto of the two"}), await BF.paretoTab([doc.a.id, doc.b.id]));
   }
 
   /* ---- bench explain catalogue ----------------------------------------------- */
@@ -250,7 +291,7 @@
     let entry = null;
     if (code) {
       try {
-        entry = await api("explain", {code, job: params.get("job") || "", task: params.get("task") || ""});
+        entry = await api("explain", BF.exported ? {code} : {code, job: params.get("job") || "", task: params.get("task") || ""});
       } catch (err) {
         entry = {error: err.message || String(err)};
       }
@@ -302,5 +343,6 @@
   }
 
   window.addEventListener("hashchange", render);
+  if (window.matchMedia) window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", render);  // charts re-read the colours
   render();
 })();

@@ -43,9 +43,34 @@ BF.link = function link(route, params) {
   return "#/" + route + (text ? "?" + text : "");
 };
 
+/** "path?a=1&b=2": parameters sorted, empty ones left out, a list value repeated. */
+BF.apiKey = function apiKey(path, params) {
+  const query = new URLSearchParams();
+  for (const key of Object.keys(params || {}).sort()) {
+    for (const value of [].concat(params[key])) {
+      if (value !== null && value !== undefined && value !== "") query.append(key, String(value));
+    }
+  }
+  const text = query.toString();
+  return path + (text ? "?" + text : "");
+};
+
+/** The answers of an exported page (bench view --export), or null when served live. */
+BF.exported = (function () {
+  const node = document.getElementById("bf-export");
+  if (!node) return null;
+  const answers = new Map();
+  for (const [path, params, body] of JSON.parse(node.textContent).answers) answers.set(BF.apiKey(path, params), body);
+  return answers;
+})();
+
 BF.api = async function api(path, params) {
-  const query = new URLSearchParams(params || {}).toString();
-  const response = await fetch("/api/" + path + (query ? "?" + query : ""), {headers: {Accept: "application/json"}});
+  const key = BF.apiKey(path, params);
+  if (BF.exported) {
+    if (!BF.exported.has(key)) throw new Error("Not included in this export (" + key + "); open the folder with bench view to see it.");
+    return BF.exported.get(key);
+  }
+  const response = await fetch("/api/" + key, {headers: {Accept: "application/json"}});
   let body = null;
   try {
     body = await response.json();
