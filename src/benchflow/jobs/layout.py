@@ -109,6 +109,11 @@ class TrialPaths:
         return self.root / "artifacts"
 
     @property
+    def setup_dir(self) -> Path:
+        """``setup/``: output of the task's setup commands and healthcheck (``jobs/setup_commands.py``)."""
+        return self.root / "setup"
+
+    @property
     def trajectory_dir(self) -> Path:
         return self.root / "trajectory"
 

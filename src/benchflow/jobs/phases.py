@@ -54,6 +54,8 @@ class TrialState:
     budget_stop: str | None = None
     copy_out_info: dict[str, Any] = field(default_factory=dict)
     """Per folder copied out of the sandbox (agent, verifier), what the copy left behind."""
+    verifier_env: dict[str, str] = field(default_factory=dict)
+    """Variables the environment phase hands the verifier (setup commands' ``capture_dir`` captures)."""
 
     @property
     def verifier_allowed(self) -> bool:
@@ -107,6 +109,13 @@ async def environment_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPat
         await upload_task_files(req, sandbox, paths)
     except BenchError as exc:
         state.error, state.error_category = str(exc), exc.category
+        return
+    from .setup_commands import SetupFailed, run_setup
+
+    try:
+        state.verifier_env = await run_setup(sandbox, req.task, paths.setup_dir, req.task_secrets)
+    except SetupFailed as exc:
+        state.error, state.error_category = str(exc), "sandbox_setup"
 
 
 def setup_failure(req: TrialRequest, failure: SessionSetupError, state: TrialState) -> bool:
@@ -223,7 +232,7 @@ async def verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths,
     t = time.monotonic()
     state.verifier = await run_verifier(sandbox, req.task, paths.verifier_dir, workdir=sandbox.workdir,
                                         agent_user=req.spec.sandbox_user, task_name=req.task.name,
-                                        extra_env=seed_env(req.seed), trial_dir=paths.root,
+                                        extra_env={**state.verifier_env, **seed_env(req.seed)}, trial_dir=paths.root,
                                         gateway=req.models.gateway if req.models is not None else None)
     if state.verifier.copy_out:
         state.copy_out_info["verifier"] = state.verifier.copy_out
