@@ -15,9 +15,10 @@ import datetime as dt
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchflow.jobs.job import lock_job
 from benchflow.jobs.layout import JobPaths, TrialPaths, trial_name

@@ -70,7 +70,7 @@ class BranchedTrial:
 
 async def run_branched_trial(bt: BranchedTrial) -> dict[str, Any]:
     """Run (or finish) one branched trial; returns its ``result.json`` document."""
-    req, paths, spec = bt.req, bt.paths, bt.spec
+    req, paths = bt.req, bt.paths
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = TrialState()

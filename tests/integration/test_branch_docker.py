@@ -1,0 +1,138 @@
+"""``bench branch`` with the oracle on Docker: children with different prompts from one snapshot reach
+different rewards, a nested fork, isolated/concurrent children agree with sequential restores, a
+kill -9 mid-branch is finished by a rerun with nothing leaked, and what cannot branch is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_TASKS, ROOT
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.docker
+
+TASK = FIXTURE_TASKS / "branch-prompts"
+CHILDREN = ["--child", "label=good,prompt=write done", "--child", "label=bad,prompt=write nope, really",
+            "--child", "label=more,parent=good,prompt=append !", "--child", "label=same,parent=good,prompt=append "]
+
+
+def _job(jobs: Path) -> Path:
+    [job] = list(jobs.glob("branch-*"))
+    return job
+
+
+def _leftovers(job: Path) -> tuple[list, list]:
+    import docker
+
+    client = docker.from_env()
+    try:
+        label = f"benchflow.job={job.resolve()}"
+        return (client.api.containers(all=True, filters={"label": label}),
+                client.api.images(filters={"label": [label, "benchflow.kind=snapshot"]}))
+    finally:
+        client.close()
+
+
+def _rewards(bench, target: Path) -> dict[str, tuple[float | None, float | None]]:
+    shown = bench("eval", "branches", str(target), "--json")
+    assert shown.returncode == 0, shown.stderr
+    [view] = json.loads(shown.stdout)
+    assert view["kind"] == "benchflow.branch-view" and view["schema_version"] == 1
+    return {c["node"]: (c["reward"], c["advantage"]) for f in view["forks"] for c in f["children"]}
+
+
+def test_oracle_children_from_one_snapshot_reach_different_rewards(bench, tmp_path: Path) -> None:
+    done = bench("branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker",
+                 "--jobs-dir", str(tmp_path), *CHILDREN)
+    assert done.returncode == 0, done.stderr + done.stdout
+    job = _job(tmp_path)
+    [trial] = [p for p in job.iterdir() if p.name.startswith("branch-prompts__")]
+    tree = json.loads((trial / "tree.json").read_text())
+    assert [(f["id"], f["parent_node"], f["children"], f["status"], f["snapshot_kept"]) for f in tree["forks"]] == [
+        ("fork-0", None, ["good", "bad"], "complete", False), ("fork-good", "good", ["more", "same"], "complete", False)]
+    good = json.loads((trial / "branches/fork-0/children/good/observation.json").read_text())
+    assert good["status"] == "passed" and good["reward"] == 1.0 and good["request"]["prompts"] == ["write done"]
+    assert (trial / "branches/fork-0/children/bad/agent/oracle.txt").is_file()
+    assert "write nope, really" in (trial / "branches/fork-0/children/bad/verifier/test-stdout.txt").read_text()
+    # the nested children start from good's state (its answer), not from the first snapshot
+    assert _rewards(bench, job) == {"good": (1.0, 1.0), "bad": (0.0, -1.0), "more": (0.5, -0.5),
+                                    "same": (1.0, 0.5)}
+    assert _rewards(bench, trial)["more"] == (0.5, -0.5)
+    result = json.loads((trial / "result.json").read_text())
+    assert result["rewards"]["reward"] == 1.0  # --parent continue: restored, sent its prompt, verified
+    assert result["branch"]["finished"] == 4
+    assert _leftovers(job) == ([], [])
+    assert bench("results", str(job)).returncode == 0
+    import benchflow as bf
+
+    assert bf.load_trial(trial) is not None
+
+
+def test_isolated_and_concurrent_children_agree_with_sequential_restores(bench, tmp_path: Path) -> None:
+    seen = {}
+    for name, flags in (("seq", []), ("iso", ["--isolate-children"]), ("conc", ["--concurrency", "2"])):
+        done = bench("branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker",
+                     "--jobs-dir", str(tmp_path / name), "--parent", "discard", *flags, *CHILDREN)
+        assert done.returncode == 0, done.stderr + done.stdout
+        job = _job(tmp_path / name)
+        seen[name] = _rewards(bench, job)
+        tree = json.loads(next(job.glob("*/tree.json")).read_text())
+        assert tree["forks"][0]["isolated"] is bool(flags)
+        assert _leftovers(job) == ([], [])
+    assert seen["seq"] == seen["iso"] == seen["conc"]
+
+
+def test_kill_9_mid_branch_then_rerun_finishes_only_the_rest(bench, tmp_path: Path) -> None:
+    args = ["branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker", "--jobs-dir",
+            str(tmp_path), "--child", "label=first,prompt=write done", "--child", "label=slow,prompt=sleep 20",
+            "--child", "label=last,prompt=write no"]
+    env = {**os.environ, "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        def slow_running() -> bool:
+            found = list(tmp_path.glob("branch-*/*/branches/fork-0/children/slow/observation.json"))
+            return bool(found) and json.loads(found[0].read_text())["status"] == "running"
+
+        wait_until(slow_running, timeout=240, what="the slow child to start")
+        wait_until(lambda: _leftovers(_job(tmp_path))[0], timeout=60, what="the slow child's container")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    job = _job(tmp_path)
+    trial = next(job.glob("branch-prompts__*"))
+    first = json.loads((trial / "branches/fork-0/children/first/observation.json").read_text())
+    assert first["reward"] == 1.0 and not (trial / "result.json").exists()
+    containers, images = _leftovers(job)
+    assert containers and images  # what the kill left behind
+    done = bench(*args)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert _job(tmp_path) == job  # the same request resumed its job
+    again = json.loads((trial / "branches/fork-0/children/first/observation.json").read_text())
+    assert again == first  # a finished child is not run again
+    assert _rewards(bench, job) == {"first": (1.0, 0.5), "slow": (1.0, 0.5), "last": (0.0, -1.0)}
+    assert _leftovers(job) == ([], [])
+
+
+def test_a_sandbox_without_snapshots_is_refused_before_anything_starts(bench, tmp_path: Path) -> None:
+    from tests.doubles.docker_variant import PLUGIN_PATH
+
+    env = {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = bench("branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker-variant",
+                 "--jobs-dir", str(tmp_path), *CHILDREN, env=env)
+    assert done.returncode == 2
+    assert "docker-variant has no snapshots" in done.stderr and done.stderr.count("\n") <= 2
+    assert not list(tmp_path.glob("branch-*"))
+
+
+def test_resume_session_is_refused_with_the_reason(bench, tmp_path: Path) -> None:
+    done = bench("branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker",
+                 "--jobs-dir", str(tmp_path), "--resume-session", *CHILDREN)
+    assert done.returncode == 2 and "loadSession" in done.stderr
