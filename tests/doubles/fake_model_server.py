@@ -14,6 +14,11 @@ On request it fails: send header ``x-fake-status: 429`` (or use a model id
 ``fake-error-429``) to get that status with the API's error body. A model id
 containing ``tool`` makes the reply a tool call instead of text. Header
 ``x-fake-chunk-delay-ms: 200`` spaces streamed Chat Completions chunks apart.
+Chat Completions answer token data the way vLLM does when asked:
+``return_token_ids`` adds ``prompt_token_ids`` (:func:`prompt_ids`) and each
+choice's ``token_ids`` (:data:`SAMPLED_IDS`); ``logprobs`` adds
+``logprobs.content`` (:data:`LOGPROBS`), tokens as ``token_id:<id>`` with
+``return_tokens_as_token_ids``.
 
 Run it alone: ``python tests/doubles/fake_model_server.py --port 8999``.
 """
@@ -52,6 +57,25 @@ ANTHROPIC_USAGE = {"input_tokens": INPUT_UNCACHED, "output_tokens": OUTPUT,
                    "cache_read_input_tokens": CACHE_READ, "cache_creation_input_tokens": CACHE_WRITE}
 GEMINI_USAGE = {"promptTokenCount": INPUT_UNCACHED + CACHE_READ, "candidatesTokenCount": OUTPUT,
                 "cachedContentTokenCount": CACHE_READ, "totalTokenCount": INPUT_UNCACHED + CACHE_READ + OUTPUT}
+SAMPLED_IDS = [11, 12, 13]
+LOGPROBS = [-0.5, -0.25, -0.125]
+
+
+def prompt_ids(messages: Any) -> list[int]:
+    """Deterministic stand-in prompt token ids: one per message, its content length."""
+    return [len(str(m.get("content") or "")) for m in messages or [] if isinstance(m, dict)]
+
+
+def _token_fields(body: dict[str, Any], part: slice = slice(None)) -> dict[str, Any]:
+    """The token data a vLLM choice (or chunk choice) carries for the sampled ids in ``part``."""
+    out: dict[str, Any] = {}
+    if body.get("return_token_ids"):
+        out["token_ids"] = SAMPLED_IDS[part]
+    if body.get("logprobs"):
+        as_ids = body.get("return_tokens_as_token_ids")
+        out["logprobs"] = {"content": [{"token": f"token_id:{i}" if as_ids else f"t{i}", "logprob": lp}
+                                       for i, lp in zip(SAMPLED_IDS[part], LOGPROBS[part], strict=True)]}
+    return out
 
 
 def _sse(data: Any, event: str | None = None) -> bytes:
@@ -154,20 +178,24 @@ class FakeModelServer:
         if status:
             return _error(status, anthropic=False)
         model, tool = body.get("model", "fake-model"), "tool" in str(body.get("model", ""))
-        base = {"id": "chatcmpl-fake", "created": 1700000000, "model": model}
+        base: dict[str, Any] = {"id": "chatcmpl-fake", "created": 1700000000, "model": model}
+        if body.get("return_token_ids"):
+            base["prompt_token_ids"] = prompt_ids(body.get("messages"))
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": None if tool else self.content}
             if tool:
                 message["tool_calls"] = [{"id": "call_1", "type": "function",
                                           "function": {"name": TOOL_NAME, "arguments": json.dumps(TOOL_ARGS)}}]
             return JSONResponse({**base, "object": "chat.completion", "usage": OPENAI_USAGE, "choices": [
-                {"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop"}]})
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if tool else "stop",
+                 **_token_fields(body)}]})
         include_usage = (body.get("stream_options") or {}).get("include_usage")
         delay = float(request.headers.get("x-fake-chunk-delay-ms", 0)) / 1000
 
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        def chunk(delta: dict[str, Any], finish: str | None = None, part: slice | None = None) -> bytes:
+            tokens = _token_fields(body, part) if part is not None else {}
             return _sse({**base, "object": "chat.completion.chunk",
-                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, **tokens}]})
 
         async def events():
             yield chunk({"role": "assistant", "content": ""})
@@ -178,8 +206,8 @@ class FakeModelServer:
                 for part in (text[:10], text[10:]):
                     yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]})
             else:
-                for piece in PIECES:
-                    yield chunk({"content": piece})
+                for index, piece in enumerate(PIECES):
+                    yield chunk({"content": piece}, part=slice(index, index + 1))
                     await asyncio.sleep(delay)
             yield chunk({}, "tool_calls" if tool else "stop")
             if include_usage:

@@ -17,7 +17,8 @@ Line shape (contracts §3.5)::
      "request": {"timestamp", "method", "path", "headers", "body"},
      "response": {"timestamp", "status_code", "headers", "body"},
      "duration_ms", "metadata": {"request_model", "provider_model", "provider",
-                                 "call_type", "stream", "usage", "cost_usd", ...}}
+                                 "call_type", "stream", "usage", "cost_usd", ...},
+     "token_capture": {"prompt_token_ids", "sampled_token_ids", "logprobs", "source"}}  (when captured)
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class Exchange:
     secrets: tuple[str, ...] = ()
     size: int = 0
     """Bytes of request and response bodies, to choose inline or threaded writing."""
+    token_capture: dict[str, Any] | None = None
+    """Token ids and logprobs the upstream returned (``gateway/tokens.py``), or None."""
 
 
 def _body(value: Any) -> Any:
@@ -73,6 +76,8 @@ def render(exchange: Exchange) -> str:
         "duration_ms": round(exchange.duration_ms, 3),
         "metadata": exchange.metadata,
     }
+    if exchange.token_capture is not None:
+        record["token_capture"] = exchange.token_capture
     redacted = redact_obj(record, extra_values=exchange.secrets)
     return json.dumps(redacted, ensure_ascii=False, default=str) + "\n"
 

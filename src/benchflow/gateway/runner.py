@@ -24,12 +24,12 @@ import os
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
 
-from benchflow.gateway import pricing
+from benchflow.gateway import pricing, tokens
 from benchflow.gateway.budget import JobBudget
 from benchflow.gateway.recorder import Recorder
 from benchflow.gateway.routes import TrialRoute
@@ -64,6 +64,9 @@ class GatewayConfig:
     """Connecting to a provider."""
     read_timeout_sec: float = 900.0
     """Longest silence from a provider inside one call (long thinking included)."""
+    capture_tokens: bool = field(default_factory=tokens.capture_from_env)
+    """Ask OpenAI-compatible upstreams for token ids and logprobs and record them
+    (``gateway/tokens.py``); default from ``BENCHFLOW_CAPTURE_TOKENS``."""
 
 
 def tcp_listener(host: str, port: int) -> socket.socket:
@@ -103,7 +106,8 @@ class Gateway:
         self.config = config
         self.state = GatewayState.NEW
         self._proxy = ProxyState(upstreams=config.upstreams, recorder=Recorder(),
-                                 job_budget=JobBudget(config.max_cost_usd, config.max_tokens))
+                                 job_budget=JobBudget(config.max_cost_usd, config.max_tokens),
+                                 capture_tokens=config.capture_tokens)
         self._routes: dict[str, TrialRoute] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None

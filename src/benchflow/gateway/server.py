@@ -27,6 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from benchflow.gateway import policy
+from benchflow.gateway import tokens as token_capture
 from benchflow.gateway.budget import JobBudget
 from benchflow.gateway.pricing import Price, price_call
 from benchflow.gateway.recorder import Exchange, Recorder
@@ -61,6 +62,8 @@ class ProxyState:
     job_budget: JobBudget
     routes: dict[str, TrialRoute] = field(default_factory=dict)
     client: UpstreamClient | None = None
+    capture_tokens: bool = False
+    """Ask OpenAI-compatible upstreams for token ids and logprobs (``gateway/tokens.py``)."""
 
 
 @dataclass
@@ -244,6 +247,11 @@ class Proxy:
                 and "stream_options" not in parsed:
             body = json.dumps({**parsed, "stream_options": {"include_usage": True}}).encode()
             metadata["stream_usage_added"] = True
+        if self.state.capture_tokens and isinstance(parsed, dict):
+            asked = token_capture.ask(kind, json.loads(body))
+            if asked is not None:
+                body = json.dumps(asked).encode()
+                metadata["token_capture_requested"] = True
 
         assert self.state.client is not None
         try:
@@ -316,14 +324,16 @@ class Proxy:
         call.metadata.update({"provider_model": provider_model, "usage": usage.as_dict() if usage else None,
                               "cost_usd": price.cost_usd, "price_source": price.price_source,
                               "priced_model": price.priced_model})
-        self._record(call, status, headers, body)
+        captured = token_capture.capture(call.kind, body) if status < 400 else None
+        self._record(call, status, headers, body, captured)
 
-    def _record(self, call: _Call, status: int, headers: dict[str, str], body: Any) -> None:
+    def _record(self, call: _Call, status: int, headers: dict[str, str], body: Any,
+                captured: dict[str, Any] | None = None) -> None:
         response = {"timestamp": _now(), "status_code": status, "headers": headers, "body": body}
         secrets = (*self.state.upstreams.secrets(), *call.route.upstreams.secrets(), call.route.key)
         duration_ms = ((call.ended or time.perf_counter()) - call.started) * 1000
         self.state.recorder.submit(Exchange(call.route.llm_trajectory_path, call.request, response, duration_ms,
-                                            call.metadata, secrets, size=call.size))
+                                            call.metadata, secrets, size=call.size, token_capture=captured))
 
 
 async def _health(request: Request) -> Response:

@@ -78,7 +78,7 @@ class StreamAssembler:
 
     # --- OpenAI Chat Completions -------------------------------------------------
     def _chat(self, chunk: dict[str, Any]) -> None:
-        for key in ("id", "model", "created", "system_fingerprint", "service_tier"):
+        for key in ("id", "model", "created", "system_fingerprint", "service_tier", "prompt_token_ids"):
             if chunk.get(key) is not None:
                 self._body[key] = chunk[key]
         if chunk.get("usage"):
@@ -91,6 +91,7 @@ class StreamAssembler:
                 merged["finish_reason"] = choice["finish_reason"]
             if "text" in choice:  # legacy completions
                 merged["text"] = merged.get("text", "") + (choice.get("text") or "")
+            self._tokens(merged, choice)
             delta = choice.get("delta") or {}
             message = merged["message"]
             for key in ("content", "reasoning_content", "reasoning", "refusal"):
@@ -109,6 +110,15 @@ class StreamAssembler:
                 function = call.get("function") or {}
                 target["function"]["name"] += function.get("name") or ""
                 target["function"]["arguments"] += function.get("arguments") or ""
+
+    @staticmethod
+    def _tokens(merged: dict[str, Any], choice: dict[str, Any]) -> None:
+        """Token ids and logprobs (vLLM/SGLang, asked for by token capture) arrive per chunk: append them."""
+        if isinstance(choice.get("token_ids"), list):
+            merged.setdefault("token_ids", []).extend(choice["token_ids"])
+        logprobs = choice.get("logprobs")
+        if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
+            merged.setdefault("logprobs", {"content": []})["content"].extend(logprobs["content"])
 
     # --- Anthropic Messages --------------------------------------------------------
     def _messages(self, event: dict[str, Any]) -> None:
