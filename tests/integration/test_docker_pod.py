@@ -74,6 +74,34 @@ def test_the_run_card_refuses_what_a_pod_cannot_do(tmp_path: Path, edit: tuple[s
     assert not jobs.exists(), "nothing may start for a refused task"
 
 
+SUBMIT = """#!/bin/sh
+python3 - <<'PY'
+import urllib.request
+answer = urllib.request.urlopen("http://db:8080/answer", timeout=5).read()
+urllib.request.urlopen(urllib.request.Request("http://db:8080/", data=answer, method="PUT"), timeout=5)
+PY
+"""
+CHECK_IN_DB = """#!/bin/sh
+# runs in the db service: /scratch is db's own tmpfs, main has no such file
+if [ "$(cat /scratch/submitted 2>/dev/null)" = seeded-42 ] && [ ! -e /app/answer.txt ]; then echo 1; else echo 0; fi \\
+  > /logs/verifier/reward.txt
+"""
+
+
+def test_verifier_service_runs_the_verifier_in_that_sibling(tmp_path: Path) -> None:
+    task = copy_task(tmp_path, "verify-in-db")
+    doc = task / "task.md"
+    doc.write_text(doc.read_text().replace("verifier: {timeout_sec: 60.0}", "verifier: {timeout_sec: 60.0, service: db}"))
+    (task / "oracle" / "solve.sh").write_text(SUBMIT)
+    (task / "verifier" / "test.sh").write_text(CHECK_IN_DB)
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs))
+    assert done.returncode == 0, done.stderr
+    [result] = results(jobs)
+    assert result["rewards"] == {"reward": 1.0}, result.get("verifier_error") or result.get("error")
+    assert (next(job_dir(jobs).glob("verify-in-db__*")) / "verifier" / "reward.txt").read_text().strip() == "1"
+
+
 async def test_an_undeclared_port_clash_fails_the_start_with_the_service_log(tmp_path: Path) -> None:
     env = tmp_path / "environment"
     env.mkdir()

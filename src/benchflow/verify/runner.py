@@ -76,7 +76,7 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
         outcome.warnings.extend(fenced.warnings(workdir))
         if selected.in_sandbox:
             command = _command(task, selected, remote_dir)
-            result = await _run_in_sandbox(sandbox, task, command, outcome, task_env, remote_dir, workdir,
+            result = await _run_in_sandbox(await _service(sandbox, config.service), task, command, outcome, task_env, remote_dir, workdir,
                                            verifier_dir, started)
             if result is None:
                 return outcome
@@ -130,7 +130,7 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
     for attempt in (1, 2):
         outcome.attempts = attempt
         result = await sandbox.exec(["sh", "-c", command.script, remote_dir], user=config.user, env=env,
-                                    cwd=workdir, timeout=timeout)
+                                    cwd=workdir if config.service == "main" else None, timeout=timeout)
         outcome.return_code = result.return_code
         if not result.timed_out:
             break
@@ -147,6 +147,21 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
                                 "task_name": task.name}
         return None
     return result
+
+
+async def _service(sandbox: Sandbox, name: str) -> Sandbox:
+    """Where the verifier runs: ``verifier.service`` of a multi-service sandbox (contracts §2.6: the
+    fence still hardens ``main`` only; the service gets a ``/logs/verifier`` and its own working dir)."""
+    if name == "main":
+        return sandbox
+    from benchflow.sandbox.services import service_sandbox
+
+    target = service_sandbox(sandbox, name)
+    made = await target.exec(["mkdir", "-p", "/logs/verifier"], timeout=60)
+    if not made.success:
+        raise VerifierError(f"verifier.service {name!r}: could not make /logs/verifier there "
+                            f"(rc={made.return_code}: {made.stderr.strip()[-200:]})", category="verifier_infra")
+    return target
 
 
 def _command(task: Any, selected: Selected, remote_dir: str) -> Command:
