@@ -1,0 +1,90 @@
+"""One fork of 4 children vs 4 trials from scratch, and snapshot + restore of a 200 MB workspace.
+
+Both sides run the oracle on ``tests/fixtures/tasks/branch-prompts`` on the same
+sandbox backend, in this process, one after another:
+
+    fork      bench branch: one sandbox, one snapshot, 4 children (sequential restores)
+    fresh     4 plain trials (bf.run, concurrency 1): build check, start, upload, agent, verifier each
+
+Target: fork ≤ 0.6× fresh. Then, on the same backend, the seconds for snapshot +
+restore of a sandbox holding a 200 MB workspace (target ≤ 2 s on docker).
+
+    .venv/bin/python benchmarks/branch_overhead.py [--sandbox docker] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+TASK = ROOT / "tests" / "fixtures" / "tasks" / "branch-prompts"
+PROMPTS = ["write done", "write nope", "append !", "write done"]
+
+
+def fork(sandbox: str, jobs: Path) -> float:
+    from benchflow.branch import BranchSpec, ChildSpec, run_branch
+
+    spec = BranchSpec(tasks_dir=str(TASK), agent="oracle", sandbox=sandbox, jobs_dir=str(jobs), parent_mode="discard",
+                      children=[ChildSpec(label=f"c{i}", prompt=p) for i, p in enumerate(PROMPTS)])
+    t = time.monotonic()
+    assert run_branch(spec).exit_code == 0
+    return time.monotonic() - t
+
+
+def fresh(sandbox: str, jobs: Path) -> float:
+    from benchflow.jobs.api import run
+    from benchflow.jobs.spec import RunSpec
+
+    t = time.monotonic()
+    for i in range(len(PROMPTS)):
+        spec = RunSpec(targets=[str(TASK)], agent="oracle", sandbox=sandbox, jobs_dir=str(jobs / str(i)),
+                       concurrency=1, fresh=True)
+        run(spec)
+    return time.monotonic() - t
+
+
+async def snapshot_restore(sandbox: str) -> float:
+    from benchflow.sandbox import get_backend
+    from benchflow.sandbox.base import SandboxSpec
+    from benchflow.sandbox.session import sandbox_session
+
+    spec = SandboxSpec(name="branch-bench", environment_dir=None, cache_key="x", image="debian:bookworm-slim",
+                       network_mode="no-network")
+    async with sandbox_session(get_backend(sandbox), spec) as session:
+        box = session.sandbox
+        await box.exec(["sh", "-c", "mkdir -p /app && head -c 209715200 /dev/urandom > /app/blob"])
+        t = time.monotonic()
+        ref = await box.snapshot()
+        await box.restore(ref)
+        return time.monotonic() - t
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sandbox", default="docker")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        fork(args.sandbox, Path(tmp) / "warm")  # the task image is built once, outside the timings
+        forks, freshes = [], []
+        for r in range(args.repeats):
+            forks.append(fork(args.sandbox, Path(tmp) / f"fork{r}"))
+            freshes.append(fresh(args.sandbox, Path(tmp) / f"fresh{r}"))
+    f, b = statistics.median(forks), statistics.median(freshes)
+    snap = asyncio.run(snapshot_restore(args.sandbox))
+    print(f"{'case':<34}{'seconds':>10}{'ratio':>8}")
+    print(f"{'4 fresh trials (baseline)':<34}{b:>10.2f}{1.0:>8.2f}")
+    print(f"{'fork of 4 children':<34}{f:>10.2f}{f / b:>8.2f}   target <= 0.60")
+    print(f"{'snapshot + restore, 200 MB':<34}{snap:>10.2f}{'':>8}   target <= 2 s")
+
+
+if __name__ == "__main__":
+    main()
