@@ -198,6 +198,11 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
     else:
         if report is not None and report.note() is not None:
             state.copy_out_info["agent"] = report.note()
+    from .artifacts import collect_artifacts
+
+    artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir)
+    if artifacts is not None:
+        state.copy_out_info["artifacts"] = artifacts
 
 def _account_model_use(req: TrialRequest, trial: str, outcome: AgentOutcome, state: TrialState) -> None:
     """Usage and cost from the gateway; provider failures and budget stops become the trial's error."""
