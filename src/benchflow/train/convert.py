@@ -156,7 +156,7 @@ def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str,
             stats.skipped["no_answer"] += 1
             continue
         messages, tools = found
-        messages = rules.apply(messages, stats.counts)
+        messages = rules.apply(messages, stats.counts, trim=o.format == "prime-sft")
         if o.redact:
             messages, tools = redact_obj(messages), redact_obj(tools)
         if windower is not None:

@@ -8,11 +8,14 @@
   ``function_call``) never reach a row.
 - Tool-call ids: every assistant tool call gets an id unique in the row (a
   missing or repeated one is rewritten to ``call_<n>``) and every tool message
-  answers a call made before it (a missing or unknown id takes the oldest
-  unanswered call's); consecutive tool messages answering the same call are
-  merged into one.
-- The training window: the leading system messages, then everything from the
-  last user message on (what the agent did for the instruction it was last given).
+  answers a call made before it (a repeated id answers the oldest unanswered
+  call that had it, a missing or unknown id the oldest unanswered call);
+  consecutive tool messages answering a call already answered are merged.
+- The training window (prime-sft rows): the leading system messages, then
+  everything from the last user message on (what the agent did for the
+  instruction it was last given). The other formats keep the whole
+  conversation (trl-sft can cut it to a token budget with ``--context-policy
+  message-window``).
 
 :class:`Counts` tallies what was rewritten, for the manifest.
 """
@@ -59,40 +62,43 @@ def _clean(message: dict[str, Any], counts: Counts) -> dict[str, Any] | None:
 
 def _fix_tool_ids(messages: list[dict[str, Any]], counts: Counts) -> list[dict[str, Any]]:
     used: set[str] = set()
-    pending: list[str] = []
-    renamed: dict[str, str] = {}
+    pending: list[tuple[Any, str]] = []
+    """Calls not answered yet: (the id the agent saw, the id in the row), oldest first."""
     out: list[dict[str, Any]] = []
     for message in messages:
         if message["role"] == "assistant" and message.get("tool_calls"):
             for call in message["tool_calls"]:
-                old = call.get("id")
-                if not isinstance(old, str) or not old or old in used:
+                seen = call.get("id")
+                if not isinstance(seen, str) or not seen or seen in used:
                     new = f"call_{len(used) + 1}"
                     while new in used:
                         new += "_"
                     counts.tool_call_ids_rewritten += 1
-                    if isinstance(old, str) and old:
-                        renamed[old] = new
                     call["id"] = new
                 used.add(call["id"])
-                pending.append(call["id"])
+                pending.append((seen, call["id"]))
         elif message["role"] == "tool":
-            wanted = renamed.pop(message.get("tool_call_id"), message.get("tool_call_id"))
-            if wanted not in pending:
-                if not pending:
-                    counts.messages_dropped += 1
-                    continue
-                wanted = pending[0]
-                counts.tool_call_ids_rewritten += 1
-            if wanted != message.get("tool_call_id"):
-                message["tool_call_id"] = wanted
+            given = message.get("tool_call_id")
             previous = out[-1] if out else None
-            if previous is not None and previous["role"] == "tool" and previous["tool_call_id"] == wanted:
+            if previous is not None and previous["role"] == "tool" and previous["_answers"] == given \
+                    and not any(seen == given for seen, _ in pending):
                 previous["content"] = f"{previous['content']}\n{message['content']}"
                 counts.tool_messages_merged += 1
                 continue
-            pending.remove(wanted)
+            match = next((entry for entry in pending if given in entry), None)
+            if match is None:
+                if not pending:
+                    counts.messages_dropped += 1
+                    continue
+                match = pending[0]
+            pending.remove(match)
+            if match[1] != given:
+                message["tool_call_id"] = match[1]
+                counts.tool_call_ids_rewritten += 1
+            message["_answers"] = given
         out.append(message)
+    for message in out:
+        message.pop("_answers", None)
     return out
 
 
@@ -105,10 +111,13 @@ def window(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return messages[:lead] + messages[max(last_user, lead):]
 
 
-def apply(messages: list[dict[str, Any]], counts: Counts) -> list[dict[str, Any]]:
-    """The conversation as a row holds it (rules above), ending in the assistant's answer."""
+def apply(messages: list[dict[str, Any]], counts: Counts, *, trim: bool = True) -> list[dict[str, Any]]:
+    """The conversation as a row holds it (rules above), ending in the assistant's answer.
+
+    ``trim`` cuts it to the last-user window (prime-sft rows); the other formats keep it whole."""
     cleaned = [m for m in (_clean(m, counts) for m in messages) if m is not None]
-    return window(_fix_tool_ids(cleaned, counts))
+    fixed = _fix_tool_ids(cleaned, counts)
+    return window(fixed) if trim else fixed
 
 
 def strip_banned(obj: Any) -> Any:
