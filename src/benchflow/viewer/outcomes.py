@@ -56,7 +56,9 @@ def wilson(passed: int, n: int) -> tuple[float | None, float | None]:
     denom = 1 + _Z ** 2 / n
     centre = (p + _Z ** 2 / (2 * n)) / denom
     half = _Z * math.sqrt(p * (1 - p) / n + _Z ** 2 / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if passed == 0 else max(0.0, centre - half)  # exact at the ends (rounding would leave 0.99999…)
+    high = 1.0 if passed == n else min(1.0, centre + half)
+    return low, high
 
 
 def _when(text: str | None) -> datetime | None:

@@ -8,7 +8,7 @@ effort and BenchFlow version, the fields ``bench eval metrics`` splits on
 * ``pass_rate``: the ``benchflow.score.v1`` score of :func:`metrics.solve_rates`
   (mean over tasks of each task's solve rate, an unscored trial a fail);
 * ``interval``: 95% percentile bootstrap over tasks (contracts §4.4): 200
-  resamples of the per-task solve rates, drawn with ``random.Random(seed)``
+  resamples of the per-task solve rates (in task-name order), drawn with ``random.Random(seed)``
   where ``seed`` is fixed per point (the first 4 bytes of the SHA-256 of the
   point's setting), by :func:`benchflow.results.lift.bootstrap_interval`;
 * ``mean_cost_usd`` / ``mean_duration_sec``: per task the mean over its trials
@@ -100,7 +100,7 @@ def _point(setting: dict[str, Any], task_set: str | None, trials: list[TrialSumm
         counts = by_task.setdefault(trial.task_name, [0, 0])
         counts[0] += 1
         counts[1] += metrics.is_success(trial.reward, None)
-    rates = [c / n for n, c in by_task.values()]
+    rates = [c / n for _, (n, c) in sorted(by_task.items())]
     seed = point_seed({**setting, "task_set": task_set})
     cost, cost_share = _per_task_mean(trials, "cost_usd")
     duration, duration_share = _per_task_mean(trials, "duration_sec")

@@ -1,9 +1,8 @@
 """The Training block of ``benchflow.outcomes/1``: can these rollouts train a model?
 
 Per rollout (finished trial): is it training-grade (token ids and logprobs on
-every model call, each prompt extending the last; the check of
-:func:`benchflow.results.token_coverage.rollout_coverage`, the same rule as
-``bench train token-coverage``). Per group (``task, agent, model, job``, the
+every model call, each prompt extending the last): :func:`benchflow.train.tokens.grade`,
+the check ``bench train token-coverage`` prints. Per group (``task, agent, model, job``, the
 default ``--group-by`` of ``bench train convert``, contracts §4.8): its size
 and the spread of its scored rewards, since a group whose rewards are all
 equal gives GRPO no signal (every advantage is 0).
@@ -15,8 +14,9 @@ equal gives GRPO no signal (every advantage is 0).
      "group_by": ["task", "agent", "model", "job"],
      "groups": [{"task", "agent", "model", "job", "size", "scored", "mean", "std", "min", "max",
                  "spread", "has_variance"}],
-     "rollouts": [{"id", "name", "task_name", "job", "reward", "calls", "with_token_ids",
-                   "with_logprobs", "prompts_extend", "training_grade", "reason"}],
+     "rollouts": [{"id", "name", "task_name", "job", "reward", "calls", "with_prompt_token_ids",
+                   "with_sampled_token_ids", "with_logprobs", "extends_previous", "training_grade",
+                   "reasons": [...]}],
      "rollouts_total", "groups_total"}
 
 Rows are capped (:data:`ROW_CAP`), rollouts that are not training-grade first.
@@ -25,14 +25,19 @@ Rows are capped (:data:`ROW_CAP`), rollouts that are not training-grade first.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+from benchflow.jobs.layout import TrialPaths
 from benchflow.results import TrialSummary
-from benchflow.results.token_coverage import rollout_coverage
+from benchflow.train.tokens import grade
 
 GROUP_BY = ("task", "agent", "model", "job")
+_COUNT = re.compile(r"^\d+ call\(s\)")
+"""Reasons are tallied without their per-rollout count ("3 call(s) without logprobs" → "some call(s) …")."""
 ROW_CAP = 1000
 
 
@@ -50,11 +55,10 @@ def training_block(trials: list[TrialSummary], ident: Callable[[str], str | None
     rollouts = []
     reasons: Counter[str] = Counter()
     for trial in finished:
-        coverage = rollout_coverage(trial.path)
-        if coverage.reason:
-            reasons[coverage.reason if coverage.calls else "no model calls recorded"] += 1
+        coverage = grade(TrialPaths(Path(trial.path)).llm_trajectory)
+        reasons.update(_COUNT.sub("some call(s)", reason) for reason in coverage["reasons"])
         rollouts.append({"id": ident(trial.path), "name": trial.name, "task_name": trial.task_name, "job": trial.job,
-                         "reward": trial.reward, **coverage.as_json()})
+                         "reward": trial.reward, **coverage})
     grouped: dict[tuple[Any, ...], list[TrialSummary]] = {}
     for trial in finished:
         grouped.setdefault((trial.task_name, trial.agent, trial.model, trial.job), []).append(trial)
@@ -62,9 +66,9 @@ def training_block(trials: list[TrialSummary], ident: Callable[[str], str | None
     for key, members in sorted(grouped.items(), key=lambda item: tuple(map(str, item[0]))):
         rewards = [t.reward for t in members if t.reward is not None]
         groups.append({**dict(zip(GROUP_BY, key)), "size": len(members), "scored": len(rewards), **_spread(rewards)})
-    grade = sum(1 for r in rollouts if r["training_grade"])
+    graded = sum(1 for r in rollouts if r["training_grade"])
     summary = {
-        "rollouts": len(rollouts), "training_grade": grade,
+        "rollouts": len(rollouts), "training_grade": graded,
         "no_model_calls": sum(1 for r in rollouts if r["calls"] == 0), "reasons": dict(reasons.most_common()),
         "groups": len(groups), "groups_with_variance": sum(1 for g in groups if g["has_variance"]),
         "groups_without_variance": sum(1 for g in groups if g["scored"] >= 2 and not g["has_variance"]),

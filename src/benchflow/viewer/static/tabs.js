@@ -217,11 +217,13 @@
         el("p", {class: "muted", text: t.rollouts_total + " rollouts" + (t.rollouts_total > t.rollouts.length ? "; the first " + t.rollouts.length + " listed" : "") +
           ", not training-grade first."}),
         table("rollouts-table", ["Task", "Job", {label: "Reward", num: true}, {label: "Model calls", num: true},
-                                 {label: "With token ids", num: true}, {label: "With logprobs", num: true}, "Training-grade", "Why not"],
+                                 {label: "With prompt ids", num: true}, {label: "With sampled ids", num: true},
+                                 {label: "With logprobs", num: true}, "Training-grade", "Why not"],
           t.rollouts.map((r) => el("tr", {}, el("td", {class: "task-cell"}, trialLink(r)), el("td", {text: r.job || "—"}),
             el("td", {class: "num", text: fmt.num(r.reward)}), el("td", {class: "num", text: String(r.calls)}),
-            el("td", {class: "num", text: String(r.with_token_ids)}), el("td", {class: "num", text: String(r.with_logprobs)}),
+            el("td", {class: "num", text: String(r.with_prompt_token_ids)}),
+            el("td", {class: "num", text: String(r.with_sampled_token_ids)}), el("td", {class: "num", text: String(r.with_logprobs)}),
             el("td", {}, badge(r.training_grade ? "yes" : "no", r.training_grade ? "passed" : "failed")),
-            el("td", {class: "muted", text: r.reason || ""}))))));
+            el("td", {class: "muted", text: r.reasons.join("; ")}))))));
   };
 })();
