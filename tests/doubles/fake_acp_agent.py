@@ -18,7 +18,8 @@ a message; an HTTP error fails the prompt); ``sleep`` (``sec``, silent, ends ear
 stopReason cancelled on session/cancel); ``hang`` (silent forever, ignores cancel);
 ``exit`` (``code``, abrupt); ``error`` (the prompt answers a JSON-RPC error); ``permission``
 (asks session/request_permission); ``fs_read`` (asks fs/read_text_file); ``stderr`` (``text``);
-``report_config`` (a message naming the model/effort set so far).
+``report_config`` (a message naming the model/effort set so far); ``report_mcp`` (the mcpServers of
+session/new); ``mcp_stdio`` (runs each stdio MCP server with one ``initialize`` line, reports its reply).
 """
 
 from __future__ import annotations
@@ -176,6 +177,19 @@ def do_step(session_id: str, step: dict):
         log(step["text"])
     elif op == "report_config":
         chunk(session_id, "agent_message_chunk", "config:" + json.dumps(STATE["config"], sort_keys=True))
+    elif op == "report_mcp":
+        chunk(session_id, "agent_message_chunk", "mcp:" + json.dumps(STATE.get("mcp_servers"), sort_keys=True))
+    elif op == "mcp_stdio":  # start each stdio MCP server of session/new, as a real agent would, and greet it
+        for server in STATE.get("mcp_servers") or []:
+            if "command" not in server:
+                continue
+            env = {**os.environ, **{e["name"]: e["value"] for e in server.get("env") or []}}
+            proc = subprocess.run([server["command"], *server.get("args", [])], env=env, capture_output=True,
+                                  text=True, timeout=30, input=json.dumps(
+                                      {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}) + "\n")
+            chunk(session_id, "agent_message_chunk", f"mcp_stdio:{server['name']}:{proc.stdout.strip()}")
+            with open(os.path.join(STATE["cwd"], f"mcp-{server['name']}.txt"), "w") as out:
+                out.write(proc.stdout)
     return None
 
 
@@ -215,6 +229,7 @@ def main() -> None:
                 "agentCapabilities": {"loadSession": False}, "authMethods": []}})
         elif method == "session/new":
             STATE["cwd"] = params.get("cwd") or STATE["cwd"]
+            STATE["mcp_servers"] = params.get("mcpServers") or []
             result = {"sessionId": "fake-session-1"}
             if SCRIPT.get("config_options"):
                 result["configOptions"] = SCRIPT["config_options"]

@@ -37,6 +37,7 @@ from .agent_env import (
 )
 from .base import AgentContext, AgentOutcome
 from .install import install_agent
+from .mcp import acp_mcp_servers
 from .trajectory import AcpTrajectoryFile
 from .watchdog import Activity, Trip, Watchdog
 
@@ -226,7 +227,7 @@ class _AcpRun:
         except Exception as exc:  # noqa: BLE001 - classified by the caller
             raise _StepError("initialize", exc) from exc
         try:
-            session = await conn.new_session(cwd=ctx.workdir, mcp_servers=[])
+            session = await conn.new_session(cwd=ctx.workdir, mcp_servers=acp_mcp_servers(ctx.mcp_servers))
         except Exception as exc:  # noqa: BLE001
             raise _StepError("session/new", exc) from exc
         self.session_id = session.session_id

@@ -45,6 +45,8 @@ class AgentContext:
     oracle_dir: str | None = None
     """In-sandbox path of the uploaded oracle (only set for the oracle)."""
     oracle_env: Mapping[str, str] = field(default_factory=dict)
+    mcp_servers: list[Any] = field(default_factory=list)
+    """The task's ``sandbox.mcp_servers`` (``benchflow.tasks.config.McpServer``), passed on in ACP ``session/new``."""
     log: Callable[[str], None] = lambda _msg: None
     """Progress messages for the run's heartbeat."""
     should_stop: Callable[[], str | None] = lambda: None

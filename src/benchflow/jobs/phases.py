@@ -49,6 +49,8 @@ class TrialState:
     installed_by_layer: bool = False
     """The agent's install was baked into a cached image layer: no install in the sandbox."""
     model_env: dict[str, str] = field(default_factory=dict)
+    egress_env: dict[str, str] = field(default_factory=dict)
+    """The agent's (and oracle's) proxy variables under ``allowlist`` (:mod:`.agent_network`)."""
     api_error_info: dict[str, Any] | None = None
     suspected_api_error_info: dict[str, Any] | None = None
     budget_stop: str | None = None
@@ -151,9 +153,10 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
         trajectory=sink, timeout_sec=timeout, idle_timeout_sec=idle_timeout(req),
         model=req.spec.model, effort=req.spec.reasoning_effort,
-        env={**req.agent_env, **state.model_env, **seed_env(req.seed)},
+        env={**req.agent_env, **state.model_env, **state.egress_env, **seed_env(req.seed)},
         user=req.spec.sandbox_user, host_login=req.spec.host_login, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
-        oracle_env={**dict(req.task.config.oracle.env or {}), **seed_env(req.seed)},
+        oracle_env={**dict(req.task.config.oracle.env or {}), **state.egress_env, **seed_env(req.seed)},
+        mcp_servers=list(req.task.config.sandbox.mcp_servers),
     )
     t = time.monotonic()
     req.on_phase(paths.name, "install")
@@ -163,7 +166,7 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         if req.models is not None:
             model_env = await req.models.open_trial(req.agent, paths.name, paths.llm_trajectory, sandbox,
                                                     model=req.spec.model)
-            ctx.env = {**req.agent_env, **model_env, **seed_env(req.seed)}  # the gateway's variables win
+            ctx.env = {**req.agent_env, **model_env, **state.egress_env, **seed_env(req.seed)}  # gateway's vars win
             ctx.should_stop = lambda: req.models.budget_exhausted(paths.name)
     except AgentError as exc:
         message = str(exc) if "install failed" in str(exc) else f"agent install failed: {exc}"
