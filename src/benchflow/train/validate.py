@@ -136,7 +136,7 @@ def check_row(row: Any, fmt: str) -> tuple[list[str], list[Any] | None]:
     if not isinstance(row, dict):
         return ["not a JSON object"], None
     problems, messages = _conversation(row, fmt)
-    if messages is not None:
+    if messages is not None or fmt not in ("trl-sft", "openenv-episodes"):  # those two name what is missing
         problems += check_messages(messages)
     banned = _banned_keys({k: v for k, v in row.items()})
     if banned:
