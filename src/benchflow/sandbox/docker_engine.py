@@ -70,36 +70,59 @@ def _connect(url: str | None):
     import docker
     from docker.errors import DockerException
 
+    version = _api_versions.get(_where(url))  # known from ping(): no second version round trip
     try:
         if url is None:
-            return docker.from_env(timeout=API_TIMEOUT_SEC, max_pool_size=32).api
+            return docker.from_env(timeout=API_TIMEOUT_SEC, max_pool_size=32, version=version).api
         env = dict(os.environ, DOCKER_HOST=url)
         if url.startswith("ssh://"):
             return docker.APIClient(base_url=url, timeout=API_TIMEOUT_SEC, use_ssh_client=True,
-                                    max_pool_size=32)
-        return docker.from_env(environment=env, timeout=API_TIMEOUT_SEC, max_pool_size=32).api
+                                    max_pool_size=32, version=version)
+        return docker.from_env(environment=env, timeout=API_TIMEOUT_SEC, max_pool_size=32, version=version).api
     except DockerException as exc:
         raise SandboxUnavailable(f"Docker engine {url or 'from DOCKER_HOST'}: {exc}") from exc
 
 
-def ping(url: str | None = None, timeout: float = 5.0) -> tuple[bool, str]:
-    """(answers, one-line reason) for the engine at ``url``; never raises."""
-    import docker
+_api_versions: dict[str | None, str] = {}
+_answered: dict[str | None, str] = {}
 
-    try:
+
+def _where(url: str | None) -> str | None:
+    return url or os.environ.get("DOCKER_HOST")
+
+
+def ping(url: str | None = None, timeout: float = 5.0) -> tuple[bool, str]:
+    """(answers, one-line reason) for the engine at ``url``; never raises.
+
+    One round trip, once per process and address: an engine that answered is not asked again
+    (a later failure shows on the call that meets it), and its API version is kept for
+    :func:`client`.
+    """
+    key = _where(url)
+    known = _answered.get(key)
+    if known is not None:
+        return True, known
+    import docker
+    from docker.constants import MINIMUM_DOCKER_API_VERSION
+
+    try:  # a fixed API version: the client does not ask the engine for one first
         if url is not None and url.startswith("ssh://"):
-            probe = docker.APIClient(base_url=url, timeout=timeout, use_ssh_client=True)
+            probe = docker.APIClient(base_url=url, timeout=timeout, use_ssh_client=True,
+                                     version=MINIMUM_DOCKER_API_VERSION)
         else:
             env = dict(os.environ, DOCKER_HOST=url) if url else None
-            probe = docker.from_env(environment=env, timeout=timeout).api
+            probe = docker.from_env(environment=env, timeout=timeout, version=MINIMUM_DOCKER_API_VERSION).api
         try:
-            version = probe.version()
+            version = probe.version(api_version=False)
         finally:
             probe.close()
     except Exception as exc:  # noqa: BLE001 - any failure means "does not answer"
         where = url or os.environ.get("DOCKER_HOST") or "the default socket"
         return False, f"no Docker engine answers at {where} ({type(exc).__name__}); run scripts/docker-engine.sh"
-    return True, f"Docker engine {version.get('Version', '?')} (API {version.get('ApiVersion', '?')})"
+    if isinstance(version.get("ApiVersion"), str):
+        _api_versions[key] = version["ApiVersion"]
+    reason = _answered[key] = f"Docker engine {version.get('Version', '?')} (API {version.get('ApiVersion', '?')})"
+    return True, reason
 
 
 @dataclass(frozen=True)

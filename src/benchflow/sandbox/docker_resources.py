@@ -37,11 +37,20 @@ def image_status(url: str | None, ref: str, *, pull: bool) -> tuple[bool | None,
     return status
 
 
+_resources: dict[str | None, tuple[float | None, int | None]] = {}
+
+
 def engine_resources(url: str | None) -> tuple[float | None, int | None]:
+    """(CPUs, memory MiB) of the engine's machine, asked once per process (every task of a plan
+    is fitted against it); (None, None) when the engine does not answer."""
+    known = _resources.get(url)
+    if known is not None:
+        return known
     try:
         info = eng.client(url).info()
     except Exception:  # noqa: BLE001 - no engine: nothing to clamp to (the run card refuses anyway)
         return None, None
     cpus = info.get("NCPU")
     memory = info.get("MemTotal")
-    return (float(cpus) if cpus else None), (int(memory) // (1 << 20) if memory else None)
+    known = _resources[url] = (float(cpus) if cpus else None), (int(memory) // (1 << 20) if memory else None)
+    return known
