@@ -162,6 +162,7 @@ def run_command(
     matrix: Optional[Path] = typer.Option(None, "--matrix", hidden=True, help="YAML file whose models: maps each alias to a model, or to {model, agent, agent_env}; {agent: oracle} for a control"),
     sample_seed: Optional[int] = typer.Option(None, "--sample-seed", hidden=True, help="Seed for the --n-tasks random sample"),
     fresh_install: bool = typer.Option(False, "--fresh-install", hidden=True, help="Install the agent in every trial instead of starting from its cached image layer (same as BENCHFLOW_FRESH_INSTALL=1)"),
+    allow_cloud_metadata: bool = typer.Option(False, "--allow-cloud-metadata", help="Let the agent reach the cloud metadata endpoints under an open network (no block; each trial records the opt-out). Without it, or the task's allow_cloud_metadata = true, the agent starts only once the block is proven on"),
     host_login: bool = typer.Option(False, "--host-login", hidden=True, help="Copy this machine's subscription login (e.g. ~/.claude) into the sandbox for an agent with no API key; off by default, so no host credential enters a sandbox"),
     usage_tracking: Optional[str] = typer.Option(None, "--usage-tracking", hidden=True, help="Telemetry-enforcement policy: auto, required, or off. Every model call of a non-control agent goes through BenchFlow's model gateway (usage, cost and llm_trajectory.jsonl are always captured); required fails a trial whose calls carried no trusted usage."),
     allow_task_env: Optional[list[str]] = typer.Option(None, "--allow-task-env", hidden=True, help=ALLOW_TASK_ENV_HELP),
@@ -199,7 +200,7 @@ def run_command(
         "retry.policy": retry_policy, "retry.attempts": retry_attempts,
         "matrix": str(matrix) if matrix else None, "seeds": seeds, "usage_tracking": usage_tracking,
         "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
-        "host_login": host_login or None,
+        "host_login": host_login or None, "allow_cloud_metadata": allow_cloud_metadata or None,
     }
     from benchflow.jobs.config_file import build_run_spec
 

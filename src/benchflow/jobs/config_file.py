@@ -30,7 +30,7 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "timeout_multiplier": ("timeout_multiplier", float), "freeze_workspace": ("freeze_workspace", bool),
     "keep_sandbox": ("keep_sandbox", str), "extra_instruction": ("extra_instruction", str),
     "job_name": ("job_name", str), "trials": ("trials", int), "ca_bundle": ("ca_bundle", str),
-    "targets": ("targets", list), "fresh_install": ("fresh_install", bool), "host_login": ("host_login", bool), "usage_tracking": ("usage_tracking", str), "seeds": ("seeds", str), "fresh": ("fresh", bool), "restart_changed": ("restart_changed", bool),
+    "targets": ("targets", list), "fresh_install": ("fresh_install", bool), "host_login": ("host_login", bool), "allow_cloud_metadata": ("allow_cloud_metadata", bool), "usage_tracking": ("usage_tracking", str), "seeds": ("seeds", str), "fresh": ("fresh", bool), "restart_changed": ("restart_changed", bool),
     "prompt_list": ("prompts", list), "quiet": ("quiet", bool), "matrix": ("matrix", str),
     "summary_out": ("summary_out", str), "task_manifest_out": ("task_manifest_out", str),
     "run_config_out": ("run_config_out", str), "accept_deviations": ("accept_deviations", str),

@@ -78,6 +78,16 @@ class TrialPaths:
         return self.root / "kept-sandbox.json"
 
     @property
+    def network(self) -> Path:
+        """``network.json``: the network mode asked and granted, the cloud-metadata verdict, allowed hosts."""
+        return self.root / "network.json"
+
+    @property
+    def egress_log(self) -> Path:
+        """``egress.jsonl``: every request an ``allowlist`` trial's sandbox made through its egress proxy."""
+        return self.root / "egress.jsonl"
+
+    @property
     def regrade(self) -> Path:
         return self.root / "regrade.json"
 

@@ -95,6 +95,8 @@ class RunSpec(BaseModel):
     base_image_override: str | None = None
     fresh_install: bool = False
     """Install the agent in every trial instead of starting from its cached image layer."""
+    allow_cloud_metadata: bool = False
+    """Let the agent reach cloud metadata endpoints under an open network (no block; recorded per trial)."""
     host_login: bool = False
     """Copy this machine's subscription login (e.g. ``~/.claude``) into the sandbox for agents
     with no API key. Off by default: a sandbox gets no host credential."""

@@ -25,6 +25,7 @@ from benchflow.util.redact import is_secret_entry
 from benchflow.util.scrub import scrub_folder
 
 from .agent_layer import wants_layer
+from .agent_network import agent_network
 from .layout import trial_name
 from .phases import (
     TrialState,
@@ -79,8 +80,9 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             timing["environment_setup"] = time.monotonic() - t
             try:
                 async with req.run_slot or contextlib.nullcontext():
-                    if state.error is None:
-                        await agent_phase(req, session.sandbox, paths, prompts, sink, state, timing)
+                    async with agent_network(req, session.sandbox, paths, state):  # metadata block, allowlist proxy
+                        if state.error is None:
+                            await agent_phase(req, session.sandbox, paths, prompts, sink, state, timing)
                     if state.verifier_allowed:
                         await verifier_phase(req, session.sandbox, paths, state, timing)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down

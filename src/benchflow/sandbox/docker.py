@@ -24,7 +24,8 @@ kept in ``network_note`` for the trial record; set
 :attr:`.docker_backend.DockerBackend.capabilities` reports exactly this: ``public`` is listed
 in ``network_modes`` only when it is really delivered, and in
 ``network_fallbacks`` (``public -> no-network``) when it is run stricter.
-``allowlist`` is refused (no egress proxy yet).
+``allowlist`` gets ``none`` too: the trial's egress proxy (:mod:`benchflow.jobs.egress`), reached
+through an exec-stream bridge, is its only way out.
 """
 
 from __future__ import annotations
@@ -73,11 +74,11 @@ class State(enum.Enum):
 
 def container_network(mode: str, url: str | None) -> tuple[str, str | None]:
     """(engine network mode, note when the task gets something stricter than asked)."""
-    if mode == "no-network":
+    if mode in ("no-network", "allowlist"):
         return "none", None
     if mode != "public":
         raise CapabilityError(f"sandbox.network_mode={mode!r} is not supported by the docker sandbox; "
-                              "use public or no-network")
+                              "use public, allowlist or no-network")
     if eng.facts(url).has_bridge:
         return "bridge", None
     if os.environ.get(eng.PUBLIC_NETWORK_ENV, "").lower() == "host":

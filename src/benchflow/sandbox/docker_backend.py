@@ -52,11 +52,11 @@ class DockerBackend(Backend):
     @property
     def capabilities(self) -> Capabilities:
         """What this backend delivers on this engine (asks the engine once; static when it is down)."""
-        modes, fallbacks = {"no-network", "public"}, {}
+        modes, fallbacks = {"no-network", "public", "allowlist"}, {}
         try:
             url = self.url()
             if not eng.facts(url).has_bridge and os.environ.get(eng.PUBLIC_NETWORK_ENV, "").lower() != "host":
-                modes, fallbacks = {"no-network"}, {"public": "no-network"}
+                modes, fallbacks = {"no-network", "allowlist"}, {"public": "no-network"}
         except Exception:  # noqa: BLE001 - no engine: report the general capabilities
             pass
         return Capabilities(network_modes=frozenset(modes), network_fallbacks=fallbacks, snapshots=True,

@@ -199,6 +199,8 @@ class SandboxConfig(Strict):
     workdir: str | None = None
     setup_commands: list[SetupCommand] = Field(default_factory=list)
     bugswarm_image_tag: str | None = None
+    allow_cloud_metadata: bool = False
+    """Let the agent reach cloud metadata endpoints under an open network (no block; recorded per trial)."""
 
     @model_validator(mode="before")
     @classmethod
