@@ -264,3 +264,126 @@ def test_confirm_bar_decides_exit(jobs: Jobs, page, serve, button: str, decision
     page.wait_for_selector(f"#confirm-status:has-text('{decision}')")
     assert viewer.wait() == code
     assert f"DECISION: {decision}" in viewer.lines
+
+
+# ---- Pareto / Outcomes / Training tabs and --export ---------------------------------------------------------
+
+SHOTS = os.environ.get("BENCHFLOW_VIEWER_SHOTS")
+"""A folder to keep the tab screenshots in (they go to the test's tmp folder otherwise)."""
+
+
+@pytest.fixture(scope="module")
+def pictures(tmp_path_factory: pytest.TempPathFactory):
+    from fixtures.viewer_pictures import make_picture_jobs
+
+    return make_picture_jobs(tmp_path_factory.mktemp("pictures"))
+
+
+def shoot(page, tmp_path: Path, name: str) -> None:
+    folder = Path(SHOTS) if SHOTS else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def pareto_rows(page) -> dict[str, list[str]]:
+    table = {}
+    for row in page.locator("#pareto-table tbody tr").all():
+        cells = row.locator("td").all_inner_texts()
+        table[cells[1].split(" · ")[1]] = cells
+    return table
+
+
+def check_pareto(page) -> dict[str, list[str]]:
+    page.wait_for_selector("#pareto figure.chart[data-chart=drawn] >> nth=1")
+    rows = pareto_rows(page)
+    assert set(rows) == {"cheap-model", "pricey-model", "slow-model", "no model"} and len(page.locator("#pareto-table tbody tr").all()) == 5
+    assert rows["cheap-model"][4] == "50.0%" and rows["pricey-model"][4] == "75.0%" and rows["slow-model"][4] == "25.0%"
+    assert rows["cheap-model"][8:10] == ["on frontier", "on frontier"] and rows["slow-model"][8:10] == ["dominated", "dominated"]
+    cost_chart = page.locator("#pareto figure.chart").first.get_attribute("aria-label")
+    assert "Frontier: #1 fake-acp · cheap-model · acp; #2 fake-acp · pricey-model · acp." in cost_chart
+    assert "2 task sets" in page.locator("#pareto-refused").inner_text()
+    return rows
+
+
+def test_pareto_outcomes_and_training_tabs(pictures, page, serve, tmp_path: Path) -> None:
+    from fixtures.viewer_jobs import XSS_TASK
+    from playwright.sync_api import expect
+
+    page.goto(serve(pictures.root).url + "#/?view=pareto")
+    check_pareto(page)
+    shoot(page, tmp_path, "pareto")
+
+    page.click("[data-view=outcomes]")
+    page.wait_for_selector("#timeline figure.chart[data-chart=drawn]")
+    # passed: oracle 4, cheap 4, pricey 6, slow 2, mixed 4 + 4; failed: nop 4, cheap 4, pricey 2, slow 6
+    expect(page.locator("#outcome-counts .stat.passed .n")).to_have_text("24")
+    expect(page.locator("#outcome-counts .stat.failed .n")).to_have_text("16")
+    assert page.locator("#task-rates-table tbody tr").count() == 4
+    assert XSS_TASK in page.locator("#task-rates-table").inner_text()
+    shoot(page, tmp_path, "outcomes")
+    page.select_option("#timeline-stack", "category")
+    expect(page.locator("#timeline")).to_contain_text("No trial has an error category.")
+    page.select_option("#outcomes-job", "acp-slow")
+    expect(page.locator("#outcome-counts .stat.passed .n")).to_have_text("2")
+    assert page.locator("#task-rates-table tbody tr td:nth-child(2)").all_inner_texts() == ["0 / 2", "0 / 2", "1 / 2", "1 / 2"]
+
+    page.click("[data-view=training]")
+    page.wait_for_selector("#rollouts-table tbody tr")
+    assert "7 / 40" in page.locator("#training-summary").inner_text()
+    assert "some call(s) without logprobs" in page.locator("#training-reasons").inner_text()
+    assert XSS_TASK in page.locator("#rollouts-table").inner_text()
+    shoot(page, tmp_path, "training")
+
+    page.emulate_media(color_scheme="dark")
+    page.click("[data-view=pareto]")
+    check_pareto(page)
+    shoot(page, tmp_path, "pareto-dark")
+    page.emulate_media(color_scheme="light")
+
+    assert page.locator("main img, main script").count() == 0 and page.evaluate("window.__xss") is None
+    assert page.errors == []
+
+
+def test_job_page_tabs_and_compare_pareto(pictures, page, serve) -> None:
+    page.goto(serve(pictures.root).url + "#/job?id=acp-cheap&view=training")
+    page.wait_for_selector("#rollouts-table tbody tr")
+    assert "7 / 8" in page.locator("#training-summary").inner_text()
+    page.click("[data-view=trials]")
+    page.wait_for_selector("#trials-table tbody tr")
+    assert page.locator("#trials-table tbody tr").count() == 8
+    page.goto(page.url.split("#")[0] + "#/compare?a=acp-cheap&b=acp-slow")
+    page.wait_for_selector("#pareto figure.chart[data-chart=drawn]")
+    assert page.locator("#pareto-table tbody tr").count() == 2
+    assert page.errors == []
+
+
+def test_export_opens_offline_with_the_same_numbers(pictures, page, serve, tmp_path: Path) -> None:
+    from fixtures.viewer_pictures import SECRET
+
+    out = tmp_path / "export.html"
+    made = subprocess.run([sys.executable, "-m", "benchflow.cli", "view", str(pictures.root), "--export", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+
+    page.goto(serve(pictures.root).url + "#/?view=pareto")
+    live = check_pareto(page)
+
+    requests: list[str] = []
+    console: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("console", lambda message: console.append(message.text) if message.type == "error" else None)
+    page.goto(out.as_uri() + "#/?view=pareto")
+    assert check_pareto(page) == live
+    page.click("[data-view=outcomes]")
+    page.wait_for_selector("#timeline figure.chart[data-chart=drawn]")
+    page.click("[data-view=jobs]")
+    page.click("#jobs-table a:text-is('acp-cheap')")
+    page.click("#trials-table a >> nth=0")
+    page.wait_for_selector("#acp-events .event")
+    text = page.locator("main").inner_text()
+    assert "~/projects/bench/notes.txt" in text and SECRET not in page.content()
+    shoot(page, tmp_path, "export-trial")
+    assert {url.split("#")[0] for url in requests} == {out.as_uri()}  # the file itself, nothing else
+    assert console == [] and page.errors == []  # a blocked inline script or style would log a CSP error

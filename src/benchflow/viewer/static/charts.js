@@ -66,7 +66,7 @@
       const draw = (u) => {
         const ctx = u.ctx;
         const dpr = devicePixelRatio || 1;
-        const fg = css("--fg"), muted = css("--muted"), card = css("--card");
+        const fg = css("--fg"), muted = css("--muted"), card = css("--card"), accent = css("--accent");
         const X = (v) => u.valToPos(v, "x", true), Y = (v) => u.valToPos(v, "y", true);
         ctx.save();
         ctx.beginPath();
@@ -74,7 +74,7 @@
         ctx.clip();
         const front = pts.filter((p) => p.frontier).sort((a, b) => a.x - b.x);
         if (front.length > 1) {  // the frontier: a staircase through its points
-          ctx.strokeStyle = BF.COLORS.accent;
+          ctx.strokeStyle = accent;
           ctx.lineWidth = 2 * dpr;
           ctx.setLineDash([6 * dpr, 4 * dpr]);
           ctx.beginPath();
@@ -86,7 +86,7 @@
           ctx.setLineDash([]);
         }
         for (const p of pts) {
-          const color = p.control ? muted : p.frontier ? BF.COLORS.accent : muted;
+          const color = p.frontier ? accent : muted;
           const x = X(p.x), y = Y(p.y), r = 6 * dpr;
           if (p.low !== null && p.low !== undefined) {
             ctx.strokeStyle = color;
@@ -105,18 +105,19 @@
           ctx.strokeStyle = color;
           ctx.lineWidth = 2 * dpr;
           ctx.stroke();
-          ctx.fillStyle = fg;
-          ctx.font = (12 * dpr) + "px system-ui, sans-serif";
-          ctx.textBaseline = "bottom";
-          ctx.fillText(String(p.n), x + r + 2 * dpr, y - r / 2);
         }
         ctx.restore();
+        ctx.fillStyle = fg;  // the numbers (as in the table) outside the clip, so one at 100% is not cut
+        ctx.font = (12 * dpr) + "px system-ui, sans-serif";
+        ctx.textBaseline = "bottom";
+        for (const p of pts) ctx.fillText(String(p.n), X(p.x) + 11 * dpr, Y(p.y) - 3 * dpr);
       };
       return new uPlot({
         width, height: 300, legend: {show: false}, cursor: {show: false},
-        scales: {x: {time: false, range: [0, xmax]}, y: {range: [0, 1]}},
+        scales: {x: {time: false, range: [0, xmax]}, y: {range: [-0.05, 1.05]}},  // room for points at 0% and 100%
         axes: [axis(opts.xLabel, opts.xFormat ? (u, splits) => splits.map(opts.xFormat) : undefined),
-               axis("pass rate", (u, splits) => splits.map((v) => Math.round(v * 100) + "%"))],
+               Object.assign(axis("pass rate", (u, splits) => splits.map((v) => Math.round(v * 100) + "%")),
+                             {splits: () => [0, 0.2, 0.4, 0.6, 0.8, 1]})],
         series: [{}, {label: "pass rate", paths: () => null, points: {show: false}}],
         hooks: {draw: [draw]},
       }, data, box);

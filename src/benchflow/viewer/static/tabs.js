@@ -87,12 +87,25 @@
   }
 
   /* ---- Outcomes ------------------------------------------------------------------ */
-  BF.outcomesTab = async function outcomesTab(ids) {
+  BF.outcomesTab = async function outcomesTab(ids, jobs) {
     const doc = await outcomes(ids, "outcomes");
     const o = doc.outcomes;
+    const all = jobs || doc.jobs;
+    let picker = null;
+    if (all.length > 1) {  // a folder: all jobs pooled (every setting together), or one job
+      const select = el("select", {id: "outcomes-job", "aria-label": "which job"},
+        el("option", {value: ".", text: "all " + all.length + " jobs pooled (every setting together)"}),
+        all.map((j) => el("option", {value: j.id, text: j.name})));
+      select.value = [].concat(ids)[0];
+      select.addEventListener("change", async () => {
+        const node = await BF.outcomesTab(select.value, all);
+        select.closest("#outcomes").replaceWith(node);
+      });
+      picker = el("div", {class: "filters"}, el("label", {}, "Outcomes of ", select));
+    }
     const counts = el("div", {class: "stats", id: "outcome-counts"},
       OUTCOMES.map((name) => stat(fmt.num(o.counts[name]), name.replace("_", " "), name)));
-    return el("div", {id: "outcomes"},
+    return el("div", {id: "outcomes"}, picker,
       el("div", {class: "card"}, el("h2", {text: "Outcomes of " + fmt.num(o.finished) + " finished trials"}), counts,
         Object.keys(o.error_categories).length ? el("p", {class: "muted", text: "Error categories: " +
           Object.entries(o.error_categories).map(([c, n]) => c + " × " + n).join(", ")}) : null),
