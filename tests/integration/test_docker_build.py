@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchflow.errors import BuildError, CapabilityError
+from benchflow.errors import BuildError, TaskError
 from benchflow.sandbox import SandboxSpec, get_backend
 from benchflow.sandbox.ca import CA_PATH, ENV_VARS
 
@@ -107,10 +107,12 @@ async def test_build_timeout_is_honoured(tmp_path):
     assert time.monotonic() - started < 30
 
 
-async def test_compose_environments_are_refused(tmp_path):
-    env = env_with(tmp_path, "FROM debian:bookworm-slim\n", **{"docker-compose.yaml": "services: {}\n"})
-    with pytest.raises(CapabilityError, match="multi-service"):
-        await get_backend("docker").create(spec(env, "compose")).build()
+async def test_a_compose_file_a_pod_cannot_run_is_refused_at_build(tmp_path):
+    compose = "services:\n  db: {image: debian:bookworm-slim, volumes: ['/etc:/host-etc']}\n"
+    env = env_with(tmp_path, "FROM debian:bookworm-slim\n", **{"docker-compose.yaml": compose})
+    box = get_backend("docker").create(spec(env, "compose", compose_file=env / "docker-compose.yaml"))
+    with pytest.raises(TaskError, match=r"docker-compose.yaml: services.db.volumes\[0\]: '/etc' is a host bind mount"):
+        await box.build()
 
 
 async def test_an_image_user_does_not_stop_setup_or_root_exec(tmp_path):
