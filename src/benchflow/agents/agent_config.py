@@ -202,6 +202,9 @@ class AgentConfig(_Strict):
     effort: EffortSelection = Field(default_factory=EffortSelection)
     home_dirs: list[str] = Field(default_factory=list)
     """Folders under the agent's home created before launch (``.codex``)."""
+    skill_paths: list[str] = Field(default_factory=list)
+    """Where the agent looks for skills, as ``$HOME/...`` or ``$WORKSPACE/...`` (``$HOME/.claude/skills``);
+    skills a run deploys go there (``benchflow.skills.deploy``). Empty: ``$HOME/.agents/skills``."""
     env: dict[str, str] = Field(default_factory=dict)
     """Fixed variables the agent always gets (``--agent-env`` overrides them)."""
     native: NativeMode | None = None

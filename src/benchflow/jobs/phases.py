@@ -23,6 +23,7 @@ from benchflow.errors import AgentError, BenchError, BuildError, SandboxError
 from benchflow.sandbox.base import Sandbox, SandboxSpec
 from benchflow.sandbox.ca import proxy_hint
 from benchflow.sandbox.session import SessionSetupError
+from benchflow.sandbox.uploads import put_all
 from benchflow.util import atomic
 from benchflow.util.redact import redact_text
 from benchflow.util.scrub import scrub_document, scrub_folder
@@ -88,9 +89,10 @@ async def upload_task_files(req: TrialRequest, sandbox: Sandbox, paths: TrialPat
     if instruction is None:
         instruction = staging / "instruction.md"
         instruction.write_text(req.task.instruction)
-    await sandbox.put(instruction, "/instruction.md")
+    uploads = [(instruction, "/instruction.md")]
     if req.agent.needs_oracle and req.task.paths.oracle_dir is not None:
-        await sandbox.put(req.task.paths.oracle_dir, _oracle_remote(req))
+        uploads.append((req.task.paths.oracle_dir, _oracle_remote(req)))
+    await put_all(sandbox, uploads)
     for child in staging.iterdir():
         child.unlink()
     staging.rmdir()
@@ -172,6 +174,14 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         message = str(exc) if "install failed" in str(exc) else f"agent install failed: {exc}"
         state.error, state.error_category = message, exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t
+        return
+    from benchflow.skills.deploy import deploy_skills, task_skill_sources
+
+    try:
+        await deploy_skills(sandbox, task_skill_sources(req.task), req.agent,
+                            None if req.agent.is_control else ctx.user, sandbox.workdir)
+    except BenchError as exc:
+        state.error, state.error_category = f"sandbox startup failed: {exc}", "sandbox_setup"
         return
     timing["agent_setup"] = time.monotonic() - t
     t = time.monotonic()

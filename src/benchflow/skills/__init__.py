@@ -1,0 +1,1 @@
+"""Agent skills: deploying skill folders where each agent looks for them."""
