@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
+from acp.schema import (
+    EnvVariable,
+    HttpHeader,
+    HttpMcpServer,
+    McpServerStdio,
+    SseMcpServer,
+)
 
 _CD = 'cd "$0" && exec "$@"'
 
