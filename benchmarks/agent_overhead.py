@@ -11,7 +11,8 @@ Each agent solves the bundled hello task (``bench run`` of ``benchflow.demo`` he
     start→call      first request minus started_at: what a user waits for
 
 ``cached`` runs start from the agent's image layer (built by a warm-up run); ``cold``
-runs pass ``--fresh-install`` (a layer of its own, so the install runs from the registry).
+runs pass ``--fresh-install`` (a layer of its own, so the install runs from the registry;
+the benchmark removes that layer afterwards).
 The baseline, run in the same process, is the scripted fake ACP agent
 (tests/doubles/fake_acp_agent.py) from its cached layer asking the model once: the
 ratio column is start→call over the baseline's.
@@ -64,6 +65,21 @@ def one_trial(agent: str, api: str, jobs: Path, *extra: str) -> dict[str, float]
     return {"setup": setup, "ready": start_to_call - setup, "start": start_to_call}
 
 
+def cold_trial(agent: str, name: str, api: str, jobs: Path) -> dict[str, float]:
+    """One ``--fresh-install`` trial; the layer it built (a new image, ~1 GB) is removed afterwards."""
+    import docker
+
+    client = docker.from_env()
+    repository = f"benchflow/hello-world-{name}"
+    before = {image.id for image in client.images.list(name=repository)}
+    try:
+        return one_trial(agent, api, jobs, "--fresh-install")
+    finally:
+        for image in client.images.list(name=repository):
+            if image.id not in before:
+                client.images.remove(image.id, force=True)
+
+
 def median_of(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
 
@@ -90,9 +106,9 @@ def main() -> None:
             config = get_agent_config(agent)  # a built-in name or an agent file
             api, jobs = config.gateway.api, tmp_path / config.name
             one_trial(agent, api, jobs)  # builds the layer when it is not there yet
-            rows.append((agent, "cached", median_of([one_trial(agent, api, jobs) for _ in range(args.repeats)])))
+            rows.append((config.name, "cached", median_of([one_trial(agent, api, jobs) for _ in range(args.repeats)])))
             if not args.no_cold:
-                rows.append((agent, "cold", median_of([one_trial(agent, api, jobs, "--fresh-install")
+                rows.append((config.name, "cold", median_of([cold_trial(agent, config.name, api, jobs)
                                                        for _ in range(args.cold_repeats)])))
             print(f"... {config.name}: {rows[-2:]}", file=sys.stderr, flush=True)
 
