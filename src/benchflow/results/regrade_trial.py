@@ -151,7 +151,8 @@ async def regrade_trial(candidate: Candidate, backend: Any, *, reason: str | Non
             stage = "verifier"
             outcome = await run_verifier(sandbox, task, out_dir, workdir=workdir,
                                          agent_user=candidate.config.get("sandbox_user"), task_name=task.name,
-                                         extra_env=_seed_env(candidate.config.get("seed")))
+                                         extra_env=_seed_env(candidate.config.get("seed")),
+                                         trial_dir=paths.root)  # a judge reads the rollout's own files
     except Exception as exc:  # noqa: BLE001 - whatever breaks is this trial's infra failure, not the batch's
         cause = exc.cause if isinstance(exc, SessionSetupError) else exc
         outcome = VerifierOutcome(error=f"verifier crashed: regrade {stage} failed: {cause}",
