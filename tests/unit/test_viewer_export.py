@@ -31,7 +31,7 @@ def html(jobs: PictureJobs, tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def answers(html: str) -> dict[str, object]:
-    block = re.search(r'<script type="application/json" id="bf-export">(.*?)</script>', html, re.S).group(1)
+    block = re.search(r'<script type="application/json" id="bf-export">(.*?)</script>', html, re.DOTALL).group(1)
     data = json.loads(block)
     return {path + json.dumps(params, sort_keys=True): body for path, params, body in data["answers"]}
 
@@ -44,14 +44,14 @@ def test_no_secret_and_no_home_folder(html: str) -> None:
 
 
 def test_markup_in_data_cannot_close_the_block(html: str) -> None:
-    block = re.search(r'id="bf-export">(.*?)</script>', html, re.S).group(1)
+    block = re.search(r'id="bf-export">(.*?)</script>', html, re.DOTALL).group(1)
     assert "<" not in block and "\\u003cimg" in block
 
 
 def test_only_its_own_inline_code_may_run(html: str) -> None:
     policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
     assert "default-src 'none'" in policy and "connect-src 'none'" in policy and "unsafe" not in policy
-    scripts = re.findall(r"<script>(.*?)</script>", html, re.S)
+    scripts = re.findall(r"<script>(.*?)</script>", html, re.DOTALL)
     assert len(scripts) == 6 and "uPlot" in "".join(scripts)
     for script in scripts:
         digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
@@ -87,8 +87,8 @@ def test_trial_cap(monkeypatch: pytest.MonkeyPatch, jobs: PictureJobs, tmp_path:
 def test_cli_export_and_bad_path(jobs: PictureJobs, tmp_path: Path) -> None:
     out = tmp_path / "cli.html"
     ran = subprocess.run([sys.executable, "-m", "benchflow.cli", "view", str(jobs.cheap), "--export", str(out)],
-                         capture_output=True, text=True, timeout=120)
+                         check=False, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0 and out.is_file() and "1 job(s), 8 trial page(s)" in ran.stdout
     bad = subprocess.run([sys.executable, "-m", "benchflow.cli", "view", str(tmp_path / "nothing"), "--export",
-                          str(tmp_path / "x.html")], capture_output=True, text=True, timeout=120)
+                          str(tmp_path / "x.html")], check=False, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "no such file or folder" in bad.stderr and not (tmp_path / "x.html").exists()

@@ -175,11 +175,14 @@ class Viewer:
         if not paths:
             raise LookupError("no job to draw (open a job folder or a folder of jobs)")
 
-        def build() -> dict[str, Any]:
-            jobs = [(self.source.ident(path), self.cache.job(path)) for path in paths]
-            return outcomes_document(jobs, self._trial_ident, parts)
+        document: dict[str, Any] = {}
+        for part in parts:  # cached part by part: the warm-up's Pareto serves the page's first request
+            def build(part: str = part) -> dict[str, Any]:
+                jobs = [(self.source.ident(path), self.cache.job(path)) for path in paths]
+                return outcomes_document(jobs, self._trial_ident, (part,))
 
-        return self.cache.derived((tuple(paths), parts), paths, build)
+            document.update(self.cache.derived((tuple(paths), part), paths, build))
+        return document
 
     def warm(self) -> None:
         """Read every job and build the folder's outcomes once, so the first page load finds them ready."""

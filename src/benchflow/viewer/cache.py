@@ -39,20 +39,23 @@ class JobCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._jobs: dict[Path, tuple[tuple[Any, ...], JobDocument]] = {}
+        self._reading: dict[Path, threading.Lock] = {}
+        """One lock per job folder: two requests (or a request and the warm-up) never read the same job twice."""
         self._derived: dict[Any, tuple[tuple[Any, ...], Any]] = {}
         self._compute = threading.Lock()
         """Held while a derived value is computed, so a page load waits for the warm-up instead of repeating it."""
 
     def job(self, path: Path) -> JobDocument:
-        sig = signature(path)
         with self._lock:
+            reading = self._reading.setdefault(path, threading.Lock())
+        with reading:
+            sig = signature(path)
             hit = self._jobs.get(path)
-        if hit is not None and hit[0] == sig:
-            return hit[1]
-        doc = load_job(path)
-        with self._lock:
+            if hit is not None and hit[0] == sig:
+                return hit[1]
+            doc = load_job(path)
             self._jobs[path] = (sig, doc)
-        return doc
+            return doc
 
     def derived(self, key: Any, jobs: list[Path], build: Callable[[], T]) -> T:
         """``build()`` once per ``key`` while none of ``jobs`` changed."""

@@ -28,8 +28,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from benchflow.results import JobDocument, TrialSummary
-from benchflow.results import metrics
+from benchflow.results import JobDocument, TrialSummary, metrics
 
 from .pareto import pareto_block
 from .training import training_block
@@ -65,7 +64,7 @@ def _when(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        value = datetime.fromisoformat(text)
     except ValueError:
         return None
     return value.replace(tzinfo=None)

@@ -33,8 +33,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from benchflow.results import JobDocument, TrialSummary
-from benchflow.results import metrics
+from benchflow.results import JobDocument, TrialSummary, metrics
 from benchflow.results.lift import bootstrap_interval
 from benchflow.results.report import SETTING_FIELDS, _setting
 

@@ -50,11 +50,11 @@ def bind_port(port: int, host: str = HOST, tries: int = PORT_TRIES) -> socket.so
 
 
 def _warm(viewer) -> None:
-    """Read the jobs before the first page asks; a failure here is reported by the request that meets it."""
+    """Read the jobs before the first page asks; a failure is noted here and shown by the request that meets it."""
     try:
         viewer.warm()
-    except Exception:  # noqa: BLE001 - the page's own request shows the error
-        pass
+    except Exception as exc:  # noqa: BLE001 - the page's own request shows the error in full
+        print(f"Reading the jobs ahead failed ({exc}); the page will show why.", file=sys.stderr, flush=True)
 
 
 def display_available() -> bool:

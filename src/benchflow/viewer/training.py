@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
