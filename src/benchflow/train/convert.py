@@ -23,12 +23,12 @@ from typing import Any
 
 from benchflow.errors import BenchError, UserError
 from benchflow.util import atomic
-from benchflow.util.redact import redact_obj
 
 from . import advantage, rules, selection
 from .chat import conversation
 from .formats import BUILDERS, FORMATS, Sample, reward_vector
 from .output import require_pyarrow, sink_for
+from .redaction import redact
 from .source import Rollout, is_ok_call, last_model_call, read_exchanges, read_rollout, trial_folders
 
 BRANCH_ONLY = ("pairs", "pairs_any_request", "include_oracle")
@@ -158,7 +158,7 @@ def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str,
         messages, tools = found
         messages = rules.apply(messages, stats.counts, trim=o.format == "prime-sft")
         if o.redact:
-            messages, tools = redact_obj(messages), redact_obj(tools)
+            messages, tools = redact(messages), redact(tools)
         if windower is not None:
             messages = windower.fit(messages, tools)
             if messages is None:

@@ -120,12 +120,18 @@ def apply(messages: list[dict[str, Any]], counts: Counts, *, trim: bool = True) 
     return window(fixed) if trim else fixed
 
 
-def strip_banned(obj: Any) -> Any:
-    """``obj`` without any banned row key, at any depth."""
+CONVERSATION_KEYS = frozenset({"messages", "prompt", "completion", "tools", "tool_defs", "steps"})
+"""Row keys holding the conversation and tool schemas: their keys are already limited (messages) or are
+the tools' own parameter names, which a banned word must not cut out of a schema."""
+
+
+def strip_banned(obj: Any, top: bool = True) -> Any:
+    """``obj`` without any banned row key, at any depth outside the conversation."""
     if isinstance(obj, dict):
-        return {k: strip_banned(v) for k, v in obj.items() if k not in BANNED_ROW_KEYS}
+        return {k: v if top and k in CONVERSATION_KEYS else strip_banned(v, False)
+                for k, v in obj.items() if k not in BANNED_ROW_KEYS}
     if isinstance(obj, list):
-        return [strip_banned(v) for v in obj]
+        return [strip_banned(v, False) for v in obj]
     return obj
 
 
