@@ -75,10 +75,11 @@ async def _run_live(api, container: str, command: list[str]) -> int:
 
 
 def release(record: Mapping[str, object]) -> None:
-    """Force-remove the kept container; nothing happens when it is already gone."""
-    from docker.errors import NotFound
+    """Force-remove the kept container (with the rest of its multi-service pod); nothing happens when
+    it is already gone."""
+    from .docker_leftovers import remove
 
-    try:
-        eng.client(record.get("docker_host")).remove_container(str(record["sandbox_id"]), force=True, v=True)
-    except NotFound:
-        pass
+    failed = remove(record.get("docker_host"), [str(record["sandbox_id"])])  # type: ignore[arg-type]
+    if failed:
+        raise SandboxError(f"could not remove kept sandbox {str(record['sandbox_id'])[:12]}: "
+                           f"{next(iter(failed.values()))}")

@@ -38,7 +38,9 @@ def _api(url: str | None):
 
 def list_owned(url: str | None, backend: str, unlabelled: str, owner: str | None = None) -> list[OwnedSandbox]:
     """The containers ``backend`` made on the engine at ``url`` (those without a backend label
-    count as ``unlabelled``'s); with ``owner``, only the job ``owner``'s."""
+    count as ``unlabelled``'s); with ``owner``, only the job ``owner``'s. A multi-service pod's
+    containers are rows of their own (a sibling of a kept ``main`` counts as kept), and a pod's
+    named volume is a row (id ``volume:<name>``) only once none of its containers is left."""
     rows = []
     items = _api(url).containers(all=True, filters={"label": f"{eng.OWNED}=true"})
     kept_pods = {(i.get("Labels") or {}).get(POD) for i in items
