@@ -57,7 +57,7 @@ from .docker_leftovers import KEPT_PREFIX, RETAINED
 from .docker_setup import hardening, main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
 from .copyout import CopyReport, copy_out_tar
-from .tarstream import pack, pack_members
+from .tarstream import pack_many, pack_members
 
 log = logging.getLogger(__name__)
 
@@ -293,17 +293,22 @@ class DockerSandbox:
         return await open_process(self.api, self._require_container(), cmd, user=user, env=env, cwd=cwd)
 
     async def put(self, local: Path, remote: str) -> None:
-        local = Path(local)
-        if not local.exists() and not local.is_symlink():
-            raise FileNotFoundError(f"put: {local} does not exist")
+        await self.put_many([(local, remote)])
+
+    async def put_many(self, items: list[tuple[Path, str]]) -> None:
+        """Several :meth:`put` calls in one engine round trip (one archive)."""
+        for local, _ in items:
+            if not Path(local).exists() and not Path(local).is_symlink():
+                raise FileNotFoundError(f"put: {local} does not exist")
         container = self._require_container()
-        archive = await call(pack, local, remote)
+        archive = await call(pack_many, [(Path(local), remote) for local, remote in items])
         try:
             ok = await call(self.api.put_archive, container, "/", archive)
         finally:
             archive.close()
         if not ok:
-            raise InfraError(f"put {local} -> {remote}: the engine refused the archive")
+            what = ", ".join(f"{local} -> {remote}" for local, remote in items)
+            raise InfraError(f"put {what}: the engine refused the archive")
 
     async def get(self, remote: str, local: Path) -> CopyReport:
         from docker.errors import NotFound

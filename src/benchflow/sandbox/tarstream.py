@@ -34,12 +34,22 @@ def pack(local: Path, remote: str) -> IO[bytes]:
     Extracted at ``/``, it recreates ``local`` at ``remote``; the engine makes
     missing parent folders.
     """
-    name = PurePosixPath(remote)
-    if not name.is_absolute() or ".." in name.parts or str(name) == "/":
-        raise ValueError(f"remote path must be absolute, without '..', and not '/': {remote!r}")
+    return pack_many([(local, remote)])
+
+
+def pack_many(items: Iterable[tuple[Path, str]]) -> IO[bytes]:
+    """One tar of several (``local``, ``remote``) pairs, each as :func:`pack` makes it: one upload
+    round trip instead of one per pair."""
+    items, names = list(items), []
+    for _, remote in items:
+        name = PurePosixPath(remote)
+        if not name.is_absolute() or ".." in name.parts or str(name) == "/":
+            raise ValueError(f"remote path must be absolute, without '..', and not '/': {remote!r}")
+        names.append(str(name).lstrip("/"))
     buffer = spool()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
-        archive.add(str(local), arcname=str(name).lstrip("/"), recursive=True, filter=_root_owned)
+        for (local, _), name in zip(items, names):
+            archive.add(str(local), arcname=name, recursive=True, filter=_root_owned)
     buffer.seek(0)
     return buffer
 

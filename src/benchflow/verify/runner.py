@@ -31,6 +31,11 @@ _HAS_OUTPUT = "[ -s /logs/verifier/test-stdout.txt ]"
 # $0 verifier folder, $1 1 when the verifier runs as root, then the entry points to make executable.
 _READY = ('d=$0; root=$1; shift; { [ "$root" = 1 ] || chmod -R a+rX "$d"; } || exit 1; '
           'for f; do [ -e "$f" ] || continue; chmod a+x "$f" || exit 1; done')
+# A root verifier makes its entry points runnable in its own exec (one round trip less): $1... are
+# the entry points, cleared before the strategy's command runs; a failure leaves this on stderr.
+_SETUP_FAILED = "__benchflow_verifier_setup_failed__"
+_READY_AS_ROOT = ('for f; do [ -e "$f" ] || continue; chmod a+x "$f" || { echo ' + _SETUP_FAILED
+                  + ' >&2; exit 1; }; done; set --\n')
 _REWARD_FILES = ("reward.txt", "reward.json", "reward-details.json")
 
 
@@ -116,11 +121,15 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
         raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
                             category="verifier_infra") from exc
     # The upload is root's: make the entry points runnable (and readable to a verifier user).
-    ready = await sandbox.exec(["sh", "-c", _READY, remote_dir, "1" if is_root(config.user) else "0",
-                                *command.executables], timeout=60)
-    if not ready.success:
-        raise VerifierError(f"Verifier setup failed: chmod exited with rc={ready.return_code}",
-                            category="verifier_infra")
+    as_root = is_root(config.user)
+    argv = ["sh", "-c", command.script, remote_dir]
+    if as_root:
+        argv = ["sh", "-c", _READY_AS_ROOT + command.script, remote_dir, *command.executables]
+    else:
+        ready = await sandbox.exec(["sh", "-c", _READY, remote_dir, "0", *command.executables], timeout=60)
+        if not ready.success:
+            raise VerifierError(f"Verifier setup failed: chmod exited with rc={ready.return_code}",
+                                category="verifier_infra")
     if command.manifest is not None:
         wrote = await sandbox.exec(["sh", "-c", f"cat > {MANIFEST}"], user=config.user,
                                    stdin=json.dumps(command.manifest, indent=2).encode(), timeout=60)
@@ -129,8 +138,10 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
                                 category="verifier_infra")
     for attempt in (1, 2):
         outcome.attempts = attempt
-        result = await sandbox.exec(["sh", "-c", command.script, remote_dir], user=config.user, env=env,
+        result = await sandbox.exec(argv, user=config.user, env=env,
                                     cwd=workdir if config.service == "main" else None, timeout=timeout)
+        if as_root and result.return_code == 1 and _SETUP_FAILED in result.stderr:
+            raise VerifierError("Verifier setup failed: chmod exited with rc=1", category="verifier_infra")
         outcome.return_code = result.return_code
         if not result.timed_out:
             break
