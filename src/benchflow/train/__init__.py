@@ -8,6 +8,9 @@ folder. Modules, one job each:
 ``chat``       one recorded exchange (Chat Completions, Messages, Responses) as OpenAI chat messages
 ``rules``      the row rules of contracts §8.3 (roles, banned keys, tool-call ids, the training window)
 ``advantage``  GRPO / leave-one-out group advantages (contracts §4.8)
+``redaction``  the shared redactor behind a cheap pre-check (rows of 10,000 rollouts in time)
+``selection``  name lists given as files (--canonical-selection, --task-manifest)
+``branch``     --format branch-tree: refused until branch records exist (and can be read)
 ``formats``    one row builder per trainer format
 ``output``     JSONL and parquet writers (atomic, streamed)
 ``convert``    ``bench train convert``: the loop, the stats, ``--expected-rows``
