@@ -141,8 +141,8 @@ async def test_siblings_share_mains_network_only_and_keep_the_hardening(tmp_path
         assert host["PidsLimit"] == pids_limit() and host["Memory"] == 256 << 20
         links = await db.exec(["sh", "-c", "ls /sys/class/net"])
         assert links.stdout.split() == ["lo"], "no-network must hold for every service of the pod"
-        answer = await box.exec(["python3", "-c", "import urllib.request; print(urllib.request.urlopen("
-                                 "'http://db:8080/answer', timeout=5).read().decode())"])
+        fetch = "import urllib.request; print(urllib.request.urlopen('http://db:8080/answer', timeout=5).read().decode())"
+        answer = await box.exec(["python3", "-c", fetch])
         assert answer.stdout.strip() == "seeded-42"
         seen = await db.exec(["sh", "-c", "cat /data/answer; touch /data/x"])
         assert seen.stdout.strip() == "seeded-42" and seen.return_code != 0  # mounted read-only there

@@ -62,9 +62,9 @@ async def metadata_verdict(req: Any, sandbox: Any, granted: str, asked: str) -> 
     if granted == "allowlist":
         return {"blocked": True, "proof": "allowlist: no network but the egress proxy, which refuses "
                                           "link-local and private addresses"}
-    probe = await sandbox.exec(["sh", "-c", 'command -v python3 >/dev/null 2>&1 && exec python3 -c "$0" "$@"; '
-                                f'command -v bash >/dev/null 2>&1 && exec bash -c \'{PROBE_SH}\' probe "$@"; '
-                                'echo no-probe', PROBE_PY, *ENDPOINTS], timeout=30)
+    launch = ('command -v python3 >/dev/null 2>&1 && exec python3 -c "$0" "$@"; '
+              f'command -v bash >/dev/null 2>&1 && exec bash -c \'{PROBE_SH}\' probe "$@"; echo no-probe')
+    probe = await sandbox.exec(["sh", "-c", launch, PROBE_PY, *ENDPOINTS], timeout=30)
     verdict = probe.stdout.strip().splitlines()[-1:] or [""]
     if verdict[0] == "blocked":
         return {"blocked": True, "proof": f"probed from the sandbox: none of {', '.join(ENDPOINTS)} answers"}

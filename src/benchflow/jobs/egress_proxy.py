@@ -85,7 +85,7 @@ class EgressProxy:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
-        entry: dict[str, Any] = {"ts": dt.datetime.now(dt.timezone.utc).isoformat()}
+        entry: dict[str, Any] = {"ts": dt.datetime.now(dt.UTC).isoformat()}
         try:
             await self._handle(reader, writer, entry)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
@@ -121,7 +121,7 @@ class EgressProxy:
             address = await self._address(host, port)
             upstream_r, upstream_w = await asyncio.wait_for(asyncio.open_connection(address, port),
                                                             CONNECT_TIMEOUT_SEC)
-        except (OSError, asyncio.TimeoutError, PermissionError) as exc:
+        except (TimeoutError, OSError, PermissionError) as exc:
             entry.update(allowed=True, status=502, reason=f"{type(exc).__name__}: {exc}"[:200])
             await _reply(writer, 502, f"benchflow egress: {host}:{port} could not be reached ({entry['reason']})")
             return

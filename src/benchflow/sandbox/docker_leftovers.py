@@ -9,7 +9,6 @@ the process that made it still runs.
 
 from __future__ import annotations
 
-
 from benchflow.errors import SandboxUnavailable
 
 from . import docker_engine as eng

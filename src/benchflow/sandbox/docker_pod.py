@@ -60,7 +60,7 @@ def load(compose: Path | None, variables: Mapping[str, str] | None = None) -> Co
 class DockerPod:
     """The sibling services of one :class:`.docker.DockerSandbox` (see the module docstring)."""
 
-    def __init__(self, compose: ComposeFile, box: "DockerSandbox") -> None:
+    def __init__(self, compose: ComposeFile, box: DockerSandbox) -> None:
         self.compose = compose
         self.box = box
         self.id = secrets.token_hex(6)
@@ -218,7 +218,7 @@ class DockerPod:
         self.containers.clear()
         self.volumes.clear()
 
-    def service(self, name: str) -> "ServiceSandbox":
+    def service(self, name: str) -> ServiceSandbox:
         """The running sibling ``name`` as a sandbox view (exec, exec_stream, put, get).
 
         Raises:
@@ -249,7 +249,7 @@ class ServiceSandbox:
     """A sibling service of a pod, used like the sandbox itself for commands and files (the
     verifier of a task with ``verifier.service``). It lives and dies with its sandbox."""
 
-    def __init__(self, box: "DockerSandbox", service: str, container: str) -> None:
+    def __init__(self, box: DockerSandbox, service: str, container: str) -> None:
         self.box = box
         self.service_name = service
         self.container = container
