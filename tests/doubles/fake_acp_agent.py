@@ -8,6 +8,7 @@ environment variable ``FAKE_ACP_SCRIPT`` (JSON)::
 
     {"prompts": [[step, ...], ...],      # steps for prompt 1, 2, ... (the last list repeats)
      "config_options": [...],            # advertised in session/new (optional)
+     "load_session": true,               # advertise loadSession; sessions kept in ~/.fake-acp (optional)
      "on": {"initialize": "exit"}}       # die instead of answering a method (optional)
 
 Steps (``op``): ``message``/``thought`` (one chunk, ``text``); ``tool`` (a call reported
@@ -19,7 +20,13 @@ stopReason cancelled on session/cancel); ``hang`` (silent forever, ignores cance
 ``exit`` (``code``, abrupt); ``error`` (the prompt answers a JSON-RPC error); ``permission``
 (asks session/request_permission); ``fs_read`` (asks fs/read_text_file); ``stderr`` (``text``);
 ``report_config`` (a message naming the model/effort set so far); ``report_mcp`` (the mcpServers of
-session/new); ``mcp_stdio`` (runs each stdio MCP server with one ``initialize`` line, reports its reply).
+session/new); ``mcp_stdio`` (runs each stdio MCP server with one ``initialize`` line, reports its reply);
+``report_history`` (a message ``history:<json>`` of every prompt the session has had, loaded ones included).
+``ask_model`` without ``prompt`` sends the prompt being answered.
+
+With ``load_session`` each session's prompts are kept on disk (``~/.fake-acp/<id>.json``, as an agent
+that keeps its conversation on disk would); ``session/load`` replays them as ``user_message_chunk``
+updates and continues that session. Without it, ``session/load`` is refused (-32601).
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ import urllib.request
 SCRIPT = json.loads(os.environ.get("FAKE_ACP_SCRIPT") or "{}")
 INBOX: "queue.Queue[dict]" = queue.Queue()
 REPLIES: "queue.Queue[dict]" = queue.Queue()
-STATE = {"cwd": os.getcwd(), "config": {}, "next_id": 1000, "prompt_no": 0}
+STATE = {"cwd": os.getcwd(), "config": {}, "next_id": 1000, "prompt_no": 0, "history": [], "prompt": "hi"}
+SESSIONS = os.path.expanduser("~/.fake-acp")
 
 
 def log(text: str) -> None:
@@ -80,12 +88,12 @@ def ask_model(step: dict) -> str:
         url = os.environ["ANTHROPIC_BASE_URL"].rstrip("/") + "/v1/messages"
         headers = {"x-api-key": os.environ.get("ANTHROPIC_API_KEY", ""), "anthropic-version": "2023-06-01"}
         body = {"model": os.environ.get("ANTHROPIC_MODEL", "claude-test"), "max_tokens": 64,
-                "messages": [{"role": "user", "content": step.get("prompt", "hi")}]}
+                "messages": [{"role": "user", "content": step.get("prompt", STATE["prompt"])}]}
     else:
         url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
         headers = {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")}
         body = {"model": os.environ.get("OPENAI_MODEL", "gpt-test"),
-                "messages": [{"role": "user", "content": step.get("prompt", "hi")}]}
+                "messages": [{"role": "user", "content": step.get("prompt", STATE["prompt"])}]}
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                  headers={"content-type": "application/json", **headers})
     with urllib.request.urlopen(req, timeout=30) as resp:
@@ -177,6 +185,8 @@ def do_step(session_id: str, step: dict):
         log(step["text"])
     elif op == "report_config":
         chunk(session_id, "agent_message_chunk", "config:" + json.dumps(STATE["config"], sort_keys=True))
+    elif op == "report_history":
+        chunk(session_id, "agent_message_chunk", "history:" + json.dumps(STATE["history"]))
     elif op == "report_mcp":
         chunk(session_id, "agent_message_chunk", "mcp:" + json.dumps(STATE.get("mcp_servers"), sort_keys=True))
     elif op == "mcp_stdio":  # start each stdio MCP server of session/new, as a real agent would, and greet it
@@ -195,6 +205,9 @@ def do_step(session_id: str, step: dict):
 
 def handle_prompt(message: dict) -> None:
     session_id = message["params"]["sessionId"]
+    STATE["prompt"] = "".join(b.get("text", "") for b in message["params"].get("prompt") or [])
+    STATE["history"].append(STATE["prompt"])
+    save_session(session_id)
     plans = SCRIPT.get("prompts") or [[{"op": "message", "text": "done"}]]
     steps = plans[min(STATE["prompt_no"], len(plans) - 1)]
     STATE["prompt_no"] += 1
@@ -207,6 +220,31 @@ def handle_prompt(message: dict) -> None:
             send({"id": message["id"], "result": {"stopReason": "cancelled"}})
             return
     send({"id": message["id"], "result": {"stopReason": "end_turn"}})
+
+
+def save_session(session_id: str) -> None:
+    if SCRIPT.get("load_session"):
+        os.makedirs(SESSIONS, exist_ok=True)
+        with open(os.path.join(SESSIONS, session_id + ".json"), "w", encoding="utf-8") as handle:
+            json.dump({"cwd": STATE["cwd"], "history": STATE["history"]}, handle)
+
+
+def load_session(message: dict) -> None:
+    params = message["params"]
+    path = os.path.join(SESSIONS, os.path.basename(params["sessionId"]) + ".json")
+    if not SCRIPT.get("load_session"):
+        send({"id": message["id"], "error": {"code": -32601, "message": "Method not found"}})
+        return
+    if not os.path.isfile(path):
+        send({"id": message["id"], "error": {"code": -32002, "message": f"no session {params['sessionId']}"}})
+        return
+    with open(path, encoding="utf-8") as handle:
+        kept = json.load(handle)
+    STATE["cwd"] = params.get("cwd") or kept["cwd"]
+    STATE["history"] = kept["history"]
+    for text in STATE["history"]:  # the protocol's replay of the conversation
+        update(params["sessionId"], {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}})
+    send({"id": message["id"], "result": {}})
 
 
 def main() -> None:
@@ -226,11 +264,12 @@ def main() -> None:
             STATE["client"] = params.get("clientCapabilities")
             send({"id": message["id"], "result": {
                 "protocolVersion": 1, "agentInfo": {"name": "fake-acp-agent", "version": "1.0.0"},
-                "agentCapabilities": {"loadSession": False}, "authMethods": []}})
+                "agentCapabilities": {"loadSession": bool(SCRIPT.get("load_session"))}, "authMethods": []}})
         elif method == "session/new":
             STATE["cwd"] = params.get("cwd") or STATE["cwd"]
             STATE["mcp_servers"] = params.get("mcpServers") or []
-            result = {"sessionId": "fake-session-1"}
+            result = {"sessionId": f"fake-session-{os.getpid()}-{time.time_ns()}"
+                      if SCRIPT.get("load_session") else "fake-session-1"}
             if SCRIPT.get("config_options"):
                 result["configOptions"] = SCRIPT["config_options"]
             send({"id": message["id"], "result": result})
@@ -240,6 +279,8 @@ def main() -> None:
         elif method == "session/set_model":
             STATE["config"]["set_model"] = params["modelId"]
             send({"id": message["id"], "result": {}})
+        elif method == "session/load":
+            load_session(message)
         elif method == "session/prompt":
             handle_prompt(message)
         elif method == "session/cancel":

@@ -198,3 +198,29 @@ async def test_acp_errors_are_categorised(sandbox, agent, tmp_path, step, catego
     assert outcome.error_category == category
     assert outcome.error.startswith("ACP error -32603 during session/prompt")
     assert outcome.n_prompts == 0
+
+
+async def test_session_load_continues_a_conversation_kept_on_disk(sandbox, agent, tmp_path):
+    script = {"load_session": True, "prompts": [[{"op": "report_history"}]]}
+    first = make_ctx(tmp_path / "first", script, ["write the draft"], timeout_sec=60, idle_timeout_sec=30)
+    parent = await agent.run(sandbox, first)
+    assert parent.error is None, parent.error
+    assert parent.load_session is True and parent.session_id
+
+    again = make_ctx(tmp_path / "again", script, ["now rename it"], timeout_sec=60, idle_timeout_sec=30,
+                     resume_session=parent.session_id)
+    child = await agent.run(sandbox, again)
+    assert child.error is None, child.error
+    assert child.session_id == parent.session_id
+    # the replayed history is not the new phase's trajectory; the agent saw it all the same
+    assert [(e["type"], e["text"]) for e in read_events(again)] == [
+        ("user_message", "now rename it"), ("agent_message", 'history:["write the draft", "now rename it"]')]
+
+
+async def test_session_load_is_refused_for_an_agent_without_load_session(sandbox, agent, tmp_path):
+    ctx = make_ctx(tmp_path, {"prompts": [[{"op": "message", "text": "hi"}]]}, ["go"], timeout_sec=60,
+                   idle_timeout_sec=30, resume_session="fake-session-1")
+    outcome = await agent.run(sandbox, ctx)
+    assert outcome.load_session is False and outcome.n_prompts == 0
+    assert outcome.error_category == "agent_integration"
+    assert "does not advertise loadSession" in outcome.error

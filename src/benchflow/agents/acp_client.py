@@ -114,6 +114,8 @@ class BenchClient:
         self.activity = activity
         self.merger = TrajectoryMerger()
         self.usage: dict[str, Any] = {}
+        self.replaying = False
+        """True while ``session/load`` replays an earlier conversation: those updates are not recorded."""
         activity.pending_tool_call_ids = self.merger.pending_tool_call_ids
 
     def record(self, event: Mapping[str, Any]) -> None:
@@ -128,6 +130,9 @@ class BenchClient:
         self._emit(event)
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        if self.replaying:
+            self.activity.touch()
+            return
         kind = getattr(update, "session_update", None)
         if kind == "agent_message_chunk":
             self.record({"type": "agent_message", "text": _text_of(update.content)})

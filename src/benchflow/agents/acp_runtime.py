@@ -223,16 +223,22 @@ class _AcpRun:
     async def _session(self, conn: Any) -> None:
         ctx = self.ctx
         try:
-            await self._initialize(conn)
+            init = await self._initialize(conn)
         except Exception as exc:  # noqa: BLE001 - classified by the caller
             raise _StepError("initialize", exc) from exc
+        caps = getattr(init, "agent_capabilities", None)
+        self.outcome.load_session = bool(getattr(caps, "load_session", False))
+        if ctx.resume_session is not None:
+            session = await self._load(conn, ctx.resume_session)
+        else:
+            try:
+                session = await conn.new_session(cwd=ctx.workdir, mcp_servers=acp_mcp_servers(ctx.mcp_servers))
+            except Exception as exc:  # noqa: BLE001
+                raise _StepError("session/new", exc) from exc
+            self.session_id = session.session_id
+        self.outcome.session_id = self.session_id
         try:
-            session = await conn.new_session(cwd=ctx.workdir, mcp_servers=acp_mcp_servers(ctx.mcp_servers))
-        except Exception as exc:  # noqa: BLE001
-            raise _StepError("session/new", exc) from exc
-        self.session_id = session.session_id
-        try:
-            await self._select_model(conn, session.config_options or [])
+            await self._select_model(conn, getattr(session, "config_options", None) or [])
         except Exception as exc:  # noqa: BLE001
             raise _StepError("model selection", exc) from exc
         for text in ctx.prompts:
@@ -246,6 +252,23 @@ class _AcpRun:
             self._add_usage(response.usage)
             if response.stop_reason == "cancelled":
                 return
+
+    async def _load(self, conn: Any, session_id: str) -> Any:
+        """``session/load`` of an earlier conversation, refused when the agent did not advertise
+        ``loadSession``. The history the agent replays is not this phase's trajectory."""
+        if not self.outcome.load_session:
+            raise AgentError(f"agent {self.config.name} does not advertise loadSession in its ACP initialize "
+                             f"capabilities, so session {session_id} cannot be reloaded; run without "
+                             "--resume-session / --retry-resume-session", category="agent_integration")
+        self.session_id = session_id
+        self.client.replaying = True
+        try:
+            return await conn.load_session(cwd=self.ctx.workdir, session_id=session_id,
+                                           mcp_servers=acp_mcp_servers(self.ctx.mcp_servers))
+        except Exception as exc:  # noqa: BLE001
+            raise _StepError("session/load", exc) from exc
+        finally:
+            self.client.replaying = False
 
     async def _initialize(self, conn: Any) -> Any:
         return await conn.initialize(
@@ -289,6 +312,9 @@ class _AcpRun:
         out = self.outcome
         step = exc.step if isinstance(exc, _StepError) else "run"
         cause = exc.cause if isinstance(exc, _StepError) else exc
+        if isinstance(cause, AgentError):  # refused by this runtime, with its own reason and category
+            out.error, out.error_category = redact_text(str(cause), self.secrets), cause.category
+            return
         if isinstance(cause, RequestError):
             data = "" if cause.data is None else " " + json.dumps(cause.data, default=str)[:500]
             out.error = redact_text(f"ACP error {cause.code} during {step}: {cause}{data}", self.secrets)

@@ -52,6 +52,10 @@ class AgentContext:
     should_stop: Callable[[], str | None] = lambda: None
     """A stop the run asks for, e.g. ``"turn_budget"`` once the trial's model budget is spent: the
     agent's prompt is cancelled, it is stopped, and its work is graded (not an error)."""
+    resume_session: str | None = None
+    """An ACP session id to reload (``session/load``) instead of starting a new session: the
+    conversation of an earlier agent phase in this sandbox (a branch child, a checkpoint retry).
+    An agent that does not advertise ``loadSession`` fails the phase with the reason."""
 
 
 class TrajectorySink(Protocol):
@@ -81,6 +85,10 @@ class AgentOutcome:
     partial_trajectory: bool = False
     return_code: int | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    """The ACP session the prompts went to (a later phase may reload it); None for non-ACP agents."""
+    load_session: bool | None = None
+    """Whether the agent advertised ``loadSession`` at ``initialize``; None when it was never asked."""
 
 
 class Agent(Protocol):
