@@ -25,3 +25,27 @@ def test_bad_values_name_their_source(tmp_path):
         make_spec("tasks/", concurrenci=2)
     with pytest.raises(ConfigError, match=r"^bench run: concurrency: "):
         build_run_spec(None, fields={"concurrency": "many"}, source="bench run")
+
+
+def test_capture_tokens_reaches_the_gateway_config(monkeypatch):
+    from benchflow.gateway import GatewayConfig
+    from benchflow.jobs import model_access
+
+    seen = {}
+
+    class Recording:
+        def __init__(self, config: GatewayConfig) -> None:
+            seen["capture_tokens"] = config.capture_tokens
+
+        async def start(self) -> None:
+            raise RuntimeError("stop here")
+
+    monkeypatch.delenv("BENCHFLOW_CAPTURE_TOKENS", raising=False)
+    monkeypatch.setattr("benchflow.gateway.Gateway", Recording)
+    import asyncio
+
+    for flag in (True, False):
+        spec = make_spec("tasks/", capture_tokens=flag)
+        with pytest.raises(RuntimeError, match="stop here"):
+            asyncio.run(model_access.ModelAccess.start(spec))
+        assert seen["capture_tokens"] is flag

@@ -213,3 +213,12 @@ def test_overlap(tmp_path):
     assert report["digest_overlap"] == [{"digest": "sha256:1", "left_task_id": "a", "right_task_id": "c"}]
     assert (report["left_count"], report["right_count"], report["schema_version"]) == (2, 2, 1)
     assert json.loads((tmp_path / "out" / "o.json").read_text()) == report
+
+
+def test_runtime_target_reports_what_a_run_would_refuse_and_adapt(task):
+    caps = FakeCapabilities()
+    target = RuntimeTarget("fake", caps, adaptations=lambda _t: (["environment/docker-compose.yaml: bad"],
+                                                                 ["sandbox.cpus 4 clamped to the host's 2"]))
+    report = check_task(task, level="runtime-capability", runtime=target)
+    assert report.issues == ["environment/docker-compose.yaml: bad"]
+    assert "sandbox.cpus 4 clamped to the host's 2" in report.warnings

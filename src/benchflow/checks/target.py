@@ -17,12 +17,13 @@ def runtime_target(name: str) -> RuntimeTarget:
 
     backend = get_backend(name)
 
-    def adaptations(task: Any) -> list[str]:
+    def adaptations(task: Any) -> tuple[list[str], list[str]]:
         from benchflow.sandbox.fit import fit
         from benchflow.sandbox.from_task import spec_for_task
 
         if not backend.available()[0]:
-            return []
-        return fit(backend, spec_for_task(task), pull=False).notes()
+            return [], []
+        fitted = fit(backend, spec_for_task(task), pull=False)
+        return ([fitted.refusal] if fitted.refusal else []), fitted.notes()
 
     return RuntimeTarget(name=name, capabilities=backend.capabilities, adaptations=adaptations)

@@ -117,6 +117,7 @@ def run_command(
     effort: Optional[str] = typer.Option(None, "--effort", "--reasoning-effort", "-e", help="Reasoning effort, when the agent exposes one (low, medium, high, max, …)"),
     harness: Optional[str] = typer.Option(None, "--harness", help="How the agent runs: acp (default, its ACP adapter) or native (its own CLI in headless JSON mode; claude-agent-acp and codex-acp)"),
     agent_env: Optional[list[str]] = typer.Option(None, "--agent-env", "--env", help="Environment variable for the agent, KEY=VALUE (repeatable)"),
+    task_skills: Optional[bool] = typer.Option(None, "--task-skills/--no-task-skills", help="Install the task's own skills (environment/skills) for the agent; left out by default, as in BenchFlow 0.8"),
     include: Optional[list[str]] = typer.Option(None, "--include", "-i", help="Only tasks whose names match: a name, or a glob pattern such as 'hard-*' (comma-separated or repeated)"),
     exclude: Optional[list[str]] = typer.Option(None, "--exclude", "-x", help="Skip tasks whose names match (same patterns as --include)"),
     limit: Optional[int] = typer.Option(None, "--limit", "--n-tasks", "-n", help="Run at most N tasks: the first N by name, or a seeded random sample with --sample-seed"),
@@ -129,6 +130,7 @@ def run_command(
     fail_under: Optional[float] = typer.Option(None, "--fail-under", help="Exit 1 when the pass rate over the planned tasks is below this (0 to 1)"),
     freeze_workspace: bool = typer.Option(False, "--freeze-workspace", "--save-outputs", help="Save each trial's final workspace before the verifier runs, so bench regrade can score it again"),
     extra_instruction: Optional[str] = typer.Option(None, "--extra-instruction", help="Text appended to every task's instruction"),
+    verifier_sandbox: Optional[str] = typer.Option(None, "--verifier-sandbox", help="task or separate. separate runs every task's verifier in a fresh sandbox that gets only the workspace and declared artifacts; a task it cannot run there refuses the whole run before anything starts (default: task, each task's own choice)"),
     job_name: Optional[str] = typer.Option(None, "--job", "--job-name", help="Job name under --jobs-dir (an existing job is resumed)"),
     fresh: bool = typer.Option(False, "--fresh", help="Start a new job instead of resuming the latest one in --jobs-dir"),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan as JSON and the run card on stderr, and run nothing; exits 1 when the run card would refuse the run."),
@@ -163,9 +165,15 @@ def run_command(
     sample_seed: Optional[int] = typer.Option(None, "--sample-seed", hidden=True, help="Seed for the --n-tasks random sample"),
     fresh_install: bool = typer.Option(False, "--fresh-install", hidden=True, help="Install the agent in every trial instead of starting from its cached image layer (same as BENCHFLOW_FRESH_INSTALL=1)"),
     allow_cloud_metadata: bool = typer.Option(False, "--allow-cloud-metadata", help="Let the agent reach the cloud metadata endpoints under an open network (no block; each trial records the opt-out). Without it, or the task's allow_cloud_metadata = true, the agent starts only once the block is proven on"),
+    capture_tokens: bool = typer.Option(False, "--capture-tokens", hidden=True, help="Ask OpenAI-compatible model servers (vLLM, SGLang) for token ids and logprobs and record them per call in llm_trajectory.jsonl (token_capture), for bench train; the agent does not see it (also BENCHFLOW_CAPTURE_TOKENS=1)"),
     host_login: bool = typer.Option(False, "--host-login", hidden=True, help="Copy this machine's subscription login (e.g. ~/.claude) into the sandbox for an agent with no API key; off by default, so no host credential enters a sandbox"),
     usage_tracking: Optional[str] = typer.Option(None, "--usage-tracking", hidden=True, help="Telemetry-enforcement policy: auto, required, or off. Every model call of a non-control agent goes through BenchFlow's model gateway (usage, cost and llm_trajectory.jsonl are always captured); required fails a trial whose calls carried no trusted usage."),
     allow_task_env: Optional[list[str]] = typer.Option(None, "--allow-task-env", hidden=True, help=ALLOW_TASK_ENV_HELP),
+    separate_verifier: bool = typer.Option(False, "--separate-verifier", hidden=True, help="Run each verifier in a fresh sandbox built from the verifier image that receives only the frozen workspace, declared artifacts and /logs/artifacts, as if every task set [verifier].sandbox_mode = 'separate'."),
+    separate_verifier_include: Optional[list[str]] = typer.Option(None, "--separate-verifier-include", hidden=True, help="A path outside the workspace that a separate verifier sandbox receives too, at the same path, for tasks whose agent writes graded files there (e.g. /root when the workspace is /app). Repeatable."),
+    skills_dir: Optional[Path] = typer.Option(None, "--skills-dir", hidden=True, help="Skills directory to deploy"),
+    skill_mode: Optional[str] = typer.Option(None, "--skill-mode", hidden=True, help="Skill mode: no-skill, with-skill, or self-gen  [default: no-skill]"),
+    skill_creator_dir: Optional[Path] = typer.Option(None, "--skill-creator-dir", hidden=True, help="Path to skill-creator or a skills root containing it"),
     seeds: Optional[str] = typer.Option(None, "--seeds", hidden=True, help="Seeded rollouts: run every task once per seed, e.g. 0-4 or 0,3,7 (BENCHFLOW_SEED is set for the agent, the oracle and the verifier). summary.json gets pass@k and variance per task."),
 ) -> None:
     from benchflow.errors import ConfigError
@@ -200,11 +208,17 @@ def run_command(
         "retry.policy": retry_policy, "retry.attempts": retry_attempts,
         "matrix": str(matrix) if matrix else None, "seeds": seeds, "usage_tracking": usage_tracking,
         "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
-        "host_login": host_login or None, "allow_cloud_metadata": allow_cloud_metadata or None,
+        "host_login": host_login or None, "capture_tokens": capture_tokens or None, "allow_cloud_metadata": allow_cloud_metadata or None,
+        "task_skills": task_skills, "skills_dir": str(skills_dir) if skills_dir else None,
+        "skill_mode": skill_mode, "skill_creator_dir": str(skill_creator_dir) if skill_creator_dir else None,
+        "verifier_sandbox": "separate" if separate_verifier else verifier_sandbox,
+        "separate_verifier_include": separate_verifier_include,
     }
     from benchflow.jobs.config_file import build_run_spec
 
     spec = build_run_spec(config, fields=flags, source="bench run")
+    if task_skills is False:  # an explicit --no-task-skills wins over a run config's task_skills
+        spec = spec.model_copy(update={"task_skills": False})
     if sandbox_user is not None:
         spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
     execute(spec, dry_run)

@@ -30,7 +30,7 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "timeout_multiplier": ("timeout_multiplier", float), "freeze_workspace": ("freeze_workspace", bool),
     "keep_sandbox": ("keep_sandbox", str), "extra_instruction": ("extra_instruction", str),
     "job_name": ("job_name", str), "trials": ("trials", int), "ca_bundle": ("ca_bundle", str),
-    "targets": ("targets", list), "fresh_install": ("fresh_install", bool), "host_login": ("host_login", bool), "allow_cloud_metadata": ("allow_cloud_metadata", bool), "usage_tracking": ("usage_tracking", str), "seeds": ("seeds", str), "fresh": ("fresh", bool), "restart_changed": ("restart_changed", bool),
+    "targets": ("targets", list), "fresh_install": ("fresh_install", bool), "host_login": ("host_login", bool), "capture_tokens": ("capture_tokens", bool), "allow_cloud_metadata": ("allow_cloud_metadata", bool), "usage_tracking": ("usage_tracking", str), "seeds": ("seeds", str), "fresh": ("fresh", bool), "restart_changed": ("restart_changed", bool),
     "prompt_list": ("prompts", list), "quiet": ("quiet", bool), "matrix": ("matrix", str),
     "summary_out": ("summary_out", str), "task_manifest_out": ("task_manifest_out", str),
     "run_config_out": ("run_config_out", str), "accept_deviations": ("accept_deviations", str),
@@ -38,6 +38,11 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "max_cost_usd": ("budget.max_cost_usd", float), "max_tokens": ("budget.max_tokens", int),
     "token_budget": ("budget.token_budget", int), "turn_budget": ("budget.turn_budget", int),
     "fail_under": ("gates.fail_under", float), "fail_on": ("gates.fail_on", list),
+    "task_skills": ("task_skills", bool), "include_task_skills": ("task_skills", bool),
+    "skills_dir": ("skills_dir", str), "skill_mode": ("skill_mode", str),
+    "skill_creator_dir": ("skill_creator_dir", str), "verifier_sandbox": ("verifier_sandbox", str),
+    "separate_verifier": ("verifier_sandbox", "separate"),
+    "separate_verifier_include": ("separate_verifier_include", list),
 }
 
 
@@ -52,6 +57,8 @@ def _set(out: dict[str, Any], dotted: str, value: Any) -> None:
 def _convert(source: str, key: str, value: Any, kind: Any) -> Any:
     if value is None:
         return None
+    if kind == "separate":
+        return "separate" if value else None
     if kind == "duration":
         try:
             return parse_duration(value) or 0.0  # 0 / none: off

@@ -60,7 +60,8 @@ class ModelAccess:
         folder = Path(tempfile.mkdtemp(prefix="benchflow-gw-"))
         upstreams = Upstreams.from_env({**os.environ, **spec.agent_env})
         gateway = Gateway(GatewayConfig(upstreams=upstreams, unix_socket=folder / SOCKET_NAME, port=None,
-                                        max_cost_usd=spec.budget.max_cost_usd, max_tokens=spec.budget.max_tokens))
+                                        max_cost_usd=spec.budget.max_cost_usd, max_tokens=spec.budget.max_tokens,
+                                        **({"capture_tokens": True} if spec.capture_tokens else {})))
         try:
             await gateway.start()
         except BaseException:

@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from benchflow.util.redact import drop_secrets
 
@@ -92,11 +92,26 @@ class RunSpec(BaseModel):
     """None: the default (10 min, 30 at effort xhigh/max); 0: no idle watchdog."""
     freeze_workspace: bool = False
     keep_sandbox: Literal["never", "on-failure", "always"] = "never"
+    checkpoints: list[int] | Literal["every-prompt"] | None = None
+    """Keep a retained sandbox snapshot after these prompts (``every-prompt`` or ``prompt:N[,M]``);
+    ``bench branch --from-checkpoint <trial>`` forks from one later."""
+    checkpoint_keep: int = Field(default=3, ge=1)
+    """At most this many checkpoints per trial; the oldest is deleted."""
+    retry_from_checkpoint: Literal["on-failure", "on-timeout", "both"] | None = None
+    """Fork one retry from the trial's last checkpoint when it fails / times out; the trial's reward
+    is kept, the retry's reported beside it (``result.json`` ``retry``)."""
+    retry_prompt: str | None = None
+    """The retry's prompt (``@instruction``, ``@verifier_feedback``); None: the prompts after the checkpoint."""
+    retry_resume_session: bool = False
+    """The retry reloads the trial's ACP session at the checkpoint instead of starting a fresh one."""
     base_image_override: str | None = None
     fresh_install: bool = False
     """Install the agent in every trial instead of starting from its cached image layer."""
     allow_cloud_metadata: bool = False
     """Let the agent reach cloud metadata endpoints under an open network (no block; recorded per trial)."""
+    capture_tokens: bool = False
+    """Ask OpenAI-compatible upstreams (vLLM, SGLang) for token ids and logprobs and record them per
+    call (``token_capture`` in llm_trajectory.jsonl), without the agent knowing."""
     host_login: bool = False
     """Copy this machine's subscription login (e.g. ``~/.claude``) into the sandbox for agents
     with no API key. Off by default: a sandbox gets no host credential."""
@@ -105,6 +120,19 @@ class RunSpec(BaseModel):
     ca_bundle: str | None = None
     """CA bundle to trust inside builds and sandboxes; ``host`` = this machine's bundle."""
     config_override: dict[str, Any] | None = None
+    task_skills: bool | None = None
+    """True: also deploy the task's ``environment/skills``; False: no skill of the task (not even its
+    ``sandbox.skills_dir``); None: the task's ``sandbox.skills_dir`` only (``benchflow.skills.policy``)."""
+    skills_dir: str | None = None
+    """A folder of skills deployed for every task (``skill_mode`` with-skill)."""
+    skill_mode: Literal["no-skill", "with-skill", "self-gen"] | None = None
+    """None: with-skill when ``skills_dir`` is given, else no-skill."""
+    skill_creator_dir: str | None = None
+    """The skill-creator skill (or a skills root holding it) for ``skill_mode`` self-gen."""
+    verifier_sandbox: Literal["task", "separate"] = "task"
+    """``separate``: every verifier in a fresh sandbox with only the frozen workspace and artifacts."""
+    separate_verifier_include: list[str] = Field(default_factory=list)
+    """Absolute paths outside the workspace a separate verifier sandbox also receives."""
     selection: Selection = Field(default_factory=Selection)
     budget: Budget = Field(default_factory=Budget)
     retry: Retry = Field(default_factory=Retry)
@@ -134,10 +162,50 @@ class RunSpec(BaseModel):
 
         return check_names(value)
 
+    @field_validator("checkpoints", mode="before")
+    @classmethod
+    def _checkpoints(cls, value: Any) -> Any:
+        from benchflow.branch.spec import parse_checkpoints
+        from benchflow.errors import UserError
+
+        if not isinstance(value, str):
+            return value
+        try:
+            return parse_checkpoints(value)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("retry_from_checkpoint")
+    @classmethod
+    def _retry_needs_checkpoints(cls, value: Any, info: Any) -> Any:
+        if value is not None and not info.data.get("checkpoints"):
+            raise ValueError(f"--retry-from-checkpoint {value} needs --checkpoints (every-prompt or prompt:N) "
+                             "to take the snapshot it retries from")
+        return value
+
+    @field_validator("retry_prompt", "retry_resume_session")
+    @classmethod
+    def _retry_options_need_retry(cls, value: Any, info: Any) -> Any:
+        if value not in (None, False) and info.data.get("retry_from_checkpoint") is None:
+            flag = "--" + str(info.field_name).replace("_", "-")
+            raise ValueError(f"{flag} applies to a checkpoint retry; add --retry-from-checkpoint "
+                             "on-failure|on-timeout|both or leave it out")
+        return value
+
     @field_validator("seeds", mode="before")
     @classmethod
     def _seeds(cls, value: Any) -> Any:
         return parse_seeds(value) if isinstance(value, (str, int)) else value
+
+    @model_validator(mode="after")
+    def _skills(self) -> "RunSpec":
+        from benchflow.skills.policy import policy_of
+
+        policy_of(self)  # a mode without its folder, or a missing folder, is refused up front
+        for path in self.separate_verifier_include:
+            if not path.startswith("/") or path.rstrip("/") == "":
+                raise ValueError(f"--separate-verifier-include {path!r}: give an absolute path such as /root")
+        return self
 
     def redacted(self) -> dict[str, Any]:
         """The spec as stored on disk: secret-looking agent env values dropped."""

@@ -28,8 +28,9 @@ class RuntimeTarget:
 
     name: str
     capabilities: Any
-    adaptations: Callable[[Task], list[str]] = lambda _task: []
-    """What a run there would adapt for the task (fallback build, clamped resources), as warnings."""
+    adaptations: Callable[[Task], tuple[list[str], list[str]]] = lambda _task: ([], [])
+    """(issues, warnings): what a run there could not give the task (e.g. a compose file it refuses),
+    and what it would adapt (fallback build, clamped resources)."""
 
 
 def _compose_services(task: Task) -> list[str]:

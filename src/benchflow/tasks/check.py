@@ -234,8 +234,9 @@ def check_task(path: str | Path, level: str = "structural", runtime: RuntimeTarg
     report.issues += env_problems(task, allow_task_env)
     if runtime is not None:
         issues, warnings = runtime_issues(task, runtime.capabilities, runtime.name)
-        report.issues += issues
-        report.warnings += warnings + runtime.adaptations(task)
+        refused, adapted = runtime.adaptations(task)
+        report.issues += issues + refused
+        report.warnings += warnings + adapted
     if level in ("publication-grade", "acceptance"):
         report.issues += _publication(task)
     if level == "acceptance":
