@@ -1,19 +1,33 @@
-"""Per-trial overhead of ``bench run`` against the raw floor, same machine, same run.
+"""Overhead of ``bench run`` against the raw floor, same machine, same run (issue 21's table).
 
 (a) floor: the trial's steps by hand with the docker CLI — run a container,
     upload the instruction, run the solve script, run the verifier, copy the
     reward out, remove the container (image cached);
-(b) ``bench run`` of 1 task (whole process, image cached);
-(c) 16 trivial tasks at -j 1 and -j 4; and 16 tasks whose oracle sleeps 5 s at
-    -j 1 and -j 4 (the speed-up target is >= 3.5x).
+(b) ``bench run`` of 1 task, whole process (image cached), against the floor;
+(c) 8 trivial tasks at -j 4 (total wall);
+(d) 16 trivial tasks at -j 16: CPU seconds of our process per trial and its peak RSS;
+(e) imports: ``import benchflow.jobs.api`` (-X importtime) and, from the phase profile,
+    every import before the first container starts;
+(f) the profile of one ``bench run`` (:mod:`run_phases`): wall and CPU per phase, median of
+    the repeats, biggest first, and the engine calls;
+(g) with --sleep: 16 tasks whose oracle sleeps 5 s at -j 1 and -j 4 (target speed-up >= 3.5x).
 
-Usage: .venv/bin/python benchmarks/run_overhead.py [--repeats 3] [--skip-sleep]
-Prints a table of wall times and ratios. Needs a Docker engine (scripts/docker-engine.sh).
+``--baseline-src DIR`` runs every ``bench`` row a second time with ``DIR`` (a ``src`` folder of
+another checkout, e.g. the tree before a change) first on ``PYTHONPATH``, interleaved with the
+current one, and prints both columns: before and after in the same run, on the same load.
+
+Bytecode is cached in a private ``PYTHONPYCACHEPREFIX`` (as an installed package has it), even
+when the caller's environment sets ``PYTHONDONTWRITEBYTECODE``; the first run of each series
+is a warm-up. Needs a Docker engine (scripts/docker-engine.sh).
+
+Usage: .venv/bin/python benchmarks/run_overhead.py [--repeats 5] [--baseline-src DIR] [--sleep]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
 import subprocess
 import sys
@@ -24,9 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task  # noqa: E402
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 
 IMAGE = "debian:bookworm-slim"
+PYTHON = str(ROOT / ".venv/bin/python")
+TARGETS = {"one": 1.5, "eight": 6.0, "cpu": 0.1, "rss": 80.0, "imports": 0.15}
 
 
 def sh(*cmd: str) -> str:
@@ -44,52 +60,172 @@ def floor_once(tmp: Path) -> float:
     return time.perf_counter() - t
 
 
-def bench_run(tasks: Path, jobs: Path, *extra: str) -> float:
-    t = time.perf_counter()
-    subprocess.run([str(ROOT / ".venv/bin/bench"), "run", str(tasks), "-s", "docker", "--jobs-dir", str(jobs),
-                    "--fresh", "-q", *extra], check=True, capture_output=True)
-    return time.perf_counter() - t
+class Tree:
+    """One source tree under test: the checkout itself, or a baseline ``src`` folder."""
+
+    def __init__(self, label: str, src: Path | None, pycache: Path) -> None:
+        self.label = label
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env["PYTHONPYCACHEPREFIX"] = str(pycache / label)
+        if src is not None:
+            self.env["PYTHONPATH"] = os.pathsep.join([str(src), self.env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+
+    def run(self, argv: list[str]) -> tuple[float, float, float, str]:
+        """(wall s, CPU s, peak RSS MiB, stdout) of one child process (its own rusage, by wait4)."""
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t = time.perf_counter()
+            proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=err)
+            _, status, usage = os.wait4(proc.pid, 0)
+            wall = time.perf_counter() - t
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            out.seek(0)
+            err.seek(0)
+            if proc.returncode != 0:
+                raise SystemExit(f"{self.label}: {' '.join(argv[:5])}... exited {proc.returncode}:\n"
+                                 f"{err.read().decode()[-2000:]}")
+            return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read().decode()
+
+    def bench(self, tasks: Path, jobs: Path, *extra: str) -> tuple[float, float, float]:
+        wall, cpu, rss, _ = self.run([PYTHON, "-m", "benchflow.cli", "run", str(tasks), "-s", "docker",
+                                      "--jobs-dir", str(jobs), "--fresh", "-q", *extra])
+        return wall, cpu, rss
+
+    def profile(self, tasks: Path, jobs: Path) -> dict:
+        launched = time.monotonic()
+        _, _, _, out = self.run([PYTHON, str(ROOT / "benchmarks/run_phases.py"), repr(launched), "--",
+                                 "run", str(tasks), "-s", "docker", "--jobs-dir", str(jobs), "--fresh", "-q"])
+        found = json.loads(out.strip().splitlines()[-1])
+        found["exit"] = time.monotonic() - launched - found["total"]
+        return found
+
+    def import_time(self) -> float:
+        """Cumulative seconds of ``import benchflow.jobs.api`` by -X importtime."""
+        proc = subprocess.run([PYTHON, "-X", "importtime", "-c", "import benchflow.jobs.api"], env=self.env,
+                              capture_output=True, text=True, check=True)
+        for line in proc.stderr.splitlines():
+            if line.rstrip().endswith("| benchflow.jobs.api"):
+                return int(line.split("|")[1]) / 1e6
+        raise SystemExit("no importtime line for benchflow.jobs.api")
 
 
-def median(fn, repeats: int) -> float:
-    fn()  # warm-up (builds and caches images)
-    return statistics.median(fn() for _ in range(repeats))
+def interleaved(trees: list[Tree], fn, repeats: int) -> dict[str, list]:
+    """``fn(tree)`` for every tree, ``repeats`` rounds (after one warm-up round), interleaved."""
+    for tree in trees:
+        fn(tree)
+    samples: dict[str, list] = {tree.label: [] for tree in trees}
+    for _ in range(repeats):
+        for tree in trees:
+            samples[tree.label].append(fn(tree))
+    return samples
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip-sleep", action="store_true", help="skip the 5 s oracle series (saves ~2 min)")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--baseline-src", type=Path, help="a src/ folder to measure beside this checkout")
+    parser.add_argument("--sleep", action="store_true", help="add the 16 x sleep-5 series (about 2 minutes)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
-        one = tmp / "one"
+        trees = [Tree("after", None, tmp / "pyc")]
+        if args.baseline_src:
+            trees.insert(0, Tree("before", args.baseline_src.resolve(), tmp / "pyc"))
+        one, eight, sixteen = tmp / "one", tmp / "eight", tmp / "sixteen"
         make_task(one, "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-        many = tmp / "many"
         for i in range(16):
-            make_task(many, f"hello-{i:02d}", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-        rows = []
-        floor = median(lambda: floor_once(tmp), args.repeats)
-        rows.append(("floor: docker CLI by hand, 1 trial", floor, 1.0))
-        single = median(lambda: bench_run(one, tmp / "jobs1"), args.repeats)
-        rows.append(("bench run, 1 task", single, single / floor))
-        j1 = median(lambda: bench_run(many, tmp / "jobs16a", "-j", "1"), 1)
-        rows.append(("bench run, 16 tasks -j 1 (per trial)", j1 / 16, j1 / 16 / floor))
-        j4 = median(lambda: bench_run(many, tmp / "jobs16b", "-j", "4"), 1)
-        rows.append(("bench run, 16 tasks -j 4 (per trial)", j4 / 16, j4 / 16 / floor))
-        if not args.skip_sleep:
+            if i < 8:
+                make_task(eight, f"hello-{i:02d}", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+            make_task(sixteen, f"hello-{i:02d}", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+        floors: list[float] = []
+
+        def single(tree: Tree) -> tuple[float, float, float]:
+            floors.append(floor_once(tmp))
+            return tree.bench(one, tmp / f"jobs-one-{tree.label}")
+
+        ones = interleaved(trees, single, args.repeats)
+        floor = med(floors[len(trees):])
+        eights = interleaved(trees, lambda t: t.bench(eight, tmp / f"jobs-8-{t.label}", "-j", "4"),
+                             max(1, args.repeats // 2))
+        wides = interleaved(trees, lambda t: t.bench(sixteen, tmp / f"jobs-16-{t.label}", "-j", "16"),
+                            max(1, args.repeats // 2))
+        imports = interleaved(trees, Tree.import_time, args.repeats)
+        profiles = interleaved(trees, lambda t: t.profile(one, tmp / f"jobs-prof-{t.label}"), args.repeats)
+        sleeps = {}
+        if args.sleep:
             slow = tmp / "slow"
             for i in range(16):
                 make_task(slow, f"sleep-{i:02d}", solve="sleep 5; " + WRITE_HELLO, test=PASS_IF_HELLO)
-            s1 = bench_run(slow, tmp / "jobs-s1", "-j", "1")
-            s4 = bench_run(slow, tmp / "jobs-s4", "-j", "4")
-            rows.append(("16 × sleep-5 tasks, -j 1 (total)", s1, s1 / floor))
-            rows.append(("16 × sleep-5 tasks, -j 4 (total)", s4, s4 / floor))
-            rows.append(("  speed-up -j 4 over -j 1 (target >= 3.5x)", s1 / s4, float("nan")))
+            for tree in trees:
+                s1 = tree.bench(slow, tmp / f"jobs-s1-{tree.label}", "-j", "1")[0]
+                s4 = tree.bench(slow, tmp / f"jobs-s4-{tree.label}", "-j", "4")[0]
+                sleeps[tree.label] = (s1, s4)
+
+    labels = [t.label for t in trees]
+    rows: list[tuple[str, dict[str, float], str]] = [("floor: docker CLI by hand, 1 trial (s)", {"": floor}, "")]
+
+    def add(name: str, values: dict[str, float], target: str) -> None:
+        rows.append((name, values, target))
+
+    add("bench run, 1 task, whole process (s)", {k: med([s[0] for s in v]) for k, v in ones.items()}, "")
+    add("  ... x floor", {k: med([s[0] for s in v]) / floor for k, v in ones.items()}, f"<= {TARGETS['one']}")
+    add("  ... CPU of our process (s)", {k: med([s[1] for s in v]) for k, v in ones.items()}, "")
+    add("bench run, 8 tasks -j 4, total (s)", {k: med([s[0] for s in v]) for k, v in eights.items()},
+        f"<= {TARGETS['eight']}")
+    add("bench run, 16 tasks -j 16, total (s)", {k: med([s[0] for s in v]) for k, v in wides.items()}, "")
+    add("  ... CPU of our process per trial (s)", {k: med([s[1] for s in v]) / 16 for k, v in wides.items()},
+        f"<= {TARGETS['cpu']}")
+    add("  ... peak RSS of our process (MiB)", {k: med([s[2] for s in v]) for k, v in wides.items()},
+        f"<= {TARGETS['rss']:g}")
+    add("import benchflow.jobs.api, -X importtime (s)", {k: med(v) for k, v in imports.items()}, "")
+    add("imports before the first container starts (s)",
+        {k: med([p["imports_before_first_container"] or 0.0 for p in v]) for k, v in profiles.items()},
+        f"<= {TARGETS['imports']}")
+    add("imports in the whole process (s)", {k: med([p["imports_total"] for p in v]) for k, v in profiles.items()},
+        "")
+    for label, (s1, s4) in sleeps.items():
+        add(f"16 x sleep-5 tasks -j 1 / -j 4 (s) [{label}]", {label: s1}, f"{s4:.1f} at -j 4")
+        add(f"  speed-up -j 4 over -j 1 [{label}]", {label: s1 / s4}, ">= 3.5")
+
     width = max(len(r[0]) for r in rows)
-    print(f"{'measurement'.ljust(width)}  {'seconds':>8}  {'x floor':>8}")
-    for name, seconds, ratio in rows:
-        print(f"{name.ljust(width)}  {seconds:8.2f}  {ratio:8.2f}")
+    print(f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; medians of {args.repeats} runs "
+          f"({max(1, args.repeats // 2)} for the batches); bytecode cached")
+    print(f"{'measurement'.ljust(width)}" + "".join(f"{lab:>10}" for lab in labels) + "    target")
+    for name, values, target in rows:
+        if "" in values:  # one figure for the whole run (the floor)
+            cells = f"{values['']:10.3f}".rjust(10 * len(labels))
+        else:
+            cells = "".join(f"{values[lab]:10.3f}" if lab in values else " " * 10 for lab in labels)
+        print(f"{name.ljust(width)}{cells}    {target}")
+    for label in labels:
+        print_profile(label, profiles[label])
+
+
+def print_profile(label: str, runs: list[dict]) -> None:
+    """The phase profile of one ``bench run`` (median per phase over the runs), biggest first."""
+    phases = {name for p in runs for name in p["phases"]}
+    table = []
+    for name in phases:
+        wall = med([p["phases"].get(name, {}).get("wall", 0.0) for p in runs])
+        cpu = med([p["phases"].get(name, {}).get("cpu", 0.0) for p in runs])
+        imp = med([p["phases"].get(name, {}).get("imports", 0.0) for p in runs])
+        table.append((wall, cpu, imp, name))
+    start = med([p["interpreter_start"] for p in runs])
+    table.append((start, float("nan"), float("nan"), "interpreter start (before the profiler)"))
+    table.append((med([p["exit"] for p in runs]), float("nan"), float("nan"), "interpreter exit (after main)"))
+    total = med([p["total"] for p in runs])
+    print(f"\nprofile of one bench run [{label}]: {total:.3f} s to the end of main (median of {len(runs)})")
+    print(f"{'phase':48}{'wall s':>8}{'cpu s':>8}{'imports':>9}")
+    for wall, cpu, imp, name in sorted(table, reverse=True)[:14]:
+        print(f"{name:48}{wall:8.3f}{cpu:8.3f}{imp:9.3f}")
+    kinds = {k for p in runs for k in p["engine"]}
+    calls = sorted(((med([p["engine"].get(k, {}).get("wall", 0.0) for p in runs]),
+                     med([p["engine"].get(k, {}).get("calls", 0) for p in runs]), k) for k in kinds), reverse=True)
+    print(f"engine calls: {sum(c for _, c, _ in calls):.0f} ({sum(w for w, _, _ in calls):.3f} s): "
+          + ", ".join(f"{k} x{c:.0f} {w:.3f}" for w, c, k in calls[:8]))
 
 
 if __name__ == "__main__":
