@@ -175,6 +175,11 @@ def run_command(
     skill_mode: Optional[str] = typer.Option(None, "--skill-mode", hidden=True, help="Skill mode: no-skill, with-skill, or self-gen  [default: no-skill]"),
     skill_creator_dir: Optional[Path] = typer.Option(None, "--skill-creator-dir", hidden=True, help="Path to skill-creator or a skills root containing it"),
     seeds: Optional[str] = typer.Option(None, "--seeds", hidden=True, help="Seeded rollouts: run every task once per seed, e.g. 0-4 or 0,3,7 (BENCHFLOW_SEED is set for the agent, the oracle and the verifier). summary.json gets pass@k and variance per task."),
+    checkpoints: Optional[str] = typer.Option(None, "--checkpoints", hidden=True, help="Keep a sandbox snapshot after these prompts: every-prompt or prompt:N[,M]. Later bench branch --from-checkpoint <trial> forks from one. Needs a sandbox that can keep snapshots (docker); each is a full filesystem image."),
+    checkpoint_keep: Optional[int] = typer.Option(None, "--checkpoint-keep", min=1, hidden=True, help="Keep at most this many checkpoints per trial (default 3, or a run config's checkpoint_keep); the oldest is deleted."),
+    retry_from_checkpoint: Optional[str] = typer.Option(None, "--retry-from-checkpoint", hidden=True, help="on-failure, on-timeout, or both: when a trial fails or times out, fork one retry from its last --checkpoints snapshot, verified the same way. The trial's reward is kept; the retry's is reported next to it (result.json retry block, summary checkpoint_retries)."),
+    retry_prompt: Optional[str] = typer.Option(None, "--retry-prompt", hidden=True, help="Prompt for the retry, replacing the prompts after the checkpoint (the default). '@instruction' is the task instruction, '@verifier_feedback' the failed trial's reward and verifier output tail."),
+    retry_resume_session: bool = typer.Option(False, "--retry-resume-session", hidden=True, help="The retry resumes the failed trial's conversation at the checkpoint (ACP session/load; Claude Code) instead of a fresh session."),
 ) -> None:
     from benchflow.errors import ConfigError
     from benchflow.util.durations import parse_duration
@@ -213,6 +218,9 @@ def run_command(
         "skill_mode": skill_mode, "skill_creator_dir": str(skill_creator_dir) if skill_creator_dir else None,
         "verifier_sandbox": "separate" if separate_verifier else verifier_sandbox,
         "separate_verifier_include": separate_verifier_include,
+        "checkpoints": checkpoints, "checkpoint_keep": checkpoint_keep,
+        "retry_from_checkpoint": retry_from_checkpoint, "retry_prompt": retry_prompt,
+        "retry_resume_session": retry_resume_session,
     }
     from benchflow.jobs.config_file import build_run_spec
 

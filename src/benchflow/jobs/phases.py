@@ -149,7 +149,10 @@ def setup_failure(req: TrialRequest, failure: SessionSetupError, state: TrialSta
 
 
 async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, prompts: list[str],
-                       sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
+                       sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float], *,
+                       resume_session: str | None = None) -> None:
+    """Install (unless layered), open model access, deploy skills, run the agent on ``prompts``
+    (continuing the ACP session ``resume_session`` when given), copy its logs and artifacts out."""
     timeout = agent_timeout(req)
     ctx = AgentContext(
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
@@ -158,7 +161,7 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         env={**req.agent_env, **state.model_env, **state.egress_env, **seed_env(req.seed)},
         user=req.spec.sandbox_user, host_login=req.spec.host_login, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
         oracle_env={**dict(req.task.config.oracle.env or {}), **state.egress_env, **seed_env(req.seed)},
-        mcp_servers=list(req.task.config.sandbox.mcp_servers),
+        mcp_servers=list(req.task.config.sandbox.mcp_servers), resume_session=resume_session,
     )
     t = time.monotonic()
     req.on_phase(paths.name, "install")
@@ -175,10 +178,11 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         state.error, state.error_category = message, exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t
         return
-    from benchflow.skills.deploy import deploy_skills, task_skill_sources
+    from benchflow.skills.deploy import deploy_skills
+    from benchflow.skills.policy import policy_of, sources
 
     try:
-        await deploy_skills(sandbox, task_skill_sources(req.task), req.agent,
+        await deploy_skills(sandbox, sources(policy_of(req.spec), req.task), req.agent,
                             None if req.agent.is_control else ctx.user, sandbox.workdir)
     except BenchError as exc:
         state.error, state.error_category = f"sandbox startup failed: {exc}", "sandbox_setup"

@@ -211,12 +211,15 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
     sandbox, why, availability = choose_sandbox(spec)
     from benchflow.sandbox import get_backend
 
+    from benchflow.skills.policy import policy_of, self_gen_prompts
+
     from .prompts import resolve_prompts
 
     for planned in chosen:
         planned.prompts = resolve_prompts(planned.task.instruction, spec.prompts,
                                           prefix=planned.task.config.agent.prompt_prefix,
                                           extra_instruction=spec.extra_instruction)
+        planned.prompts = self_gen_prompts(policy_of(spec), planned.prompts)
     plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped,
                 backend=get_backend(sandbox))
     plan.card = judge(plan, availability, pull_images=pull_images)

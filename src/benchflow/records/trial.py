@@ -126,6 +126,39 @@ class TrialConfig(Record):
     attempt: int | None = Field(None, description="1 for the first attempt of this task, 2+ for retries.")
     seed: int | None = Field(None, description="The --seeds value, exported as BENCHFLOW_SEED; null without.")
     benchflow_version: str | None = Field(None, description="The BenchFlow version that wrote the record.")
+    skill_mode: str | None = Field(None, description="no-skill, with-skill or self-gen (--skill-mode).")
+    skill_source: str | None = Field(None, description="What the deployed skills came from, joined by '+': "
+                                     "task, skills-dir, skill-creator; none when nothing was deployed.")
+    requested_skills_dir: str | None = Field(None, description="The skills folder asked for: --skills-dir, "
+                                             "the skill creator, or the task's sandbox.skills_dir.")
+    effective_skills_dir: str | None = Field(None, description="The folders actually deployed, comma-separated "
+                                             "(host paths, or sandbox paths for an absolute skills_dir).")
+    skills_sandbox_dir: str | None = Field(None, description="Where in the sandbox the agent finds them (its "
+                                           "registry skill path, $HOME unexpanded); null when none deployed.")
+    include_task_skills: bool | None = Field(None, description="--task-skills: the task's environment/skills "
+                                             "were deployed too.")
+
+
+class CheckpointRetry(Block):
+    """The ``retry`` block of ``result.json`` (``--retry-from-checkpoint``): one retry forked from the
+    trial's last checkpoint and verified the same way. The trial's own reward is not changed by it."""
+
+    trigger: str = Field(description="Why the retry ran: failure (the trial did not pass) or timeout.")
+    checkpoint: str | None = Field(None, description="The checkpoint it started from, as prompt:N.")
+    prompts: list[str] = Field(default_factory=list, description="The prompts the retry was sent (resolved).")
+    prompt_source: str | None = Field(None, description="retry-prompt (--retry-prompt), parent (the prompts "
+                                      "after the checkpoint) or task (the task's prompts).")
+    resume_session: bool = Field(False, description="It reloaded the trial's agent conversation (session/load).")
+    status: str | None = Field(None, description="passed, failed or errored, as a branch child's.")
+    reward: Number = Field(None, description="The retry's reward; null when unscored.")
+    rewards: dict[str, Any] | None = Field(None, description="The verifier's whole verdict on the retry.")
+    error: Text = Field(None, description="Why the retry's agent side failed (or why it could not run).")
+    error_category: str | None = Field(None, description="The error's category.")
+    verifier_error: Text = Field(None, description="Why the verifier gave the retry no verdict, or null.")
+    total_tokens: int | None = Field(None, description="Tokens the retry's model calls used.")
+    cost_usd: Number = Field(None, description="What the retry's model calls cost, or null.")
+    sandbox_seconds: Number = Field(None, description="Seconds from the restore to the end of its verifier.")
+    path: str | None = Field(None, description="Its folder (usual trial layout), relative to the trial folder.")
 
 
 class TrialResult(Record):
@@ -191,6 +224,9 @@ class TrialResult(Record):
     seed: int | None = Field(None, description="The --seeds value, or null.")
     verifier_warnings: list[str] = Field(default_factory=list, description="What the verifier phase noticed "
                                          "but did not fail on.")
+    retry: CheckpointRetry | None = Field(None, description="--retry-from-checkpoint: the retry forked from the "
+                                          "last checkpoint, beside the trial's own (kept) reward; null when "
+                                          "none ran.")
 
     @property
     def reward(self) -> float | None:

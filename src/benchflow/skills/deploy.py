@@ -34,6 +34,8 @@ class SkillSource:
 
     path: str
     in_sandbox: bool = False
+    single: bool = False
+    """The folder is one skill (deployed under its own name), not a folder of skills."""
 
 
 def skill_paths(agent: Any) -> list[str]:
@@ -72,6 +74,8 @@ async def deploy_skills(sandbox: Any, sources: list[SkillSource], agent: Any, us
                 done = await sandbox.exec(["sh", "-c", _COPY_INSIDE, source.path, target], timeout=300)
                 if not done.success:
                     raise BenchError(f"skills: copying {source.path} to {target} failed: {done.stderr.strip()[:300]}")
+            elif source.single:
+                await sandbox.put(Path(source.path), f"{target}/{Path(source.path).name}")
             else:
                 for skill in sorted(Path(source.path).iterdir()):
                     if skill.is_dir():
