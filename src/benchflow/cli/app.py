@@ -74,6 +74,11 @@ AGENT: dict[str, Lazy] = {
     "show": Lazy("benchflow.cli.agents", "agent_show_cmd", "Show details for a registered agent."),
 }
 
+SKILLS: dict[str, Lazy] = {
+    "list": Lazy("benchflow.cli.skills", "list_cmd", "List discovered skills."),
+    "validate": Lazy("benchflow.cli.skills", "validate_cmd", "Run static checks on skills: NVIDIA SkillEvaluator Tier 1 and SkillSpector."),
+}
+
 ROOT: dict[str, Lazy] = {
     "new": Lazy(_A, "init_cmd", "Scaffold a new benchmark task."),
     "check": Lazy(_T, "check_cmd", "Validate task structure and the run's plan without starting a sandbox."),
@@ -94,6 +99,8 @@ ROOT: dict[str, Lazy] = {
     "branch": Lazy("benchflow.cli.branch", "branch_cmd", "Fork an agent run at a checkpoint into labelled children."),
     "sandbox": Lazy("", "SANDBOX", "Sandboxes: create, list, attach, release and clean up (cleanup also removes leftover Docker containers)."),
     "train": Lazy("benchflow.cli.train", "train_cmd", "Training data commands."),
+    "skills": Lazy("", "SKILLS", "Skill discovery and evaluation."),
+    "review": Lazy("benchflow.cli.review", "review_cmd", "Grade finished rollouts against a rubric with a reviewer agent."),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 
