@@ -69,8 +69,6 @@ def execute(spec: Any, dry_run: bool) -> None:
     """Run (or plan) ``spec`` and exit with the run's code."""
     import json
 
-    from rich.console import Console
-
     from benchflow.jobs.api import run
     from benchflow.jobs.plan import make_plan
     from benchflow.jobs.public import dispatch
@@ -78,6 +76,8 @@ def execute(spec: Any, dry_run: bool) -> None:
     from .run_view import RunView, print_final
 
     if dry_run:
+        from rich.console import Console
+
         plan = make_plan(spec, pull_images=False)
         print(json.dumps(plan.document(), indent=2))
         card = plan.card

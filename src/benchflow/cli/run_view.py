@@ -1,21 +1,52 @@
 """How a run looks on the terminal: a live Rich dashboard on a TTY, plain lines otherwise.
 
 The library reports events; this module turns them into output. ``--quiet``
-prints only warnings, errors and the final score.
+prints only warnings, errors and the final score. Rich is imported only when
+output goes to a terminal (or ``FORCE_COLOR`` asks for it): a run whose output
+is piped or logged pays nothing for it.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
 
-from rich.console import Console
-from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
-
 HEARTBEAT_SEC = 30.0
+
+
+class PlainConsole:
+    """The part of Rich's ``Console`` this view uses, for output that is not a terminal: text as is
+    (no markup, no wrapping)."""
+
+    is_terminal = False
+
+    def __init__(self, stderr: bool = False) -> None:
+        self.stderr = stderr
+
+    def print(self, text: str, **_: Any) -> None:
+        print(text, file=sys.stderr if self.stderr else sys.stdout, flush=self.stderr)
+
+
+def _fancy(stream: Any) -> bool:
+    return stream.isatty() or bool(os.environ.get("FORCE_COLOR"))
+
+
+def _console(stderr: bool) -> Any:
+    if not _fancy(sys.stderr if stderr else sys.stdout):
+        return PlainConsole(stderr=stderr)
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _escape(console: Any, text: str) -> str:
+    if isinstance(console, PlainConsole):
+        return text
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def _reward(result: dict[str, Any]) -> str:
@@ -31,8 +62,8 @@ def _reward(result: dict[str, Any]) -> str:
 class RunView:
     """Receives run events; renders progress to stderr."""
 
-    def __init__(self, quiet: bool = False, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True, highlight=False)
+    def __init__(self, quiet: bool = False, console: Any = None) -> None:
+        self.console = console or _console(stderr=True)
         self.quiet = quiet
         self.live_mode = self.console.is_terminal and not quiet
         self.states: dict[str, str] = {}
@@ -40,10 +71,12 @@ class RunView:
         self.done = 0
         self.started = time.monotonic()
         self.last_beat = self.started
-        self.live: Live | None = None
+        self.live: Any = None
 
     def __enter__(self) -> "RunView":
         if self.live_mode:
+            from rich.live import Live
+
             self.live = Live(self._table(), console=self.console, refresh_per_second=4, transient=True)
             self.live.__enter__()
         return self
@@ -57,11 +90,13 @@ class RunView:
         if self.quiet:
             return
         if self.live is not None:
-            self.live.console.print(escape(text))
+            self.live.console.print(_escape(self.console, text))
         else:
-            self.console.print(escape(text))
+            self.console.print(_escape(self.console, text))
 
-    def _table(self) -> Table:
+    def _table(self) -> Any:
+        from rich.table import Table
+
         elapsed = time.monotonic() - self.started
         eta = ""
         if self.done and self.total > self.done:
@@ -98,8 +133,9 @@ class RunView:
             self._say(f"{event['task']}: retry {event['attempt']} in {event['delay_sec']:g}s")
         elif kind in {"not_started", "trial_cancelled"}:
             self.states[event["task"]] = f"{kind.replace('_', ' ')} ({event['reason']})"
-            self.console.print(f"[yellow]warning:[/] {escape(event['task'])}: {kind.replace('_', ' ')} "
-                               f"({escape(str(event['reason']))})")
+            warning = "warning:" if isinstance(self.console, PlainConsole) else "[yellow]warning:[/]"
+            self.console.print(f"{warning} {_escape(self.console, event['task'])}: {kind.replace('_', ' ')} "
+                               f"({_escape(self.console, str(event['reason']))})")
         if self.live is not None:
             self.live.update(self._table())
         elif not self.quiet and time.monotonic() - self.last_beat >= HEARTBEAT_SEC:
@@ -109,9 +145,9 @@ class RunView:
                                f"{time.monotonic() - self.started:.0f}s elapsed")
 
 
-def print_final(outcome: Any, console: Console | None = None) -> None:
+def print_final(outcome: Any, console: Any = None) -> None:
     """The end-of-run lines; printed even with --quiet."""
-    out = console or Console(highlight=False)
+    out = console or _console(stderr=False)
     s = outcome.summary
     out.print(outcome.outcomes_line)
     mean = "n/a" if s["mean_reward"] is None else f"{s['mean_reward']:.3f}"

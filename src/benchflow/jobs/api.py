@@ -21,7 +21,6 @@ from benchflow.util import atomic
 
 from .budget import BudgetKeeper
 from .job import JobFolder, open_job, read_json, write_evaluation
-from .model_access import ModelAccess
 from .plan import Plan, PlannedTask, make_plan
 from .record import comparable_settings
 from .scheduler import Scheduler
@@ -131,7 +130,11 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
           "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(units),
           "reused": len(units) - len(todo), "todo": [t.key for t in todo]})
-    models = None if agent.is_control else await ModelAccess.start(spec)
+    models = None
+    if not agent.is_control:  # the model gateway and its bridges: only a model-calling agent needs them
+        from .model_access import ModelAccess
+
+        models = await ModelAccess.start(spec)
     budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None)
     labels = {"benchflow.job": job_label}
 
