@@ -99,3 +99,34 @@ def test_review_grades_each_rollout_with_a_sandboxed_reviewer(tmp_path: Path) ->
     lines = probe_text.splitlines()
     assert lines[:3] == ["readonly", "readonly", "offline"], probe_text
     assert "verdict.json" in probe_text and "DECOY-MARKER" not in probe_text
+
+
+@pytest.mark.docker
+def test_passing_only_default_rubric_answered_through_the_gateway_and_a_reviewer_timeout(tmp_path: Path) -> None:
+    job = write_job(tmp_path / "jobs", "reviewed", [TrialSpec(task="won", reward=1.0),
+                                                    TrialSpec(task="lost", reward=0.0)])
+    agent = fake_agent_file(tmp_path)
+    verdict = {"reward_hacking": {"outcome": "pass", "explanation": "solved it"},
+               "task_specification": {"outcome": "not_applicable", "explanation": "no task in evidence"}}
+    with FakeModelServer() as upstream:
+        upstream.content = json.dumps(verdict)  # the model's answer is the reviewer's final message
+        script = {"prompts": [[{"op": "ask_model", "api": "openai", "prompt": "review"}]]}
+        env = {"OPENAI_API_KEY": UPSTREAM_KEY, "OPENAI_BASE_URL": upstream.url + "/v1"}
+        done = run_bench("review", str(job), "--passing", "-a", str(agent), "-m", "gpt-4o-mini", "--image", IMAGE,
+                         "-o", str(tmp_path / "r1"), "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps(script)}", env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert len(upstream.requests) == 1, "exactly one reviewer (the passing rollout) asked the model"
+        slow = {"prompts": [[{"op": "sleep", "sec": 120}]]}
+        timed = run_bench("review", str(job), "--failing", "-a", str(agent), "--image", IMAGE, "--timeout-sec", "3",
+                          "-o", str(tmp_path / "r2"), "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps(slow)}", env=env)
+    summary = json.loads((tmp_path / "r1" / "review-summary.json").read_text())
+    assert [r["task_name"] for r in summary["reviews"]] == ["won"]
+    report = json.loads(Path(summary["reviews"][0]["report"]).read_text())
+    assert report["answer_source"] == "final_message" and report["rubric"]["source"] == "builtin"
+    # v0.1: the one applicable check passed (1/1) and the tests passed
+    assert (report["raw_quality"], report["gated_quality"], report["decision"]) == (1.0, 1.0, "publishable")
+
+    assert timed.returncode == 1, timed.stdout + timed.stderr
+    summary = json.loads((tmp_path / "r2" / "review-summary.json").read_text())
+    assert [(r["task_name"], r["status"], r["error"]) for r in summary["reviews"]] == \
+        [("lost", "reviewer_error", "timeout")]
