@@ -43,6 +43,10 @@ class ChildRun:
     prompt_source: str
     installed: bool
     """The agent is already installed in the snapshot (the parent's install, or its image layer)."""
+    resume_session: str | None = None
+    """The ACP session to reload (``--resume-session``: the conversation at the fork)."""
+    session_id: str | None = None
+    """The session the child's agent ended in (a nested fork's children reload it)."""
 
 
 async def clear_agent_logs(sandbox: Sandbox) -> None:
@@ -94,7 +98,8 @@ async def _attempt(run: ChildRun, sandbox: Sandbox, restore: Callable[[], Awaita
             timing["environment_setup"] = time.monotonic() - t0
         state.sandbox_id = sandbox.sandbox_id
         await clear_agent_logs(sandbox)
-        await agent_phase(req, sandbox, paths, run.prompts, sink, state, timing)
+        await agent_phase(req, sandbox, paths, run.prompts, sink, state, timing, resume_session=run.resume_session)
+        run.session_id = state.outcome.session_id if state.outcome is not None else None
         if before_verify is not None:
             await before_verify()
         if state.verifier_allowed:

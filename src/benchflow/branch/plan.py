@@ -31,6 +31,23 @@ class BranchPlan:
     tasks_dir: str | None
 
 
+def refuse_resume(agent: Any, harness: str, at_prompt: int, flag: str = "--resume-session") -> None:
+    """What can be known before anything starts about reloading a conversation (ACP ``session/load``):
+    a control or native-harness agent has none, and at prompt 0 there is none yet. Whether an ACP
+    agent advertises ``loadSession`` is known once it has answered ``initialize``.
+
+    Raises:
+        BranchRefused: with the reason.
+    """
+    if agent.is_control or harness != "acp":
+        raise BranchRefused(f"{flag}: agent {agent.name} does not speak ACP here, so it advertises no "
+                            "loadSession and has no conversation to reload; leave it out and give prompts "
+                            "that stand alone")
+    if at_prompt < 1:
+        raise BranchRefused(f"{flag}: at prompt 0 there is no conversation to reload yet; give "
+                            "--checkpoint-after-prompt 1 or more")
+
+
 def run_spec_for(spec: BranchSpec) -> RunSpec:
     """The ``RunSpec`` the trial phases and records read (one task at a time, like the reference)."""
     return RunSpec(tasks_dir=spec.tasks_dir, agent=spec.agent, model=spec.model,
@@ -65,9 +82,7 @@ def plan_branch(spec: BranchSpec) -> BranchPlan:
                             "use a sandbox whose snapshots can be kept")
     agent = agents.resolve(spec.agent, harness=spec.harness)
     if spec.resume_session:
-        raise BranchRefused(f"--resume-session: agent {agent.name} does not advertise loadSession to this "
-                            "BenchFlow (ACP session/load), so a child cannot reload the parent's conversation; "
-                            "leave --resume-session out and give each child a prompt that stands alone")
+        refuse_resume(agent, spec.harness, spec.at_prompt)
     if spec.snapshot_layers != "sandbox":
         for planned in plan.tasks:
             state = getattr(planned.task.config, "environment", None)

@@ -25,7 +25,6 @@ from benchflow.jobs.layout import TrialPaths
 from benchflow.jobs.phases import (
     TrialState,
     agent_layer,
-    agent_phase,
     environment_phase,
     record_phase,
     setup_failure,
@@ -33,12 +32,12 @@ from benchflow.jobs.phases import (
 )
 from benchflow.jobs.trial import unexpected_category
 from benchflow.jobs.trial_request import TrialRequest, sandbox_spec
-from benchflow.records.branch import Checkpoint
 from benchflow.sandbox.base import Sandbox
 from benchflow.sandbox.session import SessionSetupError, sandbox_session
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
 
+from .checkpoint import send_prompts
 from .child import ChildRun, run_child
 from .spec import BranchSpec, checkpoint_after
 from .tree import ROOT_FORK, TreeFile, child_paths, child_prompts, fork_id
@@ -115,10 +114,17 @@ async def _branch(bt: BranchedTrial, sandbox: Sandbox, sink: AcpTrajectoryFile, 
         bt.installed = bt.installed or state.outcome is not None
         if state.error is not None and state.outcome is None:
             return  # the parent never ran: no state to branch from
+        if spec.resume_session and not (state.outcome and state.outcome.load_session):
+            state.error = (f"--resume-session: agent {bt.req.agent.name} does not advertise loadSession in its "
+                           "ACP initialize capabilities, so no child could reload the parent's conversation; "
+                           "run without --resume-session and give each child a prompt that stands alone")
+            state.error_category = "agent_integration"
+            return
     ref: str | None = None
     if not tree.fork_done(ROOT_FORK):
         ref = await sandbox.snapshot(retain=spec.retain_snapshots)
-        tree.set_fork(ROOT_FORK, snapshot=ref, snapshot_kept=spec.retain_snapshots, status="running")
+        tree.set_fork(ROOT_FORK, snapshot=ref, snapshot_kept=spec.retain_snapshots, status="running",
+                      session_id=state.outcome.session_id if state.outcome is not None else None)
         await run_fork(bt, sandbox, ROOT_FORK, ref, dirty=False)
     if spec.parent != "continue":
         return
@@ -140,33 +146,9 @@ async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop:
                           state: TrialState, timing: dict[str, float]) -> None:
     """Send parent prompts ``start..stop`` in one agent phase per stretch between ``--checkpoints``,
     keeping a snapshot after each checkpoint prompt (at most ``--checkpoint-keep``, oldest deleted)."""
-    points = [n for n in checkpoint_after(bt.spec.checkpoints, len(bt.prompts)) if start < n <= stop]
-    edges = sorted({*points, stop})
-    begin = start
-    for edge in edges:
-        spent = dict(timing)
-        await agent_phase(bt.req, sandbox, bt.paths, bt.prompts[begin:edge], sink, state, timing)
-        for key in ("agent_setup", "agent_execution"):
-            timing[key] = timing.get(key, 0.0) + spent.get(key, 0.0)
-        state.installed_by_layer = state.installed_by_layer or state.outcome is not None
-        begin = edge
-        if edge in points and state.outcome is not None:
-            await keep_checkpoint(bt, sandbox, edge)
-        if state.error is not None:
-            return
-
-
-async def keep_checkpoint(bt: BranchedTrial, sandbox: Sandbox, prompt: int) -> None:
-    """Snapshot after parent prompt ``prompt`` (retained), deleting the oldest beyond ``--checkpoint-keep``."""
-    ref = await sandbox.snapshot(retain=True)
-    tree = bt.tree.tree
-    tree.checkpoints = [c for c in tree.checkpoints if c.id != f"prompt:{prompt}"]
-    tree.checkpoints.append(Checkpoint(id=f"prompt:{prompt}", snapshot=ref, kept=True))
-    kept = [c for c in tree.checkpoints if c.kept]
-    for old in kept[:max(0, len(kept) - bt.spec.checkpoint_keep)]:
-        bt.req.backend.remove_snapshots([old.snapshot])
-        old.kept = False
-    bt.tree.save()
+    points = checkpoint_after(bt.spec.checkpoints, len(bt.prompts))
+    await send_prompts(bt.req, sandbox, bt.paths, bt.prompts, start, stop, points, bt.spec.checkpoint_keep,
+                       bt.tree, sink, state, timing)
 
 
 async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, dirty: bool) -> None:
@@ -221,14 +203,15 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
         paths = child_paths(bt.paths, fork, node)
         paths = type(paths)(paths.root / ".replay", trial=paths.trial, node=f"{node}.replay")
     run = ChildRun(req=bt.req, paths=paths, fork=fork, parent_node=parent_node, prompts=prompts,
-                   prompt_source=tree.tree.node(node).prompt_source, installed=bt.installed)
+                   prompt_source=tree.tree.node(node).prompt_source, installed=bt.installed,
+                   resume_session=tree.tree.fork(fork).session_id if bt.spec.resume_session else None)
     nested_ref: list[str] = []
 
     async def snapshot_nested() -> None:
         if nested is not None and not tree.fork_done(nested_id):
             nested_ref.append(await sandbox.snapshot(retain=bt.spec.retain_snapshots))
             tree.set_fork(nested_id, snapshot=nested_ref[0], snapshot_kept=bt.spec.retain_snapshots,
-                          status="running")
+                          status="running", session_id=run.session_id)
 
     async def nested_fork() -> None:
         if nested_ref:

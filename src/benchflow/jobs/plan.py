@@ -237,6 +237,9 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
+    if plan.spec.checkpoints and not backend.capabilities.retained_snapshots:
+        card.refusals.append(f"--checkpoints: sandbox {plan.sandbox} cannot keep a snapshot past its sandbox; use "
+                             "one that can (bench doctor lists what each can do) or leave --checkpoints out")
     for planned in plan.tasks:
         _task_env(planned, plan.spec, card)
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)

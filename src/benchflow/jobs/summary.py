@@ -61,7 +61,21 @@ def build_summary(*, job_name: str, spec: Any, sandbox: str,
         elapsed_sec=round(elapsed_sec, 1), budget=budget,
         trials={task: (r.trial_name if r else None) for task, r in sorted(typed.items())},
         seeds=seed_stats(typed) if getattr(spec, "seeds", None) else None,
+        checkpoint_retries=retry_stats(typed),
     ).to_json()
+
+
+def retry_stats(results: Mapping[str, TrialResult | None]) -> dict[str, Any] | None:
+    """``checkpoint_retries``: how the ``--retry-from-checkpoint`` retries did beside their trials."""
+    retried = {task: r for task, r in results.items() if r is not None and r.retry is not None}
+    if not retried:
+        return None
+    rewards = {task: r.retry.reward for task, r in sorted(retried.items())}
+    scored = [v for v in rewards.values() if v is not None]
+    return {"retried": len(retried), "passed": sum(1 for v in scored if v >= 1.0),
+            "improved": sum(1 for task, r in retried.items()
+                            if r.retry.reward is not None and r.retry.reward > (r.reward or 0.0)),
+            "mean_reward": round(statistics.fmean(scored), 6) if scored else None, "trials": rewards}
 
 
 def seed_stats(results: Mapping[str, TrialResult | None]) -> dict[str, Any]:

@@ -62,6 +62,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = TrialState()
+    checkpoints = run_checkpoints(req, paths, prompts)  # --checkpoints, --retry-from-checkpoint
     spec = sandbox_spec(req, name)
 
     async def install_layer(base: Any) -> Any:
@@ -81,14 +82,20 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             try:
                 async with req.run_slot or contextlib.nullcontext():
                     async with agent_network(req, session.sandbox, paths, state):  # metadata block, allowlist proxy
-                        if state.error is None:
+                        if state.error is None and checkpoints is not None:
+                            await checkpoints.agent_phase(session.sandbox, sink, state, timing)
+                        elif state.error is None:
                             await agent_phase(req, session.sandbox, paths, prompts, sink, state, timing)
                     if state.verifier_allowed:
                         await verifier_phase(req, session.sandbox, paths, state, timing)
+                    if checkpoints is not None:
+                        await checkpoints.retry(session.sandbox, state)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down
                 _unexpected(name, exc, state)
             timing["total"] = time.monotonic() - t0
             result = await record_phase(req, paths, started_at, timing, sink, state)
+            if checkpoints is not None:
+                checkpoints.annotate(result)
             if session.sandbox.capabilities.keep and _keep(req.spec.keep_sandbox, result):
                 kept = await session.keep()  # renamed so `bench sandbox cleanup` leaves it to `release`
                 atomic.write_json(paths.kept_sandbox, {**kept, "trial": name,
@@ -113,6 +120,15 @@ def _skills(req: TrialRequest) -> dict[str, Any]:
     from benchflow.skills.policy import policy_of, record
 
     return record(policy_of(req.spec), req.task, req.agent)
+
+
+def run_checkpoints(req: TrialRequest, paths: Any, prompts: list[str]) -> Any:
+    """The trial's ``--checkpoints`` (and retry) keeper, or None without them."""
+    if not req.spec.checkpoints:
+        return None
+    from benchflow.branch.retry import RunCheckpoints
+
+    return RunCheckpoints.for_trial(req, paths, prompts)
 
 
 def _unexpected(trial: str, exc: BaseException, state: TrialState) -> None:

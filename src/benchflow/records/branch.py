@@ -35,6 +35,8 @@ class Fork(Block):
     isolated: bool = Field(False, description="Each child ran in a sandbox of its own created from the "
                            "snapshot (else the one sandbox was restored between children).")
     children: list[str] = Field(default_factory=list, description="The ids of its children, in order.")
+    session_id: str | None = Field(None, description="The agent's ACP session at the snapshot (what "
+                                   "--resume-session children reload); null for agents without one.")
     status: str = Field("pending", description="pending, running, complete (every child finished), partial "
                         "(some child did not) or stopped (--stop-on-child-failure).")
 
@@ -55,6 +57,8 @@ class Checkpoint(Block):
     id: str = Field(description="prompt:N")
     snapshot: str | None = Field(None, description="The snapshot's reference, null once deleted.")
     kept: bool = Field(False, description="Still exists (within --checkpoint-keep and retained).")
+    session_id: str | None = Field(None, description="The agent's ACP session at the checkpoint (what "
+                                   "--retry-resume-session reloads); null for agents without one.")
 
 
 class TreeRecord(Record):

@@ -54,6 +54,11 @@ class JobSummary(Record):
                                                  "folder, null if it never finished.")
     seeds: dict[str, Any] | None = Field(None, description="With --seeds: per task n, mean reward, variance, "
                                          "pass@k.")
+    checkpoint_retries: dict[str, Any] | None = Field(None, description="With --retry-from-checkpoint: retried "
+                                                      "(trials retried from a checkpoint), passed and improved "
+                                                      "(retries that passed / beat the trial's reward), "
+                                                      "mean_reward of the retries, trials (task -> retry reward); "
+                                                      "null when none was retried.")
 
 
 class EvaluationRecord(Record):
