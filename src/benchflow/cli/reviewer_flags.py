@@ -7,6 +7,7 @@ so help texts stay identical) and turns what was given into a
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Optional
 
 import typer
@@ -34,6 +35,13 @@ CONCURRENCY = typer.Option(None, "--reviewer-concurrency", min=1, help="Max conc
 IMAGE = typer.Option(None, "--reviewer-image", help="Rubric reviewer container image")
 AGENT_ENV = typer.Option(None, "--reviewer-agent-env", help="Reviewer environment variable (KEY=VALUE)")
 OPEN_NETWORK = typer.Option(False, "--reviewer-open-network", help="Allow unrestricted reviewer network access")
+
+
+def hidden(option: Any) -> Any:
+    """The same flag, left out of ``--help`` (shown by ``--help-all``), as ``bench run`` lists them."""
+    out = copy.copy(option)
+    out.hidden = True
+    return out
 
 
 def idle_seconds(value: Optional[str], flag: str) -> float | None:

@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 import typer
 
+from . import reviewer_flags as RF
+
 H = "More options (shown by --help-all)"
 ALLOW_TASK_ENV_HELP = ("Let tasks read this variable of your environment (a ${NAME} env value, or their "
                        "docker-compose.yaml); repeatable. A task reading an unnamed one is refused; "
@@ -180,6 +182,15 @@ def run_command(
     retry_from_checkpoint: Optional[str] = typer.Option(None, "--retry-from-checkpoint", hidden=True, help="on-failure, on-timeout, or both: when a trial fails or times out, fork one retry from its last --checkpoints snapshot, verified the same way. The trial's reward is kept; the retry's is reported next to it (result.json retry block, summary checkpoint_retries)."),
     retry_prompt: Optional[str] = typer.Option(None, "--retry-prompt", hidden=True, help="Prompt for the retry, replacing the prompts after the checkpoint (the default). '@instruction' is the task instruction, '@verifier_feedback' the failed trial's reward and verifier output tail."),
     retry_resume_session: bool = typer.Option(False, "--retry-resume-session", hidden=True, help="The retry resumes the failed trial's conversation at the checkpoint (ACP session/load; Claude Code) instead of a fresh session."),
+    integrity: Optional[str] = typer.Option(None, "--integrity", help="off, audit (record what the agent did and check it against the task) or strict (audit, and the verifier in a separate sandbox). The verdict is in integrity/claim_verdict.json; rewards never change."),
+    reviewer_agent: Optional[str] = RF.hidden(RF.AGENT), reviewer_model: Optional[str] = RF.hidden(RF.MODEL),
+    reviewer_effort: Optional[str] = RF.hidden(RF.EFFORT), reviewer_sandbox: Optional[str] = RF.hidden(RF.SANDBOX),
+    reviewer_timeout: Optional[int] = RF.hidden(RF.TIMEOUT), reviewer_idle: Optional[str] = RF.hidden(RF.IDLE),
+    reviewer_storage: Optional[int] = RF.hidden(RF.STORAGE), reviewer_memory: Optional[int] = RF.hidden(RF.MEMORY),
+    reviewer_setup: Optional[int] = RF.hidden(RF.SETUP), reviewer_evidence: Optional[int] = RF.hidden(RF.EVIDENCE),
+    reviewer_concurrency: Optional[int] = RF.hidden(RF.CONCURRENCY), reviewer_image: Optional[str] = RF.hidden(RF.IMAGE),
+    reviewer_agent_env: Optional[list[str]] = RF.hidden(RF.AGENT_ENV),
+    reviewer_open_network: bool = RF.hidden(RF.OPEN_NETWORK),
 ) -> None:
     from benchflow.errors import ConfigError
     from benchflow.util.durations import parse_duration
@@ -220,7 +231,12 @@ def run_command(
         "separate_verifier_include": separate_verifier_include,
         "checkpoints": checkpoints, "checkpoint_keep": checkpoint_keep,
         "retry_from_checkpoint": retry_from_checkpoint, "retry_prompt": retry_prompt,
-        "retry_resume_session": retry_resume_session,
+        "retry_resume_session": retry_resume_session, "integrity": integrity,
+        "reviewer": RF.reviewer_changes(
+            agent=reviewer_agent, model=reviewer_model, effort=reviewer_effort, sandbox=reviewer_sandbox,
+            timeout=reviewer_timeout, idle=reviewer_idle, storage=reviewer_storage, memory=reviewer_memory,
+            setup=reviewer_setup, evidence=reviewer_evidence, concurrency=reviewer_concurrency,
+            image=reviewer_image, agent_env=reviewer_agent_env, open_network=reviewer_open_network) or None,
     }
     from benchflow.jobs.config_file import build_run_spec
 

@@ -166,6 +166,10 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
             await asyncio.shield(models.stop())
     results = {t.key: read_json(job.finished[t.key].result) for t in units if t.key in job.finished}
     results.update(fresh)
+    if spec.integrity != "off" or spec.reviewer is not None:  # audit and rubric review; rewards never change
+        from benchflow.review.after_run import after_trials
+
+        await after_trials(spec, paths, fresh, {t.key: t.task for t in units}, emit)
     summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
                             results={t.key: results.get(t.key) for t in units},
                             elapsed_sec=time.monotonic() - started, budget=budget.document())

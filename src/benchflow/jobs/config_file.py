@@ -46,6 +46,7 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "skill_creator_dir": ("skill_creator_dir", str), "verifier_sandbox": ("verifier_sandbox", str),
     "separate_verifier": ("verifier_sandbox", "separate"),
     "separate_verifier_include": ("separate_verifier_include", list),
+    "integrity": ("integrity", str), "reviewer": ("reviewer", dict),
 }
 
 

@@ -146,6 +146,19 @@ class RunSpec(BaseModel):
     task_manifest_out: str | None = None
     run_config_out: str | None = None
     summary_out: str | None = None
+    integrity: Literal["off", "audit", "strict"] = "off"
+    """``audit``: check what each agent did against its task (``integrity/claim_verdict.json``); rewards never change."""
+    reviewer: dict[str, Any] | None = None
+    """``--reviewer-*``: rubric-review each trial of a task with a review rubric after the run
+    (``benchflow.review.settings.ReviewerSettings`` fields); None: no automatic review."""
+
+    @field_validator("integrity")
+    @classmethod
+    def _integrity(cls, value: str) -> str:
+        if value == "strict":
+            raise ValueError("strict also verifies in a separate sandbox, which this build does not run yet; "
+                             "use --integrity audit")
+        return value
 
     @field_validator("agent_env")
     @classmethod
@@ -211,6 +224,8 @@ class RunSpec(BaseModel):
         """The spec as stored on disk: secret-looking agent env values dropped."""
         data = self.model_dump(mode="json")
         data["agent_env"] = drop_secrets(self.agent_env)
+        if self.reviewer and isinstance(self.reviewer.get("agent_env"), dict):
+            data["reviewer"] = {**self.reviewer, "agent_env": drop_secrets(self.reviewer["agent_env"])}
         return data
 
     @property

@@ -96,11 +96,12 @@ def select_targets(path: Path, *, passing: bool = False, failing: bool = False) 
     return out
 
 
-def _task_index(tasks_root: Path | None) -> dict[str, Path]:
+def task_index(tasks_root: Path | None) -> dict[str, Path] | None:
+    """Task name -> folder under the trusted ``--tasks-root``; None without one."""
     from benchflow.tasks import discover_tasks
 
     if tasks_root is None:
-        return {}
+        return None
     if not tasks_root.is_dir():
         raise ConfigError(f"--tasks-root {tasks_root}: no such folder; give the trusted folder of the reviewed tasks")
     return {p.name: p for p in discover_tasks(tasks_root)}
@@ -120,17 +121,18 @@ def _evidence_lines(evidence: Any) -> str:
 
 
 def prepare(targets: list[Target], staging: Path, settings: ReviewerSettings, *, rubric_path: Path | None,
-            prompt_path: Path | None, tasks_root: Path | None) -> list[Prepared]:
-    """Write one wrapper task per target under ``staging``."""
+            prompt_path: Path | None, task_index: dict[str, Path] | None) -> list[Prepared]:
+    """Write one wrapper task per target under ``staging``; ``task_index`` (task name -> trusted folder)
+    is None when no trusted tasks were given."""
     template = load_template(prompt_path)
     chosen = load_rubric(rubric_path) if rubric_path is not None else None
-    index = _task_index(tasks_root)
+    index = task_index or {}
     out = []
     for target in targets:
         name = wrapper_name(target.trial.name)
         scratch = staging / ".evidence" / name
         evidence = collect_evidence(target.trial, scratch, task_dir=index.get(target.result.task_name),
-                                    tasks_root_given=tasks_root is not None,
+                                    tasks_root_given=task_index is not None,
                                     recorded_digest=target.result.task_digest)
         rubric = chosen or _task_rubric(evidence.task_dir, target.result.task_name) or default_rubric()
         instruction = render(template, rubric, evidence=_evidence_lines(evidence),
@@ -201,6 +203,22 @@ def report_for(item: Prepared, reviewer: TrialPaths | None, settings: ReviewerSe
     return report
 
 
+async def review_targets(targets: list[Target], settings: ReviewerSettings, *, out_dir: Path,
+                         tasks: dict[str, Path] | None, rubric_path: Path | None = None,
+                         prompt_path: Path | None = None,
+                         on_event: Callable[[Event], None] | None = None) -> list[dict[str, Any]]:
+    """Review ``targets`` as one reviewer job in ``out_dir``; one report each (written in its reviewer folder)."""
+    settings.sandbox = check_network(settings)
+    staging = Path(tempfile.mkdtemp(prefix="benchflow-review-"))
+    try:
+        prepared = await asyncio.to_thread(prepare, targets, staging, settings, rubric_path=rubric_path,
+                                           prompt_path=prompt_path, task_index=tasks)
+        reviewers = await run_reviewers(prepared, staging, settings, out_dir, on_event)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [report_for(item, reviewers.get(item.wrapper), settings) for item in prepared]
+
+
 async def review_async(path: Path, settings: ReviewerSettings, *, rubric_path: Path | None = None,
                        prompt_path: Path | None = None, tasks_root: Path | None = None,
                        out_dir: Path | None = None, passing: bool = False, failing: bool = False,
@@ -209,16 +227,9 @@ async def review_async(path: Path, settings: ReviewerSettings, *, rubric_path: P
     if not targets:
         raise JobFolderError(f"{path}: no finished rollout to review" + (" matches the filter" if passing or failing
                                                                          else ""))
-    settings.sandbox = check_network(settings)
     out_dir = (out_dir or Path("jobs") / f"review-{dt.datetime.now():%Y-%m-%d__%H-%M-%S}").expanduser().resolve()
-    staging = Path(tempfile.mkdtemp(prefix="benchflow-review-"))
-    try:
-        prepared = await asyncio.to_thread(prepare, targets, staging, settings, rubric_path=rubric_path,
-                                           prompt_path=prompt_path, tasks_root=tasks_root)
-        reviewers = await run_reviewers(prepared, staging, settings, out_dir, on_event)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    reports = [report_for(item, reviewers.get(item.wrapper), settings) for item in prepared]
+    reports = await review_targets(targets, settings, out_dir=out_dir, tasks=task_index(tasks_root),
+                                   rubric_path=rubric_path, prompt_path=prompt_path, on_event=on_event)
     return write_summary(path, out_dir, reports)
 
 
