@@ -21,6 +21,7 @@ The job folder is the database; every later command reads it back::
           evidence/    frozen workspace (--freeze-workspace) + manifest.json
           tree.json    bench branch: forks, children, snapshots
           branches/<fork>/children/<node>/   one child: observation.json + the folders above
+          steps/<NN>-<name>/   a multi-step task's step: step.json + agent/ verifier/ artifacts/ setup/
 
 A trial folder without ``result.json`` never finished running (a killed or
 interrupted run). Resume reuses a task when one of its trials has a
@@ -161,6 +162,15 @@ class TrialPaths:
         """``branches/<fork>/children/<node>/``: one child, laid out like a trial folder."""
         return TrialPaths(self.branches_dir / fork / "children" / node)
 
+    def step(self, index: int, name: str) -> "StepPaths":
+        """``steps/<NN>-<name>/``: one step of a multi-step task, laid out like a trial folder."""
+        return StepPaths(self.root / "steps" / f"{index:02d}-{name}", trial=self.name)
+
+    @property
+    def step_record(self) -> Path:
+        """``step.json`` of a step folder (see :meth:`step`)."""
+        return self.root / "step.json"
+
     @property
     def observation(self) -> Path:
         """``observation.json`` of a branch child folder (see :meth:`branch_child`)."""
@@ -173,6 +183,18 @@ class TrialPaths:
     def make_dirs(self) -> None:
         for folder in (self.agent_dir, self.verifier_dir, self.artifacts_dir, self.trajectory_dir):
             folder.mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class StepPaths(TrialPaths):
+    """A step folder: its ``name`` is unique in the job (``<trial>.<NN>-<step>``), so what is keyed by
+    trial name (the model gateway's per-trial accounting) stays apart from other trials' steps."""
+
+    trial: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.trial}.{self.root.name}"
 
 
 @dataclass(frozen=True)

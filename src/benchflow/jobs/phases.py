@@ -59,6 +59,9 @@ class TrialState:
     """Per folder copied out of the sandbox (agent, verifier), what the copy left behind."""
     verifier_env: dict[str, str] = field(default_factory=dict)
     """Variables the environment phase hands the verifier (setup commands' ``capture_dir`` captures)."""
+    steps: list[dict[str, Any]] | None = None
+    """A multi-step task's step summaries (:mod:`.steps`); None for a single-step task."""
+    multi_step_reward_strategy: str | None = None
 
     @property
     def verifier_allowed(self) -> bool:
@@ -90,7 +93,7 @@ async def upload_task_files(req: TrialRequest, sandbox: Sandbox, paths: TrialPat
         instruction = staging / "instruction.md"
         instruction.write_text(req.task.instruction)
     uploads = [(instruction, "/instruction.md")]
-    if req.agent.needs_oracle and req.task.paths.oracle_dir is not None:
+    if req.agent.needs_oracle and req.task.paths.oracle_dir is not None and req.task.paths.oracle_dir.is_dir():
         uploads.append((req.task.paths.oracle_dir, _oracle_remote(req)))
     await put_all(sandbox, uploads)
     for child in staging.iterdir():
@@ -273,7 +276,8 @@ async def record_phase(req: TrialRequest, paths: TrialPaths, started_at: dt.date
         verifier=state.verifier, error=state.error, error_category=state.error_category,
         sandbox_id=state.sandbox_id, sandbox_startup_info=state.sandbox_startup_info,
         api_error_info=state.api_error_info, suspected_api_error_info=state.suspected_api_error_info,
-        budget_stop=state.budget_stop, copy_out_info=state.copy_out_info)
+        budget_stop=state.budget_stop, copy_out_info=state.copy_out_info, steps=state.steps,
+        multi_step_reward_strategy=state.multi_step_reward_strategy)
     if req.task_secrets:  # before result.json marks the trial finished
         await asyncio.to_thread(scrub_folder, paths.root, req.task_secrets)
         result = scrub_document(result, req.task_secrets)

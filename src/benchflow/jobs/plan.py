@@ -229,6 +229,8 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
 def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
     from benchflow.tasks.capability import runtime_issues
 
+    from .steps import has_oracle
+
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)
     backend = plan.backend
     ok, reason = availability
@@ -247,7 +249,7 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
         if ok:
             _fit(planned, backend, card, pull_images)
-        if plan.spec.agent == "oracle" and not planned.task.paths.solve_path.is_file():
+        if plan.spec.agent == "oracle" and not has_oracle(planned.task):
             card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
     for path, why in plan.skipped:
         card.warnings.append(f"skipped {Path(path).name}: {why}")

@@ -97,7 +97,9 @@ def build_result(*, task_name: str, trial_name: str, agent: str, model: str | No
                  sandbox_id: str | None = None, sandbox_startup_info: dict[str, Any] | None = None,
                  api_error_info: dict[str, Any] | None = None,
                  suspected_api_error_info: dict[str, Any] | None = None,
-                 budget_stop: str | None = None, copy_out_info: dict[str, Any] | None = None) -> dict[str, Any]:
+                 budget_stop: str | None = None, copy_out_info: dict[str, Any] | None = None,
+                 steps: list[dict[str, Any]] | None = None,
+                 multi_step_reward_strategy: str | None = None) -> dict[str, Any]:
     """``result.json`` for one finished attempt: the agent phase's ``outcome`` (None when it never ran),
     the verifier's (None when it never ran), and the trial-level error, if any."""
     rewards = verifier.rewards if verifier else None
@@ -131,4 +133,5 @@ def build_result(*, task_name: str, trial_name: str, agent: str, model: str | No
         timing=TrialTiming(**{k: round(v, 1) for k, v in timing.items()}),
         task_digest=task_digest, sandbox_id=sandbox_id, environment=environment, attempt=attempt, seed=seed,
         verifier_warnings=verifier.warnings if verifier else [],
+        steps=steps, multi_step_reward_strategy=multi_step_reward_strategy,
     ).to_json()

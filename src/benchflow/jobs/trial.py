@@ -37,6 +37,7 @@ from .phases import (
     verifier_phase,
 )
 from .record import build_config
+from .steps import run_steps
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
 __all__ = ["TrialRequest", "run_trial", "unexpected_category"]
@@ -82,11 +83,13 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             try:
                 async with req.run_slot or contextlib.nullcontext():
                     async with agent_network(req, session.sandbox, paths, state):  # metadata block, allowlist proxy
-                        if state.error is None and checkpoints is not None:
+                        if state.error is None and req.task.config.steps:
+                            await run_steps(req, session.sandbox, paths, sink, state, timing)
+                        elif state.error is None and checkpoints is not None:
                             await checkpoints.agent_phase(session.sandbox, sink, state, timing)
                         elif state.error is None:
                             await agent_phase(req, session.sandbox, paths, prompts, sink, state, timing)
-                    if state.verifier_allowed:
+                    if state.verifier_allowed and not req.task.config.steps:
                         await verifier_phase(req, session.sandbox, paths, state, timing)
                     if checkpoints is not None:
                         await checkpoints.retry(session.sandbox, state)

@@ -18,6 +18,7 @@ from benchflow.errors import UserError
 from .base import SCHEMA_VERSION
 from .branch import Observation, TreeRecord
 from .job import EvaluationRecord, JobSummary, RunCardRecord
+from .steps import StepRecord
 from .trial import TrialConfig, TrialResult, TrialTiming
 
 SCHEMA_DIR = Path(__file__).with_name("schema")
@@ -31,12 +32,13 @@ MODELS: dict[str, type] = {
     "run-card": RunCardRecord,
     "tree": TreeRecord,
     "observation": Observation,
+    "step": StepRecord,
 }
 """Schema name -> model; the file is ``<name>.schema.json``."""
 
 FILES = {"result": "result.json", "config": "config.json", "timing": "timing.json", "summary": "summary.json",
          "evaluation": "evaluation.json", "run-card": "run-card.json",
-         "tree": "tree.json", "observation": "observation.json"}
+         "tree": "tree.json", "observation": "observation.json", "step": "step.json"}
 """Schema name -> the file it describes."""
 
 

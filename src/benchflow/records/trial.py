@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field, model_serializer
 
 from .base import Block, Number, Record, Text
+from .steps import StepSummary
 
 _INFO = "null unless {what}; keys as contracts §3.12 list them."
 
@@ -224,6 +225,10 @@ class TrialResult(Record):
     seed: int | None = Field(None, description="The --seeds value, or null.")
     verifier_warnings: list[str] = Field(default_factory=list, description="What the verifier phase noticed "
                                          "but did not fail on.")
+    steps: list[StepSummary] | None = Field(None, description="A multi-step task's steps in order (each also "
+                                            "has steps/<NN>-<name>/step.json); null for a single-step task.")
+    multi_step_reward_strategy: str | None = Field(None, description="How rewards was rolled up from the "
+                                                   "steps: mean or final; null for a single-step task.")
     retry: CheckpointRetry | None = Field(None, description="--retry-from-checkpoint: the retry forked from the "
                                           "last checkpoint, beside the trial's own (kept) reward; null when "
                                           "none ran.")

@@ -56,6 +56,8 @@ class TrialSummary(BaseModel):
     """Attempt folders of this (task, seed) in the job (only the counted one is listed with ``attempts='best'``)."""
     job: str | None = None
     """The job folder name, when several jobs are read together."""
+    steps: list[dict[str, Any]] | None = None
+    """A multi-step task's steps (``result.json`` ``steps``: index, name, status, reward, min_reward)."""
 
 
 class JobDocument(BaseModel):

@@ -97,6 +97,7 @@ def summarize(trial: TrialPaths, result: TrialResult | None, config: TrialConfig
         agent=agent or None, model=r.model or (config.model if config else None),
         finished=finished, seed=r.seed if result is not None or config is None else config.seed,
         n_attempts=1, job=job,
+        steps=[step.model_dump(mode="json") for step in r.steps] if r.steps else None,
     ))
 
 

@@ -103,7 +103,23 @@ def render_job(doc: JobDocument) -> str:
         lines.append(f"[{label}] " + outcomes_line(group["denominators"]))
     lines += [f"note: {n}" for n in doc.notes]
     lines += ["", table(TRIAL_HEADERS, trial_rows(doc.trials))]
+    for trial in doc.trials:
+        if trial.steps:
+            lines.append(f"{trial.name} steps: " + " · ".join(step_cells(trial.steps)))
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def step_cells(steps: list[dict[str, Any]]) -> list[str]:
+    """``01 scaffold passed 1.00``, ``02 build gated 0.50 (min 1.00)``, ``03 polish not run``."""
+    out = []
+    for step in steps:
+        cell = f"{step['index']:02d} {step['name']} {str(step['status']).replace('_', ' ')}"
+        if step.get("reward") is not None:
+            cell += f" {num(step['reward'], 2)}"
+        if step.get("status") == "gated" and step.get("min_reward") is not None:
+            cell += f" (min {num(step['min_reward'], 2)})"
+        out.append(cell)
+    return out
 
 
 def render_trial(doc: TrialDocument) -> str:
@@ -118,6 +134,8 @@ def render_trial(doc: TrialDocument) -> str:
         lines.append(f"verifier error [{t.verifier_error_category}]: {t.verifier_error}")
     if t.error_category or t.verifier_error_category:
         lines.append(f"see: bench explain {t.verifier_error_category or t.error_category}")
+    if t.steps:
+        lines.append("steps: " + " · ".join(step_cells(t.steps)))
     if doc.regrade:
         lines.append(f"regrade: {json.dumps(doc.regrade)[:300]}")
     lines += [f"note: {n}" for n in doc.notes]

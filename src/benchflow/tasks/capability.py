@@ -9,12 +9,14 @@ a run that silently ignores part of the task.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .model import Task
 
+_STEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 # Folders a workspace must not be: the agent would write over the system.
 UNSAFE_WORKDIRS = frozenset({"/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc",
                              "/sbin", "/sys", "/usr", "/logs"})
@@ -72,8 +74,13 @@ def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list
         issues.append("sandbox.tpu: no sandbox of this build provides TPUs")
     if cfg.sandbox.os == "windows":
         issues.append("sandbox.os 'windows': no sandbox of this build runs Windows tasks")
-    if cfg.steps:
-        issues.append("steps: multi-step tasks are parsed but not run by this build")
+    for i, step in enumerate(cfg.steps or []):
+        if not _STEP_NAME.match(step.name):
+            issues.append(f"steps[{i}].name {step.name!r}: use letters, digits, '.', '_' and '-' only "
+                          "(it names the step's folder)")
+        elif not (task.path / "steps" / step.name / "instruction.md").is_file():
+            issues.append(f"steps[{i}] '{step.name}': steps/{step.name}/instruction.md is missing; add the "
+                          "step's prompt there")
     if cfg.verifier.sandbox_mode == "separate" or cfg.verifier.sandbox is not None:
         issues.append("verifier.sandbox: a separate verifier sandbox is not run by this build; "
                       "remove it to verify in the task's sandbox")
