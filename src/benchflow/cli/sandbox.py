@@ -103,6 +103,8 @@ def release(
 
 
 def _label(entry: dict) -> str:
+    if entry.get("kind") == "snapshot":
+        return f"{entry['sandbox']} snapshot {entry['id']}"
     if entry["name"] == entry["id"]:
         return f"{entry['sandbox']} sandbox {entry['id']}"
     return f"{entry['name']} ({entry['id'][:12]})"

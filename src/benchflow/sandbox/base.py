@@ -369,9 +369,13 @@ class Backend(abc.ABC):
         as removed.
         """
 
-    def stale_snapshots(self, owner: str) -> list[str]:
-        """Snapshots of the job ``owner`` that nothing will use again: made by a process that is
-        gone and not retained (what a ``kill -9`` of ``bench branch`` left). Default: none."""
+    def stale_snapshots(self, owner: str | None = None) -> list[str]:
+        """Snapshots of the job ``owner`` (None: of every job) that nothing will use again: made by a
+        process that is gone and not retained (what a ``kill -9`` of a run left). Default: none.
+
+        Raises:
+            SandboxUnavailable: the backend cannot be looked at.
+        """
         return []
 
     def remove_snapshots(self, refs: list[str]) -> dict[str, str]:

@@ -83,7 +83,7 @@ class DockerBackend(Backend):
     def remove(self, ids: list[str]) -> dict[str, str]:
         return docker_leftovers.remove(self.url(), ids)
 
-    def stale_snapshots(self, owner: str) -> list[str]:
+    def stale_snapshots(self, owner: str | None = None) -> list[str]:
         place = self._place()
         return [] if place is False else docker_leftovers.stale_snapshots(place, owner)
 

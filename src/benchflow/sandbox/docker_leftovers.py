@@ -142,10 +142,12 @@ RETAINED = "benchflow.retained"
 """Label of a snapshot image kept past its sandbox (``bench branch --retain-snapshots``)."""
 
 
-def stale_snapshots(url: str | None, owner: str) -> list[str]:
-    """Snapshot images of the job ``owner`` whose making process is gone and that were not retained."""
+def stale_snapshots(url: str | None, owner: str | None) -> list[str]:
+    """Snapshot images of the job ``owner`` (None: of any job) whose making process is gone and that
+    were not retained."""
     refs = []
-    for image in _api(url).images(filters={"label": [f"{eng.KIND}=snapshot", f"{eng.JOB}={owner}"]}):
+    labels = [f"{eng.OWNED}=true", f"{eng.KIND}=snapshot"] + ([f"{eng.JOB}={owner}"] if owner is not None else [])
+    for image in _api(url).images(filters={"label": labels}):
         labels = image.get("Labels") or {}
         if labels.get(RETAINED) == "true" or eng.owner_alive(labels) is not False:
             continue

@@ -12,6 +12,10 @@ name. Which sandboxes go, by default:
 - held by a **live** process, or **kept** with ``--keep-sandbox``: never, unless
   named with ``--id`` (``--all`` takes kept ones and unowned ones of any age,
   never a live run's).
+
+Snapshots (``bench branch``, ``bench run --checkpoints``) go the same way when
+their run is gone and they were not retained (``Backend.stale_snapshots``: what
+a ``kill -9`` left); retained ones are ``bench cache``'s to list and clean.
 """
 
 from __future__ import annotations
@@ -112,8 +116,32 @@ def cleanup(found: list[tuple[Backend, list[OwnedSandbox]]], *, max_age_sec: flo
                 report.errors.append(f"{row.name}: {failed[row.id]}")
             else:
                 report.removed.append(entry)
+    _snapshots([backend for backend, _ in found], ids, dry_run, report, seen)
     report.unmatched_ids = [i for i in ids if i not in seen]
     return report
+
+
+def _snapshots(backends: list[Backend], ids: list[str], dry_run: bool, report: CleanupReport,
+               seen: set[str]) -> None:
+    """Remove (or, dry, list) every backend's stale snapshots; with ``ids`` only those named."""
+    done: set[str] = set()
+    for backend in backends:
+        try:
+            refs = [r for r in backend.stale_snapshots() if r not in done]
+        except SandboxUnavailable as exc:
+            log.debug("no snapshots listed for %s: %s", backend.name, exc)
+            continue
+        if ids:
+            refs = [r for r in refs if any(_names(i, r) for i in ids)]
+            seen.update(i for i in ids if any(_names(i, r) for r in refs))
+        done.update(refs)
+        failed = {} if dry_run or not refs else backend.remove_snapshots(refs)
+        for ref in refs:
+            if ref in failed:
+                report.errors.append(f"snapshot {ref}: {failed[ref]}")
+            else:
+                report.removed.append({"id": ref, "name": ref, "kind": "snapshot", "sandbox": backend.name,
+                                       "reason": "snapshot of a run that is gone, not retained"})
 
 
 def reap(backend: Backend, job: str) -> list[str]:
@@ -128,3 +156,8 @@ def reap(backend: Backend, job: str) -> list[str]:
     for sandbox_id, why in failed.items():
         log.warning("could not remove leftover sandbox %s: %s (bench sandbox cleanup retries)", sandbox_id, why)
     return [i for i in orphans if i not in failed]
+
+
+def _names(ident: str, ref: str) -> bool:
+    """``--id`` names a snapshot by its reference or its tag (a prefix of either)."""
+    return ref.startswith(ident) or ref.split(":", 1)[-1].startswith(ident)
