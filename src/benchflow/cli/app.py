@@ -45,6 +45,7 @@ EVAL: dict[str, Lazy] = {
     "smoke": Lazy("benchflow.cli.smoke", "smoke_cmd", "Run a bundled hello-world task once per credentialed agent, one at a time."),
     "run": Lazy(_RUN, "eval_run_cmd", "Run an evaluation; single task or batch."),
     "compare-lift": Lazy(_R, "compare_lift_cmd", "Compare paired baseline vs trained eval job directories."),
+    "score": Lazy("benchflow.cli.review", "score_cmd", "Retry a failed reviewer using the saved workspace and trajectory."),
     "regrade": Lazy("benchflow.cli.regrade", "regrade_cmd", "Re-run the task's current verifier on each trial's frozen workspace."),
     "list": Lazy(_R, "list_cmd", "List the jobs in a jobs folder, one row each, with their scores."),
     "metrics": Lazy(_R, "metrics_cmd", "Collect and display metrics from a jobs directory."),

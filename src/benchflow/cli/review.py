@@ -7,6 +7,8 @@ from typing import Any, Optional
 
 import typer
 
+from . import reviewer_flags as RF
+
 review_cmd = typer.Typer(add_completion=False)
 
 HELP = """Grade finished rollouts against a rubric with a reviewer agent.
@@ -87,3 +89,47 @@ def review(
                          out_dir=out_dir, passing=passing, failing=failing)
     print_reviews(summary)
     raise typer.Exit(summary["exit_code"])
+
+
+score_cmd = typer.Typer(add_completion=False)
+
+SCORE_HELP = """Retry a failed reviewer using the saved workspace and trajectory.
+
+Each retry is a new revision in scoring/<attempt>.json, which result.json then names; the verifier's reward is \
+never changed. Exit codes: 0 when the scoring completed (or had already completed); 1 when the reviewer failed \
+again; 2 for a bad PATH, task root or flag."""
+
+
+@score_cmd.command(help=SCORE_HELP)
+def score(
+    path: Path = typer.Argument(..., help="A saved task rollout directory"),
+    tasks_root: Path = typer.Option(..., "--tasks-root", help="Trusted original task directory or collection"),
+    force: bool = typer.Option(False, "--force", help="Create a new revision even if scoring already completed"),
+    reviewer_agent: Optional[str] = RF.AGENT, reviewer_model: Optional[str] = RF.MODEL,
+    reviewer_effort: Optional[str] = RF.EFFORT, reviewer_sandbox: Optional[str] = RF.SANDBOX,
+    reviewer_timeout: Optional[int] = RF.TIMEOUT, reviewer_idle: Optional[str] = RF.IDLE,
+    reviewer_storage: Optional[int] = RF.STORAGE, reviewer_memory: Optional[int] = RF.MEMORY,
+    reviewer_setup: Optional[int] = RF.SETUP, reviewer_evidence: Optional[int] = RF.EVIDENCE,
+    reviewer_concurrency: Optional[int] = RF.CONCURRENCY, reviewer_image: Optional[str] = RF.IMAGE,
+    reviewer_agent_env: Optional[list[str]] = RF.AGENT_ENV, reviewer_open_network: bool = RF.OPEN_NETWORK,
+) -> None:
+    from benchflow.review.rescore import score as run_score
+
+    changes = RF.reviewer_changes(
+        agent=reviewer_agent, model=reviewer_model, effort=reviewer_effort, sandbox=reviewer_sandbox,
+        timeout=reviewer_timeout, idle=reviewer_idle, storage=reviewer_storage, memory=reviewer_memory,
+        setup=reviewer_setup, evidence=reviewer_evidence, concurrency=reviewer_concurrency, image=reviewer_image,
+        agent_env=reviewer_agent_env, open_network=reviewer_open_network)
+    outcome = run_score(path, tasks_root=tasks_root, force=force, changes=changes)
+    revision = outcome["revision"]
+    if outcome["status"] == "already_scored":
+        typer.echo(f"{path.name}: scoring {revision['attempt']} already completed (rubric reward "
+                   f"{_reward(revision['rubric_reward'])}); pass --force for a new revision")
+    elif outcome["status"] == "completed":
+        typer.echo(f"{path.name}: revision {revision['attempt']}: rubric reward {_reward(revision['rubric_reward'])}, "
+                   f"{revision['decision'].replace('_', ' ')} (verifier reward {_reward(revision['verifier_reward'])})")
+    else:
+        error = revision.get("error") or {}
+        typer.echo(f"{path.name}: revision {revision['attempt']}: reviewer error {error.get('category')}: "
+                   f"{error.get('message')}")
+    raise typer.Exit(outcome["exit_code"])

@@ -1,9 +1,11 @@
 """``review_report.json``: one review of one rollout, judged from the reviewer's rollout folder.
 
 The answer is the file the reviewer wrote (``agent/review.json``, copied out of
-its ``/logs/agent``) or, when it wrote none, its final message. A reviewer that
-failed (timeout, crash, no answer) or answered something the rubric does not
-accept is ``status: reviewer_error`` with the raw answer kept; it never scores 0.
+its ``/logs/agent``) or, when it wrote none, its final message. An answer is judged
+even when the reviewer's rollout then ended in error (kept as
+``reviewer_rollout_error``). A reviewer with no answer (timeout, crash) or an
+answer the rubric does not accept is ``status: reviewer_error`` with the raw
+answer kept; it never scores 0.
 """
 
 from __future__ import annotations
@@ -64,12 +66,12 @@ def judge(reviewer: TrialPaths | None, rubric: Rubric, reward: float | None) -> 
                                                       "message": unreadable or "the reviewer rollout never finished"}}
     raw, source = read_answer(reviewer)
     out: dict[str, Any] = {"answer_source": source}
-    if result.error:
-        return {**out, "status": "reviewer_error", "raw_answer": _clip(raw),
-                "error": {"category": result.error_category or "other", "message": result.error}}
+    if result.error:  # the answer, when there is one, is still judged: a verdict written before a stop counts
+        out["reviewer_rollout_error"] = {"category": result.error_category or "other", "message": result.error}
     if raw is None:
-        return {**out, "status": "reviewer_error", "error": {
-            "category": "no_answer", "message": f"the reviewer wrote no {ANSWER_FILE} and ended with no message"}}
+        error = out.get("reviewer_rollout_error") or {
+            "category": "no_answer", "message": f"the reviewer wrote no {ANSWER_FILE} and ended with no message"}
+        return {**out, "status": "reviewer_error", "error": error}
     try:
         verdicts = parse_answer(raw, rubric)
     except MalformedAnswer as exc:

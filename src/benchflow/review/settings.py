@@ -66,7 +66,15 @@ class ReviewerSettings:
 
     def updated(self, **changes: Any) -> "ReviewerSettings":
         """A copy with the given (non-None) fields changed (``--reviewer-*`` over a recorded reviewer)."""
-        data = {k: v for k, v in asdict(self).items()}
-        data.update({k: v for k, v in changes.items() if v is not None and v != {} and v is not False})
-        data.pop("network", None)
+        data = asdict(self)
+        data.update({k: v for k, v in changes.items() if v is not None})
         return ReviewerSettings(**data)
+
+
+def from_record(record: dict | None) -> ReviewerSettings:
+    """The reviewer a report or revision recorded (its secret env values were never stored)."""
+    if not record:
+        return ReviewerSettings()
+    names = set(ReviewerSettings.__dataclass_fields__)
+    data = {k: v for k, v in record.items() if k in names and v is not None}
+    return ReviewerSettings(**data)
