@@ -211,6 +211,9 @@ class Viewer:
         doc.pop("trajectories", None)
         doc["id"] = self.source.ident(path)
         doc["totals"] = totals
+        from .branches import branch_tree
+
+        doc["branches"] = branch_tree(path, self.source.ident)
         return doc
 
     def _page(self, path: Path, kind: str, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:

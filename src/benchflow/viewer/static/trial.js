@@ -21,6 +21,10 @@
         {key: "timing", label: "Timing", render: () => timingTab(doc)},
         {key: "record", label: "Config & result", render: () => recordTab(doc)});
     }
+    if (doc.branches) {
+      const n = doc.branches.forks.reduce((sum, f) => sum + f.children.length, 0);
+      tabs.push({key: "branches", label: "Branches (" + n + ")", render: () => branchesTab(doc.branches)});
+    }
     let active = params.get("tab") || (totals.acp || !doc.summary ? "acp" : "verifier");
     const panel = el("div", {id: "tab-panel"});
     const bar = el("div", {class: "tabs", role: "tablist"});
@@ -255,6 +259,31 @@
     return el("div", {class: "card", id: "timing"}, el("h2", {text: "Timing phases"}),
       bars.length ? el("div", {class: "bars"}, bars) : el("p", {class: "muted", text: "No timing was recorded."}),
       kv([["Started", doc.summary.started_at], ["Finished", doc.summary.finished_at]]));
+  }
+
+  /* The forks of a branched trial as a tree: each child with its status, reward and advantage, a link to
+   * its own trajectory, and the forks taken after it nested below it. */
+  function branchesTab(view) {
+    const byParent = new Map(view.forks.map((f) => [f.parent_node, f]));
+    function fork(f) {
+      const where = f.at_prompt ? "after prompt " + f.at_prompt : "before the first prompt";
+      return el("li", {class: "fork", "data-fork": f.fork},
+        el("span", {}, el("strong", {text: f.fork}), " " + where + " · " + f.status + (f.snapshot_kept ? " · snapshot kept" : "")),
+        el("ul", {}, f.children.map(child)));
+    }
+    function child(c) {
+      const nested = byParent.get(c.node);
+      const prompts = ((c.request || {}).prompts || []).join(" / ");
+      return el("li", {class: "branch-child", "data-node": c.node},
+        el("strong", {text: c.node}), " ", badge(c.status), " reward " + fmt.num(c.reward),
+        " · advantage " + fmt.num(c.advantage), " · ",
+        c.id ? el("a", {href: link("trial", {id: c.id, tab: "acp"}), text: "trajectory"}) : "no trajectory",
+        prompts ? el("div", {class: "muted", text: prompts}) : null,
+        c.error ? el("div", {class: "error-text", text: c.error}) : null,
+        nested ? el("ul", {}, fork(nested)) : null);
+    }
+    const roots = view.forks.filter((f) => f.parent_node === null);
+    return el("div", {class: "card", id: "branch-tree"}, el("ul", {class: "tree"}, roots.map(fork)));
   }
 
   function recordTab(doc) {
