@@ -227,7 +227,7 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
 
 
 def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
-    from benchflow.tasks.capability import runtime_issues
+    from benchflow.tasks.capability import runtime_issues, separate_verifier_issues
 
     from .steps import has_oracle
 
@@ -245,6 +245,8 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     for planned in plan.tasks:
         _task_env(planned, plan.spec, card)
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
+        if plan.spec.verifier_sandbox == "separate":
+            issues = list(dict.fromkeys([*issues, *separate_verifier_issues(planned.task, forced=True)]))
         card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
         if ok:

@@ -37,6 +37,7 @@ from .phases import (
     verifier_phase,
 )
 from .record import build_config
+from .separate_verifier import separate_verifier_phase, wants_separate
 from .steps import run_steps
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
@@ -90,7 +91,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                         elif state.error is None:
                             await agent_phase(req, session.sandbox, paths, prompts, sink, state, timing)
                     if state.verifier_allowed and not req.task.config.steps:
-                        await verifier_phase(req, session.sandbox, paths, state, timing)
+                        verify = separate_verifier_phase if wants_separate(req) else verifier_phase
+                        await verify(req, session.sandbox, paths, state, timing)
                     if checkpoints is not None:
                         await checkpoints.retry(session.sandbox, state)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down

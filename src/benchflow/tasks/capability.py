@@ -49,6 +49,23 @@ def _compose_services(task: Task) -> list[str]:
     return list(services) if isinstance(services, dict) else []
 
 
+def separate_verifier_issues(task: Task, forced: bool = False) -> list[str]:
+    """Why the task's verifier cannot run in a separate sandbox (its own choice, or ``forced`` by
+    ``--verifier-sandbox separate``): that sandbox has only its own main service, and a multi-step
+    task verifies every step where its agent works."""
+    cfg = task.config.verifier
+    if not (forced or cfg.sandbox_mode == "separate" or cfg.sandbox is not None):
+        return []
+    why = []
+    if cfg.service != "main":
+        why.append(f"verifier.service '{cfg.service}': a separate verifier sandbox has only its own main "
+                   "service; remove the setting or verify in the task's sandbox (--verifier-sandbox task)")
+    if task.config.steps:
+        why.append("steps: a multi-step task verifies each step in the sandbox its agent works in; drop the "
+                   "separate verifier sandbox for it")
+    return why
+
+
 def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list[str]]:
     """(issues, warnings) for running ``task`` on a backend with capabilities ``caps``."""
     cfg = task.config
@@ -81,9 +98,7 @@ def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list
         elif not (task.path / "steps" / step.name / "instruction.md").is_file():
             issues.append(f"steps[{i}] '{step.name}': steps/{step.name}/instruction.md is missing; add the "
                           "step's prompt there")
-    if cfg.verifier.sandbox_mode == "separate" or cfg.verifier.sandbox is not None:
-        issues.append("verifier.sandbox: a separate verifier sandbox is not run by this build; "
-                      "remove it to verify in the task's sandbox")
+    issues.extend(separate_verifier_issues(task))
     services = _compose_services(task)
     if len(services) > 1 and not caps.multi_service:
         issues.append(f"environment/{task.paths.compose_file.name}: {len(services)} services, but "
