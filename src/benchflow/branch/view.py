@@ -90,3 +90,25 @@ def branch_view(trial: TrialPaths) -> dict[str, Any]:
 
 def branch_views(path: Path) -> list[dict[str, Any]]:
     return [branch_view(trial) for trial in branched_trials(path)]
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+def render_view(view: dict[str, Any]) -> str:
+    """One branched trial as text: a line per fork, a line per child (``bench eval branches``,
+    ``bench eval inspect`` of a branched trial)."""
+    lines = [f"{view['trial_name']}  task {view['task_name']}  agent {view['agent']}"]
+    for fork in view["forks"]:
+        after = f"after child {fork['parent_node']}" if fork["parent_node"] else f"after prompt {fork['at_prompt']}"
+        lines.append(f"  {fork['fork']} ({after}, {fork['status']}{', snapshot kept' if fork['snapshot_kept'] else ''})")
+        for c in fork["children"]:
+            prompts = (c["request"] or {}).get("prompts") or []
+            ask = (prompts[-1] if prompts else (c["request"] or {}).get("prompt_source") or "").replace("\n", " ")
+            lines.append(f"    {c['node']:<16} {c['status']:<8} reward {_fmt(c['reward']):<6} advantage "
+                         f"{_fmt(c['advantage']):<7} tokens {_fmt(c['total_tokens']):<7} usd {_fmt(c['cost_usd']):<7} "
+                         f"sandbox-s {_fmt(c['sandbox_seconds'])}  {ask[:60]}")
+    return "\n".join(lines) + "\n"

@@ -107,23 +107,10 @@ def _checkpoint_field(folder: Path, key: str) -> str | None:
     return (tree or {}).get(key)
 
 
-def _fmt(value: object, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
-
-
 def _print_view(view: dict) -> None:
-    typer.echo(f"{view['trial_name']}  task {view['task_name']}  agent {view['agent']}")
-    for fork in view["forks"]:
-        after = f"after child {fork['parent_node']}" if fork["parent_node"] else f"after prompt {fork['at_prompt']}"
-        typer.echo(f"  {fork['fork']} ({after}, {fork['status']}{', snapshot kept' if fork['snapshot_kept'] else ''})")
-        for c in fork["children"]:
-            prompts = (c["request"] or {}).get("prompts") or []
-            ask = (prompts[-1] if prompts else (c["request"] or {}).get("prompt_source") or "").replace("\n", " ")
-            typer.echo(f"    {c['node']:<16} {c['status']:<8} reward {_fmt(c['reward']):<6} advantage "
-                       f"{_fmt(c['advantage']):<7} tokens {_fmt(c['total_tokens']):<7} usd {_fmt(c['cost_usd']):<7} "
-                       f"sandbox-s {_fmt(c['sandbox_seconds'])}  {ask[:60]}")
+    from benchflow.branch.view import render_view
+
+    typer.echo(render_view(view), nl=False)
 
 
 @branches_cmd.command(help="Show every fork and child of a job's (or one trial's) branches: request, status, "

@@ -120,7 +120,13 @@ def inspect(
     if csv_path is not None:
         trials = document.trials if isinstance(document, JobDocument) else [document.summary]
         write_text(csv_path, render.trials_csv(trials))
-    _emit(_render(document, as_json), out)
+    text = _render(document, as_json)
+    if not as_json and (Path(path) / "tree.json").is_file():  # a branched trial: its forks and children too
+        from benchflow.branch.view import branch_view, render_view
+        from benchflow.jobs.layout import TrialPaths
+
+        text += "\nBranches\n" + render_view(branch_view(TrialPaths(Path(path))))
+    _emit(text, out)
 
 
 @metrics_cmd.command(help="Collect and display metrics from a jobs directory.\n\nOne row per trial, as bf.load_job "

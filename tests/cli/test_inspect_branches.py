@@ -1,0 +1,23 @@
+"""``bench eval inspect`` of a branched trial prints its forks and children after the trial's own summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixtures.branch_trial import make_branched_trial
+
+from tests.conftest import run_bench
+
+
+def test_inspect_of_a_branched_trial_shows_its_tree(tmp_path: Path) -> None:
+    trial = make_branched_trial(tmp_path / "job")
+    done = run_bench("eval", "inspect", str(trial))
+    assert done.returncode == 0, done.stderr
+    summary, tree = done.stdout.split("\nBranches\n")
+    assert "reward: 1.000" in summary
+    lines = tree.splitlines()
+    assert lines[1].startswith("  fork-0 (after prompt 1, complete)")
+    assert lines[4].startswith("  fork-good (after child good, complete)")
+    assert lines[5].split()[:6] == ["more", "failed", "reward", "0.5", "advantage", "-0.5"]
+    plain = run_bench("eval", "inspect", str(trial), "--json")
+    assert plain.returncode == 0 and "Branches" not in plain.stdout
