@@ -21,7 +21,8 @@ stopReason cancelled on session/cancel); ``hang`` (silent forever, ignores cance
 (asks session/request_permission); ``fs_read`` (asks fs/read_text_file); ``stderr`` (``text``);
 ``report_config`` (a message naming the model/effort set so far); ``report_mcp`` (the mcpServers of
 session/new); ``mcp_stdio`` (runs each stdio MCP server with one ``initialize`` line, reports its reply);
-``report_history`` (a message ``history:<json>`` of every prompt the session has had, loaded ones included).
+``report_history`` (a message ``history:<json>`` of every prompt the session has had, loaded ones included);
+``save_history`` (the same list written to ``path``, default ``history.json``, in the cwd).
 ``ask_model`` without ``prompt`` sends the prompt being answered.
 
 With ``load_session`` each session's prompts are kept on disk (``~/.fake-acp/<id>.json``, as an agent
@@ -187,6 +188,9 @@ def do_step(session_id: str, step: dict):
         chunk(session_id, "agent_message_chunk", "config:" + json.dumps(STATE["config"], sort_keys=True))
     elif op == "report_history":
         chunk(session_id, "agent_message_chunk", "history:" + json.dumps(STATE["history"]))
+    elif op == "save_history":
+        with open(os.path.join(STATE["cwd"], step.get("path", "history.json")), "w", encoding="utf-8") as handle:
+            json.dump(STATE["history"], handle)
     elif op == "report_mcp":
         chunk(session_id, "agent_message_chunk", "mcp:" + json.dumps(STATE.get("mcp_servers"), sort_keys=True))
     elif op == "mcp_stdio":  # start each stdio MCP server of session/new, as a real agent would, and greet it

@@ -73,3 +73,39 @@ def test_resume_session_is_refused_when_the_agent_does_not_advertise_load_sessio
     assert result["error_category"] == "agent_integration" and "does not advertise loadSession" in result["error"]
     assert calls == 1  # the parent's prompt only: no child started
     assert not list(trial.glob("branches/fork-0/children/*/observation.json"))
+
+
+def test_a_checkpoint_retry_resumes_the_trials_conversation_at_the_checkpoint(bench, tmp_path: Path) -> None:
+    """bench run --checkpoints prompt:1: prompt 2 continues prompt 1's session; the trial fails; the retry
+    reloads the session as it was at the checkpoint and passes (the verifier wants exactly that history)."""
+    make_task(tmp_path / "tasks", "acp-retry", dockerfile=PYTHON_IMAGE, network="no-network",
+              test="""grep -qx '\\["p1", "try again"\\]' /app/history.json && echo 1 > /logs/verifier/reward.txt \
+|| echo 0 > /logs/verifier/reward.txt; cat /app/history.json""")
+    script = {"load_session": True, "prompts": [[{"op": "save_history"}, {"op": "ask_model", "api": "openai"}]]}
+    agent = fake_agent_file(tmp_path, env={"FAKE_ACP_SCRIPT": json.dumps(script)})
+    with FakeModelServer() as upstream:
+        done = bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / "jobs"),
+                     "-a", str(agent), "-m", "gpt-4o-mini", "--prompt", "p1", "--prompt", "p2",
+                     "--checkpoints", "prompt:1", "--retry-from-checkpoint", "on-failure",
+                     "--retry-prompt", "try again", "--retry-resume-session",
+                     env={"OPENAI_API_KEY": UPSTREAM_KEY, "OPENAI_BASE_URL": upstream.url + "/v1"})
+    assert done.returncode == 0, done.stderr + done.stdout
+    [result_path] = list((tmp_path / "jobs").rglob("result.json"))
+    trial = result_path.parent
+    try:
+        result = json.loads(result_path.read_text())
+        assert result["rewards"]["reward"] == 0.0
+        assert (trial / "verifier/test-stdout.txt").read_text().strip() == '["p1", "p2"]'  # one conversation
+        assert result["agent_result"]["n_prompts"] == 2
+        retry = result["retry"]
+        assert (retry["resume_session"], retry["status"], retry["reward"]) == (True, "passed", 1.0)
+        assert _asked(trial / retry["path"]) == ["try again"]
+        assert _asked(trial) == ["p1", "p2"]
+    finally:
+        import docker
+
+        client = docker.from_env()
+        label = f"benchflow.job={trial.parent.resolve()}"
+        for image in client.api.images(filters={"label": [label, "benchflow.kind=snapshot"]}):
+            client.api.remove_image(image["Id"], force=True)
+        client.close()
