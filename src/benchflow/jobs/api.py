@@ -112,7 +112,10 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
 
 
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
-    return comparable_settings(spec, agent_name, planned.digest, planned.prompts)
+    from benchflow.skills.policy import policy_of
+
+    return {**comparable_settings(spec, agent_name, planned.digest, planned.prompts),
+            "skill_mode": policy_of(spec).mode}
 
 
 async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: Any, backend: Any,

@@ -24,8 +24,12 @@ from benchflow.util.redact import drop_secrets
 from .layout import JobPaths, TrialPaths, unit_key
 
 CHANGE_KEYS = ("task_digest", "agent", "model", "reasoning_effort", "sandbox_user", "agent_env",
-               "prompts_sha256", "timeout_multiplier", "extra_instruction", "config_override")
+               "prompts_sha256", "timeout_multiplier", "extra_instruction", "config_override",
+               "verifier_sandbox", "skill_mode")
 """Settings a finished trial must share with this run to be reused."""
+
+CHANGE_DEFAULTS = {"verifier_sandbox": "task", "skill_mode": "no-skill"}
+"""What a trial recorded before a key was written ran with (so such trials are still reused)."""
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -129,7 +133,11 @@ def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, TrialResult]]:
 def changed_settings(config: TrialConfig | None, expected: dict[str, Any]) -> list[str]:
     """The CHANGE_KEYS whose recorded value differs from this run's (all of them without a config.json)."""
     recorded = config.to_json() if config is not None else {}
-    return [key for key in CHANGE_KEYS if key in expected and recorded.get(key) != expected[key]]
+    def was(key: str) -> Any:
+        value = recorded.get(key)
+        return CHANGE_DEFAULTS.get(key) if value is None else value
+
+    return [key for key in CHANGE_KEYS if key in expected and was(key) != expected[key]]
 
 
 def open_job(root: Path, *, job_name: str | None, fresh: bool, identity: dict[str, Any],

@@ -114,6 +114,9 @@ class TrialConfig(Record):
                                                    "sha256, patch.")
     harness_mode: str | None = Field(None, description="acp or native; null for control agents.")
     environment: str | None = Field(None, description="The sandbox backend the trial ran on.")
+    verifier_sandbox: str | None = Field(None, description="task (the verifier ran in the agent's sandbox) or "
+                                         "separate (a fresh one from the frozen workspace); null in records "
+                                         "written before it was recorded, which ran as task.")
     sandbox_fit: dict[str, Any] | None = Field(None, description="How the backend met the task's sandbox "
                                                "request: image (source prebuilt|dockerfile, the pinned image, "
                                                "why it was not used), cpus/memory_mb/network asked and granted "
