@@ -185,14 +185,23 @@ def report(code: int) -> None:
 
 
 def main() -> None:
+    """``bench`` as its console script runs it (``cli.main``, exit path included), the command timed."""
     args = sys.argv[sys.argv.index("--") + 1:]
-    from benchflow.cli.main import run
+    from benchflow.cli import main as cli
 
-    TL.enter("CLI: parse + command imports")
-    with contextlib.redirect_stdout(io.StringIO()):
-        code = run(args)
-    TL.leave()
-    report(code)
+    command = cli.run
+
+    def timed(argv: list[str]) -> int:
+        TL.enter("CLI: parse + command imports")
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = command(argv)
+        TL.leave()
+        report(code)
+        return code
+
+    cli.run = timed
+    sys.argv = ["bench", *args]
+    cli.main()
 
 
 if __name__ == "__main__":
