@@ -60,8 +60,9 @@ def test_effort_is_refused_where_the_agent_has_none():
     check_effort(get_agent_config("claude"), "max")
     with pytest.raises(ConfigError, match="no effort setting"):
         check_effort(get_agent_config("gemini"), "high")
+    check_effort(get_agent_config("codex"), "max")
     with pytest.raises(ConfigError, match="accepts"):
-        check_effort(get_agent_config("codex"), "max")
+        check_effort(get_agent_config("codex"), "minimal")  # codex-acp 1.6's levels: low … max
 
 
 def test_credential_file_script_writes_json_escaped_value(tmp_path):

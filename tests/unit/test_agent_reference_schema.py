@@ -144,11 +144,11 @@ def test_builtins_print_in_the_reference_schema_and_load_back(tmp_path):
 
 
 def test_unavailable_builtins_say_why_and_are_refused():
-    for name in ("mimo", "openclaw", "harvey-lab-harness", "goose"):
+    for name in ("mimo", "openclaw", "harvey-lab-harness", "goose", "pi-acp", "openhands"):
         config = get_agent_config(name)
         assert config.unavailable_reason
         with pytest.raises(ConfigError, match=f"agent {name} cannot run here: "):
             resolve_agent(name)
-    for name in ("pi-acp", "deepagents", "claude-agent-acp"):
+    for name in ("deepagents", "claude-agent-acp", "codex-acp", "opencode"):
         assert not get_agent_config(name).unavailable_reason
         assert all("@" in p.lstrip("@") or "==" in p for p in get_agent_config(name).install.packages)
