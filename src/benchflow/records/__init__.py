@@ -15,7 +15,6 @@ This package imports nothing of ours but ``errors`` and ``util``.
 from __future__ import annotations
 
 from .base import SCHEMA_VERSION, Record
-from .branch import Observation, TreeRecord
 from .io import read_json, read_optional, read_record, write_record
 from .job import EvaluationRecord, JobSummary, RunCardRecord
 from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialConfig, TrialResult, TrialTiming
@@ -27,3 +26,13 @@ __all__ = [
     "RunCardRecord", "TrajectorySummary", "TrialConfig", "TrialResult", "TrialTiming", "Unreadable",
     "as_result", "read_json", "read_optional", "read_record", "upgrade", "write_record",
 ]
+
+
+def __getattr__(name: str):
+    """``Observation`` and ``TreeRecord`` (branching's records) are imported when first asked for:
+    a plain run does not pay for building them."""
+    if name in ("Observation", "TreeRecord"):
+        from . import branch
+
+        return getattr(branch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
