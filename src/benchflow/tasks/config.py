@@ -31,7 +31,7 @@ _SIZE_TO_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 def _check_hosts(hosts: list[str] | None) -> list[str] | None:
