@@ -27,7 +27,8 @@ def _require_version(schema: dict[str, Any]) -> None:
 class Record(BaseModel):
     """Base of the on-disk records: extra keys kept, field names as on disk."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_require_version, defer_build=True)
+    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_require_version,
+                              defer_build=True)
 
     schema_version: int = Field(SCHEMA_VERSION, description="Version of this record's shape; "
                                 "records without it are BenchFlow 0.7 records, read through upgrade().")
