@@ -12,15 +12,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from benchflow.errors import UserError
+from benchflow.errors import ConfigError
 
 LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
-class BranchSpecError(UserError):
+class BranchSpecError(ConfigError):
     """A ``bench branch`` flag that cannot be used as given."""
-
-    category = "config"
 
 
 class ChildSpec(BaseModel):

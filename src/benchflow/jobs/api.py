@@ -20,7 +20,7 @@ from benchflow.errors import BenchError, UserError
 from benchflow.util import atomic
 
 from .budget import BudgetKeeper
-from .job import JobFolder, open_job, read_json, write_evaluation
+from .job import JobFolder, open_job, write_evaluation
 from .plan import Plan, PlannedTask, make_plan
 from .record import comparable_settings
 from .scheduler import Scheduler
@@ -111,6 +111,14 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
         job.release()
 
 
+def _finished_result(trial: Any) -> dict[str, Any] | None:
+    """A reused trial's result.json through its model (0.7 and older records upgraded); None when unreadable."""
+    from benchflow.records import TrialResult, read_optional
+
+    record = read_optional(TrialResult, trial.result, [], name=trial.name)
+    return record.to_json() if record is not None else None
+
+
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
     from benchflow.skills.policy import policy_of
 
@@ -167,7 +175,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
             pass
         if models is not None:
             await asyncio.shield(models.stop())
-    results = {t.key: read_json(job.finished[t.key].result) for t in units if t.key in job.finished}
+    results = {t.key: _finished_result(job.finished[t.key]) for t in units if t.key in job.finished}
     results.update(fresh)
     if spec.integrity != "off" or spec.reviewer is not None:  # audit and rubric review; rewards never change
         from benchflow.review.after_run import after_trials
@@ -177,7 +185,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
                             results={t.key: results.get(t.key) for t in units},
                             elapsed_sec=time.monotonic() - started, budget=budget.document())
     atomic.write_json(paths.summary, summary)
-    atomic.write_json(paths.root.parent / "summary.json", summary)
+    atomic.write_json(paths.summary_copy, summary)
     code, gate = exit_code(spec, summary, results)
     outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
     _write_side_files(spec, plan, outcome)
