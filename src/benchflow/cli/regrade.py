@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import typer
 
-from .run import ALLOW_TASK_ENV_HELP
+from .run_options import ALLOW_TASK_ENV_HELP
 
 regrade_cmd = typer.Typer(add_completion=False)
 

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from .run import ALLOW_TASK_ENV_HELP
+from .run_options import ALLOW_TASK_ENV_HELP
 
 check_cmd = typer.Typer(add_completion=False)
 digest_cmd = typer.Typer(add_completion=False)

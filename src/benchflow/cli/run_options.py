@@ -1,0 +1,98 @@
+"""The options of ``bench run`` / ``bench eval run``, grouped, as ``Annotated`` types.
+
+``cli/run.py`` declares each parameter as ``name: O.Alias = default``; the help text, names and
+visibility live here, one group per concern, so another command that takes the same option
+(``--sandbox``, ``--allow-task-env``, ``--ca-bundle`` …) can reuse the alias instead of a copy.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+ALLOW_TASK_ENV_HELP = ("Let tasks read this variable of your environment (a ${NAME} env value, or their "
+                       "docker-compose.yaml); repeatable. A task reading an unnamed one is refused; "
+                       "${NAME:-default} gets the default")
+
+
+# What runs: tasks, agent and prompts
+Agent = Annotated[Optional[str], typer.Option("--agent", "-a", help="The agent: a name bench agents lists, or nop (does nothing) (default: oracle, the task's reference solution)")]
+Model = Annotated[Optional[str], typer.Option("--model", "-m", help="The model, in the agent's own naming")]
+Effort = Annotated[Optional[str], typer.Option("--effort", "--reasoning-effort", "-e", help="Reasoning effort, when the agent exposes one (low, medium, high, max, …)")]
+Harness = Annotated[Optional[str], typer.Option("--harness", help="How the agent runs: acp (default, its ACP adapter) or native (its own CLI in headless JSON mode; claude-agent-acp and codex-acp)")]
+AgentEnv = Annotated[Optional[list[str]], typer.Option("--agent-env", "--env", help="Environment variable for the agent, KEY=VALUE (repeatable)")]
+Prompt = Annotated[Optional[list[str]], typer.Option("--prompt", hidden=True, help="Prompt(s) to send (default: the task prompt: the task.md body, or instruction.md for older tasks); @instruction is the task prompt")]
+ExtraInstruction = Annotated[Optional[str], typer.Option("--extra-instruction", help="Text appended to every task's instruction")]
+Config = Annotated[Optional[Path], typer.Option("--config", "--run-config", help="YAML run-config file (the whole run spec)")]
+ConfigOverride = Annotated[Optional[str], typer.Option("--config-override", hidden=True, help="Deep-merge a config patch into each task's resolved config for this run. Inline JSON/YAML/TOML or an @file ref, e.g. --config-override '{\"agent\":{\"timeout_sec\":120}}'; recorded by content hash for replay.")]
+TasksDir = Annotated[Optional[Path], typer.Option("--tasks-dir", hidden=True, help="Local tasks directory")]
+Matrix = Annotated[Optional[Path], typer.Option("--matrix", hidden=True, help="YAML file whose models: maps each alias to a model, or to {model, agent, agent_env}; {agent: oracle} for a control")]
+Trials = Annotated[Optional[int], typer.Option("--trials", help="Run every task N times (pass@k); each repeat is a job of its own, in <jobs dir>/<agent>/trial-NN  [default: 1]")]
+Seeds = Annotated[Optional[str], typer.Option("--seeds", hidden=True, help="Seeded rollouts: run every task once per seed, e.g. 0-4 or 0,3,7 (BENCHFLOW_SEED is set for the agent, the oracle and the verifier). summary.json gets pass@k and variance per task.")]
+
+# Which tasks
+Include = Annotated[Optional[list[str]], typer.Option("--include", "-i", help="Only tasks whose names match: a name, or a glob pattern such as 'hard-*' (comma-separated or repeated)")]
+Exclude = Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="Skip tasks whose names match (same patterns as --include)")]
+Limit = Annotated[Optional[int], typer.Option("--limit", "--n-tasks", "-n", help="Run at most N tasks: the first N by name, or a seeded random sample with --sample-seed")]
+SampleSeed = Annotated[Optional[int], typer.Option("--sample-seed", hidden=True, help="Seed for the --n-tasks random sample")]
+ExpectedTasks = Annotated[Optional[int], typer.Option("--expected-tasks", hidden=True, help="Fail unless the selected task count matches")]
+
+# Where and how: sandbox, concurrency, job folder
+Sandbox = Annotated[Optional[str], typer.Option("--sandbox", "-s", help="Where trials run: docker, remote-docker or local (default: docker when an engine answers, else local)")]
+Concurrency = Annotated[Optional[int], typer.Option("--concurrency", "-j", help="Trials running at a time (up to --warm-pool more are prepared ahead)")]
+WarmPool = Annotated[Optional[int], typer.Option("--warm-pool", help="Sandboxes prepared ahead of their trial's turn, beyond the running ones (0 to --concurrency; default 1, or 0 at -j 1)")]
+BuildConcurrency = Annotated[Optional[int], typer.Option("--build-concurrency", hidden=True, help="Max concurrent docker image builds. Defaults to --concurrency.")]
+JobsDir = Annotated[Optional[str], typer.Option("--jobs-dir", help="Where job folders go (default: jobs); a plain rerun resumes its latest job")]
+JobName = Annotated[Optional[str], typer.Option("--job", "--job-name", help="Job name under --jobs-dir (an existing job is resumed)")]
+Fresh = Annotated[bool, typer.Option("--fresh", help="Start a new job instead of resuming the latest one in --jobs-dir")]
+RestartChanged = Annotated[bool, typer.Option("--restart-changed", hidden=True, help="When the named job ran with other settings or task files, set those trials aside and run them again (default: refuse)")]
+SandboxUser = Annotated[Optional[str], typer.Option("--sandbox-user", hidden=True, help="Sandbox user (null for root)  [default: agent]")]
+BaseImageOverride = Annotated[Optional[str], typer.Option("--base-image-override", hidden=True, help="Rewrite task Dockerfile FROM images on the runtime task copy.")]
+CaBundle = Annotated[Optional[str], typer.Option("--ca-bundle", hidden=True, help="Trust this CA bundle (PEM) inside image builds and sandboxes, for TLS-intercepting proxies; 'host' uses this machine's bundle ($SSL_CERT_FILE or the system one)")]
+FreshInstall = Annotated[bool, typer.Option("--fresh-install", hidden=True, help="Install the agent in every trial instead of starting from its cached image layer (same as BENCHFLOW_FRESH_INSTALL=1)")]
+KeepSandbox = Annotated[Optional[str], typer.Option("--keep-sandbox", help="Keep a trial's sandbox: on-failure, always or never (default). bench sandbox attach <trial> opens a shell in it; bench sandbox release <trial> deletes it.")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON and the run card on stderr, and run nothing; exits 1 when the run card would refuse the run.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only warnings, errors and the final score")]
+
+# Time, budgets and retries
+TimeoutMultiplier = Annotated[Optional[float], typer.Option("--timeout-multiplier", help="Scale every task's agent timeout, e.g. 2.0")]
+IdleTimeout = Annotated[Optional[str], typer.Option("--agent-idle-timeout", "--idle-timeout", help="Abort a prompt when the agent is silent this long: seconds or 90s, 10m, 1h; 0 or none turns it off (default: 10m, 30m at effort xhigh or max)")]
+MaxCostUsd = Annotated[Optional[float], typer.Option("--max-cost-usd", help="Job budget in USD, checked between starts, so a job can pass it by about one rollout's cost; at the cap running rollouts are cancelled. With --trials, each repeat has its own cap")]
+MaxTokens = Annotated[Optional[int], typer.Option("--max-tokens", help="Job budget in tokens, checked between starts like --max-cost-usd. With --trials, each repeat has its own cap")]
+MaxSandboxSeconds = Annotated[Optional[float], typer.Option("--max-sandbox-seconds", hidden=True, help="Job budget in trial wall-clock seconds, running trials included and re-checked as they run; at the cap running trials are cancelled")]
+MaxRollouts = Annotated[Optional[int], typer.Option("--max-rollouts", hidden=True, help="Job budget in rollouts started, retries included: at the cap no rollout starts and running ones finish")]
+TokenBudget = Annotated[Optional[int], typer.Option("--token-budget", hidden=True, help="Per-trial budget in tokens (input, cached included, plus output): BenchFlow's model gateway refuses the next model call once it is spent, the agent is stopped and its work graded")]
+TurnBudget = Annotated[Optional[int], typer.Option("--turn-budget", hidden=True, help="Per-trial budget in turns, one turn being one model call through BenchFlow's model gateway; enforced like --token-budget")]
+RetryPolicy = Annotated[Optional[str], typer.Option("--retry-policy", hidden=True, help="Retry policy: default or unscored-only  [default: default]")]
+RetryAttempts = Annotated[Optional[int], typer.Option("--retry-attempts", hidden=True, help="Retries per task after a retryable failure (overrides the default of 2)")]
+Checkpoints = Annotated[Optional[str], typer.Option("--checkpoints", hidden=True, help="Keep a sandbox snapshot after these prompts: every-prompt or prompt:N[,M]. Later bench branch --from-checkpoint <trial> forks from one. Needs a sandbox that can keep snapshots (docker); each is a full filesystem image.")]
+CheckpointKeep = Annotated[Optional[int], typer.Option("--checkpoint-keep", min=1, hidden=True, help="Keep at most this many checkpoints per trial (default 3, or a run config's checkpoint_keep); the oldest is deleted.")]
+RetryFromCheckpoint = Annotated[Optional[str], typer.Option("--retry-from-checkpoint", hidden=True, help="on-failure, on-timeout, or both: when a trial fails or times out, fork one retry from its last --checkpoints snapshot, verified the same way. The trial's reward is kept; the retry's is reported next to it (result.json retry block, summary checkpoint_retries).")]
+RetryPrompt = Annotated[Optional[str], typer.Option("--retry-prompt", hidden=True, help="Prompt for the retry, replacing the prompts after the checkpoint (the default). '@instruction' is the task instruction, '@verifier_feedback' the failed trial's reward and verifier output tail.")]
+RetryResumeSession = Annotated[bool, typer.Option("--retry-resume-session", hidden=True, help="The retry resumes the failed trial's conversation at the checkpoint (ACP session/load; Claude Code) instead of a fresh session.")]
+
+# Verification, skills and trust
+VerifierSandbox = Annotated[Optional[str], typer.Option("--verifier-sandbox", help="task or separate. separate runs every task's verifier in a fresh sandbox that gets only the workspace and declared artifacts; a task it cannot run there refuses the whole run before anything starts (default: task, each task's own choice)")]
+SeparateVerifier = Annotated[bool, typer.Option("--separate-verifier", hidden=True, help="Run each verifier in a fresh sandbox built from the verifier image that receives only the frozen workspace, declared artifacts and /logs/artifacts, as if every task set [verifier].sandbox_mode = 'separate'.")]
+SeparateVerifierInclude = Annotated[Optional[list[str]], typer.Option("--separate-verifier-include", hidden=True, help="A path outside the workspace that a separate verifier sandbox receives too, at the same path, for tasks whose agent writes graded files there (e.g. /root when the workspace is /app). Repeatable.")]
+FreezeWorkspace = Annotated[bool, typer.Option("--freeze-workspace", "--save-outputs", help="Save each trial's final workspace before the verifier runs, so bench regrade can score it again")]
+TaskSkills = Annotated[Optional[bool], typer.Option("--task-skills/--no-task-skills", help="Install the task's own skills (environment/skills) for the agent; left out by default, as in BenchFlow 0.8")]
+SkillsDir = Annotated[Optional[Path], typer.Option("--skills-dir", hidden=True, help="Skills directory to deploy")]
+SkillMode = Annotated[Optional[str], typer.Option("--skill-mode", hidden=True, help="Skill mode: no-skill, with-skill, or self-gen  [default: no-skill]")]
+SkillCreatorDir = Annotated[Optional[Path], typer.Option("--skill-creator-dir", hidden=True, help="Path to skill-creator or a skills root containing it")]
+AllowTaskEnv = Annotated[Optional[list[str]], typer.Option("--allow-task-env", hidden=True, help=ALLOW_TASK_ENV_HELP)]
+AllowCloudMetadata = Annotated[bool, typer.Option("--allow-cloud-metadata", help="Let the agent reach the cloud metadata endpoints under an open network (no block; each trial records the opt-out). Without it, or the task's allow_cloud_metadata = true, the agent starts only once the block is proven on")]
+HostLogin = Annotated[bool, typer.Option("--host-login", hidden=True, help="Copy this machine's subscription login (e.g. ~/.claude) into the sandbox for an agent with no API key; off by default, so no host credential enters a sandbox")]
+CaptureTokens = Annotated[bool, typer.Option("--capture-tokens", hidden=True, help="Ask OpenAI-compatible model servers (vLLM, SGLang) for token ids and logprobs and record them per call in llm_trajectory.jsonl (token_capture), for bench train; the agent does not see it (also BENCHFLOW_CAPTURE_TOKENS=1)")]
+UsageTracking = Annotated[Optional[str], typer.Option("--usage-tracking", hidden=True, help="Telemetry-enforcement policy: auto, required, or off. Every model call of a non-control agent goes through BenchFlow's model gateway (usage, cost and llm_trajectory.jsonl are always captured); required fails a trial whose calls carried no trusted usage.")]
+Integrity = Annotated[Optional[str], typer.Option("--integrity", help="off, audit (record what the agent did and check it against the task) or strict (audit, and the verifier in a separate sandbox). The verdict is in integrity/claim_verdict.json; rewards never change.")]
+
+# Gates and outputs
+FailUnder = Annotated[Optional[float], typer.Option("--fail-under", help="Exit 1 when the pass rate over the planned tasks is below this (0 to 1)")]
+FailOn = Annotated[Optional[list[str]], typer.Option("--fail-on", hidden=True, help="Exit 1 when any trial ended this way: timeout, error, verifier-error (comma-separated or repeated)")]
+SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True, help="Write the run's benchflow.run-summary JSON (job dir, counts, gate) here")]
+TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
+RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
+AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json.")]
