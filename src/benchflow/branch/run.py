@@ -41,13 +41,10 @@ class BranchOutcome:
 
 def run_branch(spec: BranchSpec, on_event: Callable[[Event], None] | None = None) -> BranchOutcome:
     """Run ``spec`` to completion (sync wrapper over :func:`run_branch_async`)."""
-    from benchflow.jobs.api import Interrupted
+    from benchflow.jobs.api import run_to_end
 
-    try:
-        return asyncio.run(run_branch_async(spec, on_event))
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        raise Interrupted("interrupted: running children were cancelled and their sandboxes removed; "
-                          "rerun the same command to finish the unfinished children") from None
+    return run_to_end(run_branch_async(spec, on_event), "running children were cancelled and their sandboxes "
+                      "removed; rerun the same command to finish the unfinished children")
 
 
 async def run_branch_async(spec: BranchSpec, on_event: Callable[[Event], None] | None = None) -> BranchOutcome:

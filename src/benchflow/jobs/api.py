@@ -66,11 +66,16 @@ class RunOutcome:
 
 def run(spec: RunSpec, on_event: Callable[[Event], None] | None = None) -> RunOutcome:
     """Run ``spec`` to completion (sync wrapper over :func:`run_async`)."""
+    return run_to_end(run_async(spec, on_event), "running trials were cancelled and their sandboxes removed; "
+                      "rerun the same command to resume")
+
+
+def run_to_end(work: Any, what_now: str) -> Any:
+    """``asyncio.run(work)``; Ctrl-C or SIGTERM becomes :class:`Interrupted` (exit 130) saying ``what_now``."""
     try:
-        return asyncio.run(run_async(spec, on_event))
+        return asyncio.run(work)
     except (KeyboardInterrupt, asyncio.CancelledError):
-        raise Interrupted("interrupted: running trials were cancelled and their sandboxes removed; "
-                          "rerun the same command to resume") from None
+        raise Interrupted(f"interrupted: {what_now}") from None
 
 
 def resolve_ca_bundle(value: str | None) -> Path | None:
