@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import signal
 import time
 import uuid
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from typing import Any
 from benchflow.jobs.job import lock_job
 from benchflow.jobs.layout import JobPaths, TrialPaths, trial_name
 from benchflow.records import EvaluationRecord, read_json, write_record
+from benchflow.util.signals import sigterm_cancels_current_task
 
 from .checkpoint import start_snapshot
 from .plan import BranchPlan, plan_branch
@@ -99,33 +99,26 @@ async def _run(spec: BranchSpec, plan: BranchPlan, job: JobPaths, emit: Callable
     emit({"type": "job_started", "job_dir": str(job.root), "sandbox": plan.sandbox, "agent": spec.agent,
           "total": len(plan.tasks)})
     models = None if plan.agent.is_control else await ModelAccess.start(run_spec)
-    loop, main = asyncio.get_running_loop(), asyncio.current_task()
-    try:
-        loop.add_signal_handler(signal.SIGTERM, main.cancel)
-    except (NotImplementedError, RuntimeError):
-        pass
     results: dict[str, Any] = {}
     trials: list[Path] = []
     try:
-        for planned in plan.tasks:
-            paths = _trial_folder(job, planned.name)
-            trials.append(paths.root)
-            tree = TreeFile.load(paths)
-            if tree is not None and paths.result.is_file() and _done(tree):
-                results[planned.name] = read_json(paths.result)
-                continue
-            req = TrialRequest(task=planned.task, digest=planned.digest, prompts=planned.prompts, job=job,
-                               spec=run_spec, agent=plan.agent, backend=backend, backend_name=plan.sandbox,
-                               labels={"benchflow.job": job_label}, models=models, fit=planned.fit,
-                               task_secrets=planned.secrets, agent_env=dict(spec.agent_env),
-                               on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
-            results[planned.name] = await _one(spec, plan, planned, req, paths, tree)
-            emit({"type": "trial_finished", "trial": paths.name, "result": results[planned.name]})
+        with sigterm_cancels_current_task():
+            for planned in plan.tasks:
+                paths = _trial_folder(job, planned.name)
+                trials.append(paths.root)
+                tree = TreeFile.load(paths)
+                if tree is not None and paths.result.is_file() and _done(tree):
+                    results[planned.name] = read_json(paths.result)
+                    continue
+                req = TrialRequest(task=planned.task, digest=planned.digest, prompts=planned.prompts, job=job,
+                                   spec=run_spec, agent=plan.agent, backend=backend, backend_name=plan.sandbox,
+                                   labels={"benchflow.job": job_label}, models=models, fit=planned.fit,
+                                   task_secrets=planned.secrets, agent_env=dict(spec.agent_env),
+                                   on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial,
+                                                                       "phase": phase}))
+                results[planned.name] = await _one(spec, plan, planned, req, paths, tree)
+                emit({"type": "trial_finished", "trial": paths.name, "result": results[planned.name]})
     finally:
-        try:
-            loop.remove_signal_handler(signal.SIGTERM)
-        except (NotImplementedError, RuntimeError):
-            pass
         if models is not None:
             await asyncio.shield(models.stop())
     summary = build_summary(job_name=job.name, spec=run_spec, sandbox=plan.sandbox, results=results,

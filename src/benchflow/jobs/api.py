@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import Any
 
 from benchflow.errors import BenchError, UserError
 from benchflow.util import atomic
+from benchflow.util.signals import sigterm_cancels_current_task
 
 from .budget import BudgetKeeper
 from .job import JobFolder, open_job, write_evaluation
@@ -165,19 +165,10 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
                           warm_pool=spec.effective_warm_pool, retry_attempts=spec.retry.attempts,
                           retry_policy=spec.retry.policy, budget=budget, emit=emit)
-    loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
     try:
-        loop.add_signal_handler(signal.SIGTERM, main.cancel)
-    except (NotImplementedError, RuntimeError):
-        pass
-    try:
-        fresh = await scheduler.run(todo)
+        with sigterm_cancels_current_task():
+            fresh = await scheduler.run(todo)
     finally:
-        try:
-            loop.remove_signal_handler(signal.SIGTERM)
-        except (NotImplementedError, RuntimeError):
-            pass
         if models is not None:
             await asyncio.shield(models.stop())
     results = {t.key: _finished_result(job.finished[t.key]) for t in units if t.key in job.finished}

@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import os
-import signal
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -37,6 +36,7 @@ from benchflow.records import (
     read_record,
 )
 from benchflow.util import atomic
+from benchflow.util.signals import sigterm_cancels_current_task
 
 from .reader import (
     find_jobs,
@@ -134,20 +134,10 @@ async def _regrade_locked(root: Path, trials: list[TrialPaths], index: dict[str,
         emit(row)
         return row
 
-    loop, main = asyncio.get_running_loop(), asyncio.current_task()
-    try:
-        loop.add_signal_handler(signal.SIGTERM, main.cancel)
-    except (NotImplementedError, RuntimeError):
-        pass
-    try:
+    with sigterm_cancels_current_task():
         async with asyncio.TaskGroup() as group:  # a failure or Ctrl-C cancels the rest; each stops its sandbox
             running = [group.create_task(one(c)) for c in candidates]
-        rows = [task.result() for task in running]
-    finally:
-        try:
-            loop.remove_signal_handler(signal.SIGTERM)
-        except (NotImplementedError, RuntimeError):
-            pass
+    rows = [task.result() for task in running]
     summary = _summary(root, rows, reason=reason, tasks_dir=tasks_dir, sandbox=sandbox,
                        elapsed=time.monotonic() - started)
     atomic.write_json(JobPaths(root).regrade_summary, summary)
