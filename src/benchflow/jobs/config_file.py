@@ -194,4 +194,5 @@ def build_run_spec(config: str | Path | None = None, *, options: dict[str, Any] 
         return RunSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ConfigError(f"{source}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
+        message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
+        raise ConfigError(f"{source}: {'.'.join(str(p) for p in err['loc'])}: {message}") from None
