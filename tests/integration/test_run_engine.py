@@ -311,3 +311,19 @@ def test_seeds_run_every_task_once_per_seed_and_resume_per_seed(tmp_path: Path) 
     assert "0 to run, 4 reused" in again.stderr
     bad = run_bench(*args[:-2], "--seeds", "3-1")
     assert bad.returncode == 2 and "--seeds" in bad.stderr
+
+
+@pytest.mark.docker
+def test_the_frozen_workspace_is_what_the_verifier_saw(tmp_path: Path) -> None:
+    # The oracle leaves a process of the agent user appending to the workspace forever.
+    writer = ("chown agent . && runuser -u agent -- sh -c "
+              "'while :; do echo tick >> ticks.txt; done' >/dev/null 2>&1 & sleep 1")
+    count = "wc -l < ticks.txt > /logs/verifier/seen.txt; echo 1 > /logs/verifier/reward.txt"
+    make_task(tmp_path / "tasks", "late", solve=writer, test=count)
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs), "--freeze-workspace")
+    assert done.returncode == 0, done.stderr
+    trial = next(job_dir(jobs).glob("late__*"))
+    frozen = (trial / "evidence" / "workspace" / "ticks.txt").read_text().count("\n")
+    seen = int((trial / "verifier" / "seen.txt").read_text())
+    assert frozen > 0 and frozen == seen  # the writer was stopped before the freeze, not after

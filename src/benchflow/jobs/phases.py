@@ -251,7 +251,10 @@ async def verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths,
     """[Freeze the workspace], then the task's verifier (which fences the agent off first)."""
     from benchflow.verify import run_verifier
 
-    if req.spec.freeze_workspace:
+    if req.spec.freeze_workspace:  # what is frozen is what the verifier sees: the agent is stopped first
+        from benchflow.verify.fence import stop_agent_processes
+
+        await stop_agent_processes(sandbox, req.spec.sandbox_user)
         await freeze_workspace(sandbox, sandbox.workdir, paths)
     req.on_phase(paths.name, "verifier")
     t = time.monotonic()

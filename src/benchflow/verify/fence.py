@@ -135,6 +135,17 @@ def is_root(user: str | None) -> bool:
     return user is None or user in ("root", "0")
 
 
+async def stop_agent_processes(sandbox: Sandbox, agent_user: str | None) -> None:
+    """Kill every process of a non-root agent user in one step (``kill -1`` as that user): nothing it
+    started can change the workspace afterwards. Best effort: :func:`fence`'s root pass follows."""
+    if is_root(agent_user):
+        return
+    try:
+        await sandbox.exec(["sh", "-c", STOP_ALL], user=agent_user, timeout=60)
+    except BenchError:
+        pass
+
+
 async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str | None, link_tests: bool,
                 verifier_dir: str, workdir: str, cleanup_conftests: bool) -> FenceReport:
     """Stop the agent and clean the sandbox for the verifier (see the module docstring).
@@ -143,11 +154,7 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
         VerifierError: category ``verifier_infra`` when the agent's processes could not all be
             stopped, or ``/logs/verifier`` could not be made.
     """
-    if not is_root(agent_user):
-        try:
-            await sandbox.exec(["sh", "-c", STOP_ALL], user=agent_user, timeout=60)
-        except BenchError:
-            pass  # the root pass below stops them all the same
+    await stop_agent_processes(sandbox, agent_user)
     args = [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
             PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir]
     result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args], stdin=_TRUSTED_PLUGINS.read_bytes(),
