@@ -93,6 +93,24 @@ class TrialPaths:
         return self.root / "regrade.json"
 
     @property
+    def scoring_dir(self) -> Path:
+        """``scoring/``: the rubric scoring revisions, ``<attempt>.json`` each (never rewritten)."""
+        return self.root / "scoring"
+
+    def scoring_revision(self, attempt: int) -> Path:
+        return self.scoring_dir / f"{attempt}.json"
+
+    @property
+    def review_report(self) -> Path:
+        """``review_report.json``: in a reviewer's rollout folder, its review of the rollout it graded."""
+        return self.root / "review_report.json"
+
+    @property
+    def claim_verdict(self) -> Path:
+        """``integrity/claim_verdict.json``: the ``--integrity`` audit of what the agent did."""
+        return self.root / "integrity" / "claim_verdict.json"
+
+    @property
     def regrade_verifier_dir(self) -> Path:
         """Verifier outputs of the latest ``bench regrade`` (the trial's own verifier/ is never touched)."""
         return self.root / "regrade" / "verifier"

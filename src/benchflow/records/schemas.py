@@ -18,6 +18,7 @@ from benchflow.errors import UserError
 from .base import SCHEMA_VERSION
 from .branch import Observation, TreeRecord
 from .job import EvaluationRecord, JobSummary, RunCardRecord
+from .review import ClaimVerdict, ReviewReport, ScoringRevision
 from .steps import StepRecord
 from .trial import TrialConfig, TrialResult, TrialTiming
 
@@ -33,12 +34,17 @@ MODELS: dict[str, type] = {
     "tree": TreeRecord,
     "observation": Observation,
     "step": StepRecord,
+    "review-report": ReviewReport,
+    "scoring-revision": ScoringRevision,
+    "claim-verdict": ClaimVerdict,
 }
 """Schema name -> model; the file is ``<name>.schema.json``."""
 
 FILES = {"result": "result.json", "config": "config.json", "timing": "timing.json", "summary": "summary.json",
          "evaluation": "evaluation.json", "run-card": "run-card.json",
-         "tree": "tree.json", "observation": "observation.json", "step": "step.json"}
+         "tree": "tree.json", "observation": "observation.json", "step": "step.json",
+         "review-report": "review_report.json", "scoring-revision": "scoring/<attempt>.json",
+         "claim-verdict": "integrity/claim_verdict.json"}
 """Schema name -> the file it describes."""
 
 

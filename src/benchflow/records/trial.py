@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import Field, model_serializer
 
 from .base import Block, Number, Record, Text
+from .review import ScoringPointer
 from .steps import StepSummary
 
 _INFO = "null unless {what}; keys as contracts §3.12 list them."
@@ -235,6 +236,8 @@ class TrialResult(Record):
     retry: CheckpointRetry | None = Field(None, description="--retry-from-checkpoint: the retry forked from the "
                                           "last checkpoint, beside the trial's own (kept) reward; null when "
                                           "none ran.")
+    scoring: ScoringPointer | None = Field(None, description="The current rubric scoring revision (a review "
+                                           "rubric's reward beside the verifier's); null when none ran.")
 
     @property
     def reward(self) -> float | None:

@@ -27,7 +27,6 @@ from benchflow.jobs.layout import TrialPaths
 from benchflow.util import atomic
 
 KIND = "benchflow.claim-verdict"
-VERDICT_NAME = "claim_verdict.json"
 MODES = ("off", "audit", "strict")
 
 _ROOTED = r"(?<![\w./-])"
@@ -107,7 +106,7 @@ def audit(events: list[dict[str, Any]], *, network_mode: str | None, mode: str =
 
 
 def verdict_path(trial: TrialPaths) -> Path:
-    return trial.root / "integrity" / VERDICT_NAME
+    return trial.claim_verdict
 
 
 def audit_trial(trial: TrialPaths, *, network_mode: str | None, mode: str = "audit") -> dict[str, Any]:

@@ -18,11 +18,10 @@ from benchflow.jobs.layout import TrialPaths
 from benchflow.util import atomic
 
 KIND = "benchflow.scoring-revision"
-SCORING_DIR = "scoring"
 
 
 def scoring_dir(trial: TrialPaths) -> Path:
-    return trial.root / SCORING_DIR
+    return trial.scoring_dir
 
 
 def revisions(trial: TrialPaths) -> list[tuple[int, Path]]:
@@ -58,8 +57,9 @@ def add_revision(trial: TrialPaths, report: dict[str, Any], *, trigger: str) -> 
         "error": report.get("error"), "raw_answer": report.get("raw_answer"), "rubric": report["rubric"],
         "reviewer": report["reviewer"], "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
     }
-    relative = f"{SCORING_DIR}/{attempt}.json"
-    atomic.write_json(trial.root / relative, revision)
+    path = trial.scoring_revision(attempt)
+    relative = path.relative_to(trial.root).as_posix()
+    atomic.write_json(path, revision)
     _point_result(trial, relative, revision)
     return revision
 

@@ -199,7 +199,7 @@ def report_for(item: Prepared, reviewer: TrialPaths | None, settings: ReviewerSe
     report = build_report(reviewed=item.target.record(), rubric=item.rubric, reviewer=settings.record(),
                           evidence=item.evidence, outcome=outcome, reviewer_trial=reviewer.root if reviewer else None)
     if reviewer is not None:
-        atomic.write_json(reviewer.root / REPORT_NAME, report)
+        atomic.write_json(reviewer.review_report, report)
     return report
 
 
