@@ -10,7 +10,7 @@ folder. Modules, one job each:
 ``advantage``  GRPO / leave-one-out group advantages (contracts §4.8)
 ``redaction``  the shared redactor behind a cheap pre-check (rows of 10,000 rollouts in time)
 ``selection``  name lists given as files (--canonical-selection, --task-manifest)
-``branch``     --format branch-tree: refused until branch records exist (and can be read)
+``branch``     --format branch-tree: a row per branch child (prefix, continuation, advantage), --pairs
 ``formats``    one row builder per trainer format
 ``output``     JSONL and parquet writers (atomic, streamed)
 ``convert``    ``bench train convert``: the loop, the stats, ``--expected-rows``

@@ -9,6 +9,9 @@ answered 200 → ``skipped_provider_error``. ``--row-mode rollout`` makes one ro
 from the last successful call (its messages hold the whole conversation);
 ``exchange`` one row per successful call.
 
+``--format branch-tree`` reads branched trials instead, a row per branch child
+(:mod:`.branch`), and writes ``--pairs``.
+
 Group advantages are computed over every scored rollout of the source, not
 only the rows written: ``--min-reward 1`` keeps the winners' rows with the
 advantage they had among all their group's samples.
@@ -17,6 +20,7 @@ advantage they had among all their group's samples.
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,11 +29,19 @@ from benchflow.errors import BenchError, UserError
 from benchflow.util import atomic
 
 from . import advantage, rules, selection
+from .branch import branched, trial_rows
 from .chat import conversation
 from .formats import BUILDERS, FORMATS, Sample, reward_vector
 from .output import require_pyarrow, sink_for
 from .redaction import redact
-from .source import Rollout, is_ok_call, last_model_call, read_exchanges, read_rollout, trial_folders
+from .source import (
+    Rollout,
+    is_ok_call,
+    last_model_call,
+    read_exchanges,
+    read_rollout,
+    trial_folders,
+)
 
 BRANCH_ONLY = ("pairs", "pairs_any_request", "include_oracle")
 
@@ -116,6 +128,8 @@ def check_options(o: ConvertOptions) -> None:
         raise UserError("--expected-rows must be 0 or more")
     if o.out.is_dir():
         raise UserError(f"--out {o.out}: is a folder; give a file path")
+    if o.pairs is not None and (o.pairs.is_dir() or o.pairs.resolve() == o.out.resolve()):
+        raise UserError(f"--pairs {o.pairs}: give a file path other than --out")
     if o.format == "verl-sft":
         require_pyarrow()
 
@@ -179,9 +193,7 @@ def convert(o: ConvertOptions) -> dict[str, Any]:
     """
     check_options(o)
     if o.format == "branch-tree":
-        from .branch import refuse_without_branches
-
-        refuse_without_branches(o.source)
+        return _convert_branches(o)
     selected = selection.rollout_names(o.canonical_selection) if o.canonical_selection is not None else None
     group_fields = advantage.parse_group_by(o.group_by)
     windower = None
@@ -225,7 +237,39 @@ def convert(o: ConvertOptions) -> dict[str, Any]:
         if o.expected_rows is not None and stats.rows_written != o.expected_rows:
             raise RowCountMismatch(f"--expected-rows {o.expected_rows}: the conversion makes {stats.rows_written} "
                                    f"row(s); nothing was written to {o.out}")
+    return _finish(o, stats)
+
+
+def _finish(o: ConvertOptions, stats: Stats) -> dict[str, Any]:
     document = stats.document(o)
     if o.manifest is not None:
         atomic.write_json(o.manifest, document)
     return document
+
+
+def _convert_branches(o: ConvertOptions) -> dict[str, Any]:
+    """``--format branch-tree``: a row per branch child (``rollouts_seen`` counts children), ``--pairs``."""
+    selected = selection.rollout_names(o.canonical_selection) if o.canonical_selection is not None else None
+    stats = Stats()
+    trials = list(branched(o.source))
+    with ExitStack() as stack:
+        sink = sink_for(o.format, stack.enter_context(atomic.open_for_write(o.out)))
+        pairs = sink_for(o.format, stack.enter_context(atomic.open_for_write(o.pairs))) if o.pairs else None
+        for trial, rel in trials:
+            if selected is not None and trial.name not in selected and rel not in selected:
+                stats.skipped["not_selected"] += 1
+                continue
+            stats.sources[rel.rpartition("/")[0] or "."] += 1
+            for kind, row in trial_rows(trial, rel, o, stats):
+                row = rules.strip_banned(row)
+                if kind == "pair":
+                    if pairs is not None:
+                        pairs.add(row)
+                    continue
+                sink.add(row)
+                stats.rows_written += 1
+                stats.rows_with_tool_calls += rules.has_tool_calls(row["continuation"])
+        if o.expected_rows is not None and stats.rows_written != o.expected_rows:
+            raise RowCountMismatch(f"--expected-rows {o.expected_rows}: the conversion makes "
+                                   f"{stats.rows_written} row(s); nothing was written to {o.out}")
+    return _finish(o, stats)

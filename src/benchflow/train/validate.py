@@ -20,6 +20,7 @@ from typing import Any
 
 from benchflow.errors import UserError
 from benchflow.records import TrialResult, Unreadable, read_record
+from benchflow.records.branch import Observation
 
 from . import rules, selection
 from .formats import FORMATS
@@ -102,6 +103,17 @@ def _conversation(row: dict[str, Any], fmt: str) -> tuple[list[str], Any]:
         tools = row.get("tools")
         problems = [] if tools is None or isinstance(tools, list) else ["tools: not a list"]
         return problems, prompt + completion
+    if fmt == "branch-tree":
+        prefix, continuation = row.get("prefix"), row.get("continuation")
+        if not isinstance(prefix, list) or not isinstance(continuation, list) or not continuation:
+            return ["prefix/continuation: each must be a list of messages, the continuation not empty"], None
+        problems = [f"{key}: missing or not text" for key in ("fork", "node")
+                    if not isinstance(row.get(key), str) or not row.get(key)]
+        advantage = row.get("advantage", "missing")
+        if advantage is not None and (not isinstance(advantage, (int, float)) or isinstance(advantage, bool)
+                                      or not math.isfinite(advantage)):
+            problems.append(f"advantage: {advantage!r} is not a number or null")
+        return problems, prefix + continuation
     if fmt == "openenv-episodes":
         steps = row.get("steps")
         if not isinstance(steps, list) or not steps:
@@ -136,7 +148,7 @@ def check_row(row: Any, fmt: str) -> tuple[list[str], list[Any] | None]:
     if not isinstance(row, dict):
         return ["not a JSON object"], None
     problems, messages = _conversation(row, fmt)
-    if messages is not None or fmt not in ("trl-sft", "openenv-episodes"):  # those two name what is missing
+    if messages is not None or fmt not in ("trl-sft", "openenv-episodes", "branch-tree"):  # those two name what is missing
         problems += check_messages(messages)
     banned = _banned_keys({k: v for k, v in row.items()})
     if banned:
@@ -148,10 +160,25 @@ def check_row(row: Any, fmt: str) -> tuple[list[str], list[Any] | None]:
     return problems, messages
 
 
+def _child_problems(row: dict[str, Any], child: Path) -> list[str]:
+    """A branch-tree row traced to its child's ``observation.json``."""
+    try:
+        observation = read_record(Observation, child / "observation.json")
+    except Unreadable as exc:
+        return [f"source: {exc}"]
+    if observation is None:
+        return [f"source {child}: no observation.json"]
+    if row.get("reward") != observation.reward:
+        return [f"reward {row.get('reward')!r} differs from the source's {observation.reward!r}"]
+    return []
+
+
 def _source_problems(row: dict[str, Any], o: ValidateOptions, selected: set[str] | None) -> list[str]:
     source = row.get("source_path")
     if not isinstance(source, str) or not source:
         return ["source_path: missing (cannot audit the source)"]
+    if o.format == "branch-tree":
+        return _child_problems(row, o.source_jobs / source) if o.source_jobs else []
     trial = (o.source_jobs / source).parent.parent if o.source_jobs else None
     problems: list[str] = []
     if selected is not None:
@@ -184,9 +211,6 @@ def validate(o: ValidateOptions) -> dict[str, Any]:
     """The report: ``{ok, rows, bad_rows, problems: [{row, problem}], ...}``."""
     if o.format not in FORMATS:
         raise UserError(f"--format {o.format!r}: unknown; use one of {', '.join(FORMATS)}")
-    if o.format == "branch-tree":
-        raise UserError("--format branch-tree: this BenchFlow writes no branch-tree rows yet, so it cannot "
-                        "check them")
     if not o.path.is_file():
         raise UserError(f"{o.path}: no such file; give the trainer JSONL (or parquet for verl-sft)")
     if o.source_jobs is not None and not o.source_jobs.is_dir():
