@@ -58,6 +58,11 @@ class TrialSummary(BaseModel):
     """The job folder name, when several jobs are read together."""
     steps: list[dict[str, Any]] | None = None
     """A multi-step task's steps (``result.json`` ``steps``: index, name, status, reward, min_reward)."""
+    review: dict[str, Any] | None = None
+    """The current rubric scoring revision (``result.json`` ``scoring``: current, attempt, status, rubric_reward,
+    decision); beside ``reward``, never replacing it."""
+    integrity: dict[str, Any] | None = None
+    """The ``--integrity`` verdict (``integrity/claim_verdict.json``: verdict, mode, flag_codes)."""
 
 
 class JobDocument(BaseModel):

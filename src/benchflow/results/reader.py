@@ -36,6 +36,7 @@ from benchflow.records import (
 )
 
 from .documents import TrialSummary
+from .review import integrity_of, review_of
 from .outcome import (
     assessment_of,
     control_of,
@@ -98,6 +99,7 @@ def summarize(trial: TrialPaths, result: TrialResult | None, config: TrialConfig
         finished=finished, seed=r.seed if result is not None or config is None else config.seed,
         n_attempts=1, job=job,
         steps=[step.model_dump(mode="json") for step in r.steps] if r.steps else None,
+        review=review_of(result), integrity=integrity_of(trial),
     ))
 
 

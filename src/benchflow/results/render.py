@@ -78,6 +78,16 @@ def score_line(solve: dict[str, Any], label: str = "Score") -> str:
             f"trials; {ks}" + (f"; {hats}" if hats else ""))
 
 
+def trial_table(trials: list[TrialSummary]) -> str:
+    """The trials' table; a ``review`` column (rubric decision and reward · integrity verdict) when any has one."""
+    from .review import cell
+
+    rows = trial_rows(trials)
+    if not any(t.review or t.integrity for t in trials):
+        return table(TRIAL_HEADERS, rows)
+    return table((*TRIAL_HEADERS, "review"), [[*row, cell(t.review, t.integrity)] for row, t in zip(rows, trials)])
+
+
 def trial_rows(trials: Iterable[TrialSummary]) -> list[list[Any]]:
     return [[t.name, t.outcome + (f" ({t.control})" if t.control else ""), num(t.reward, 2) if t.reward is not None
              else "-", t.error_category or t.verifier_error_category or "", num(t.duration_sec, 1),
@@ -102,7 +112,7 @@ def render_job(doc: JobDocument) -> str:
         label = ", ".join(f"{k}={v}" for k, v in group["group"].items())
         lines.append(f"[{label}] " + outcomes_line(group["denominators"]))
     lines += [f"note: {n}" for n in doc.notes]
-    lines += ["", table(TRIAL_HEADERS, trial_rows(doc.trials))]
+    lines += ["", trial_table(doc.trials)]
     for trial in doc.trials:
         if trial.steps:
             lines.append(f"{trial.name} steps: " + " · ".join(step_cells(trial.steps)))
@@ -136,6 +146,14 @@ def render_trial(doc: TrialDocument) -> str:
         lines.append(f"see: bench explain {t.verifier_error_category or t.error_category}")
     if t.steps:
         lines.append("steps: " + " · ".join(step_cells(t.steps)))
+    if t.review or t.integrity:
+        from .review import integrity_text, review_text
+
+        if t.review:
+            lines.append(f"review: {review_text(t.review)}  ({t.review['current']}; the reward above is the "
+                         "verifier's, unchanged)")
+        if t.integrity:
+            lines.append(f"integrity: {integrity_text(t.integrity)}  (integrity/claim_verdict.json)")
     if doc.regrade:
         lines.append(f"regrade: {json.dumps(doc.regrade)[:300]}")
     lines += [f"note: {n}" for n in doc.notes]

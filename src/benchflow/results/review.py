@@ -1,0 +1,59 @@
+"""A trial's rubric review and integrity verdict, as ``bench results``, ``bench eval inspect`` and ``bench view`` show them.
+
+The review comes from ``result.json``'s ``scoring`` block (the current scoring
+revision); the verdict from ``integrity/claim_verdict.json``. Both are shown
+beside the verifier's reward, which they never change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from benchflow.jobs.layout import TrialPaths
+from benchflow.records import TrialResult
+
+
+def review_of(result: TrialResult | None) -> dict[str, Any] | None:
+    """``{current, attempt, status, rubric_reward, decision}`` of the current scoring revision, or None."""
+    if result is None or result.scoring is None:
+        return None
+    return result.scoring.model_dump(mode="json", include={"current", "attempt", "status", "rubric_reward",
+                                                           "decision"})
+
+
+def integrity_of(trial: TrialPaths) -> dict[str, Any] | None:
+    """``{verdict, mode, flag_codes}`` of the trial's claim verdict, or None (none written, or unreadable)."""
+    try:
+        data = json.loads(trial.claim_verdict.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("verdict") not in ("clean", "flagged"):
+        return None
+    codes = data.get("flag_codes")
+    return {"verdict": data["verdict"], "mode": data.get("mode"),
+            "flag_codes": [str(c) for c in codes] if isinstance(codes, list) else []}
+
+
+def review_text(review: dict[str, Any] | None) -> str:
+    """``publishable 0.85``, ``reviewer_error``, or ``""``."""
+    if not review:
+        return ""
+    if review.get("status") != "completed":
+        return str(review.get("status") or "reviewer_error")
+    reward = review.get("rubric_reward")
+    return f"{review.get('decision')} {reward:.2f}" if isinstance(reward, (int, float)) else str(review.get("decision"))
+
+
+def integrity_text(integrity: dict[str, Any] | None) -> str:
+    """``clean``, ``flagged: read_tests, wrote_reward``, or ``""``."""
+    if not integrity:
+        return ""
+    if integrity["verdict"] == "flagged" and integrity["flag_codes"]:
+        return "flagged: " + ", ".join(integrity["flag_codes"])
+    return integrity["verdict"]
+
+
+def cell(review: dict[str, Any] | None, integrity: dict[str, Any] | None) -> str:
+    """One table cell: the review, then the integrity verdict."""
+    return " · ".join(part for part in (review_text(review), integrity_text(integrity)) if part)

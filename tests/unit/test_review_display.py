@@ -1,0 +1,58 @@
+"""bench results / bench eval inspect show a trial's rubric review and integrity verdict beside the unchanged reward."""
+
+from __future__ import annotations
+
+import json
+
+from benchflow.results import render
+from benchflow.results.views import inspect_path, results_for
+from tests.fixtures import reviewed_job
+
+
+def _row(text: str, name: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(name))
+
+
+def test_the_job_table_gets_a_review_column(tmp_path) -> None:
+    job = reviewed_job.write(tmp_path / "job")
+    text = render.render_job(results_for([job.root]))
+    header = next(line for line in text.splitlines() if line.startswith("trial"))
+    assert header.split()[-1] == "review"
+    assert _row(text, "good__00000001").endswith("publishable 1.00 · clean")
+    assert _row(text, "meh__00000002").endswith("presentable_with_revisions 0.75 · flagged: read_tests")
+    fail = _row(text, "fail__00000003")
+    assert fail.endswith("not_publishable 0.00") and " 0.00 " in fail  # the verifier's reward stays 0
+
+
+def test_a_job_without_reviews_keeps_its_columns(tmp_path) -> None:
+    job = reviewed_job.write(tmp_path / "job")
+    for trial in job.trials():
+        data = json.loads(trial.result.read_text())
+        data.pop("scoring")
+        trial.result.write_text(json.dumps(data))
+        trial.claim_verdict.unlink(missing_ok=True)
+    text = render.render_job(results_for([job.root]))
+    assert "review" not in next(line for line in text.splitlines() if line.startswith("trial"))
+
+
+def test_inspect_of_a_trial_prints_review_and_integrity_lines(tmp_path) -> None:
+    job = reviewed_job.write(tmp_path / "job")
+    doc = inspect_path(job.trial("meh__00000002").root)
+    text = render.render_trial(doc)
+    assert "reward: 1.000" in text
+    assert ("review: presentable_with_revisions 0.75  (scoring/1.json; the reward above is the verifier's, "
+            "unchanged)") in text
+    assert "integrity: flagged: read_tests  (integrity/claim_verdict.json)" in text
+    assert doc.summary.review["current"] == "scoring/1.json" and doc.summary.integrity["verdict"] == "flagged"
+    fail = inspect_path(job.trial("fail__00000003").root).summary
+    assert fail.reward == 0.0 and fail.review["attempt"] == 2 and fail.integrity is None
+
+
+def test_json_carries_both_blocks_and_an_unreadable_verdict_is_left_out(tmp_path) -> None:
+    job = reviewed_job.write(tmp_path / "job")
+    job.trial("good__00000001").claim_verdict.write_text("{not json")
+    doc = json.loads(render.to_json(results_for([job.root])))
+    by_name = {t["name"]: t for t in doc["trials"]}
+    assert by_name["good__00000001"]["integrity"] is None
+    assert by_name["good__00000001"]["review"]["decision"] == "publishable"
+    assert by_name["meh__00000002"]["integrity"]["flag_codes"] == ["read_tests"]
