@@ -76,14 +76,19 @@ def _acp_messages(path: Path) -> list[dict[str, Any]] | None:
             event = json.loads(line)
         except ValueError:
             continue
-        role = {"user_message": "user", "agent_message": "assistant"}.get(event.get("type"))
+        kind = event.get("type") if isinstance(event, dict) else None
+        role = {"user_message": "user", "agent_message": "assistant"}.get(kind)
         if role and isinstance(event.get("text"), str):
             messages.append({"role": role, "content": event["text"]})
+        elif kind == ORACLE:  # the solution script ran: its exit code is the only answer
+            messages.append({"role": "assistant", "content": f"{event.get('command') or 'the solution'} "
+                             f"exited with code {event.get('return_code')}"})
     return messages
 
 
-def _conversation(folder: Path, counts: rules.Counts, do_redact: bool):
-    """(messages, tools) of one child: its last 200 model call, else its ACP trajectory."""
+def _conversation(folder: Path, prompts: list[str], counts: rules.Counts, do_redact: bool):
+    """(messages, tools) of one child: its last 200 model call, else its ACP trajectory (led by the
+    child's prompts when it records none, as the oracle's does)."""
     messages, tools = None, []
     llm = folder / "trajectory" / "llm_trajectory.jsonl"
     if llm.is_file():
@@ -94,6 +99,8 @@ def _conversation(folder: Path, counts: rules.Counts, do_redact: bool):
             messages = rules.apply(messages, counts, trim=False)
     if messages is None:
         messages = _acp_messages(folder / "trajectory" / "acp_trajectory.jsonl")
+        if messages is not None and not any(m["role"] == "user" for m in messages):
+            messages = [{"role": "user", "content": p} for p in prompts if isinstance(p, str)] + messages
     if messages is not None and do_redact:
         messages, tools = redact(messages), redact(tools)
     return messages, tools
@@ -111,7 +118,8 @@ def _read_children(trial: TrialPaths, tree: TreeRecord, fork_children: list[str]
                 obs = read_record(Observation, trial.root / path / "observation.json", notes=notes)
             except Unreadable as exc:
                 notes.append(str(exc))
-        messages, tools = _conversation(trial.root / path, counts, do_redact) if node else (None, [])
+        prompts = (obs.request.get("prompts") if obs else None) or []
+        messages, tools = _conversation(trial.root / path, prompts, counts, do_redact) if node else (None, [])
         children.append(Child(node_id, path, obs, messages, tools))
     return children
 
