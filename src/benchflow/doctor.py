@@ -37,7 +37,7 @@ class Check:
     group: str
     name: str
     status: str
-    """ok, warn or fail."""
+    """ok, warn, fail, or skip (an agent-start stage not run)."""
     detail: str
     required: bool = False
 
@@ -132,8 +132,11 @@ def run_doctor(*, sandbox: str = "docker", offline: bool = False, cwd: Path | No
     return report
 
 
-def agent_start_check(name: str, *, sandbox: str, ca_bundle: str | None) -> Check:
-    """A required check: the agent installs in a fresh sandbox and answers ACP ``initialize``."""
+def agent_start_check(name: str, *, sandbox: str, ca_bundle: str | None) -> list[Check]:
+    """Required checks, one per start-up stage (:mod:`benchflow.jobs.stages`): install, launch, handshake.
+
+    The first-model-call stage is listed as not exercised: doctor sends no prompt and spends nothing.
+    """
     import asyncio
 
     from benchflow.errors import BenchError
@@ -141,10 +144,10 @@ def agent_start_check(name: str, *, sandbox: str, ca_bundle: str | None) -> Chec
     from benchflow.jobs.api import resolve_ca_bundle
 
     try:
-        answer = asyncio.run(agent_start(name, sandbox=sandbox, ca_bundle=resolve_ca_bundle(ca_bundle)))
+        stages = asyncio.run(agent_start(name, sandbox=sandbox, ca_bundle=resolve_ca_bundle(ca_bundle)))
     except BenchError as exc:
-        return Check("agent", f"start {name}", "fail", f"{exc.category}: {exc}", required=True)
-    version = (answer["initialize"] or {}).get("protocolVersion", "?")
-    return Check("agent", f"start {name}", "ok",
-                 f"installed and answered ACP initialize (protocol {version}) in {answer['seconds']}s",
-                 required=True)
+        return [Check("agent", f"start {name}", "fail", f"{exc.category}: {exc}", required=True)]
+    status = {"ok": "ok", "FAIL": "fail"}
+    return [Check("agent", f"start {name}: {stage.name}", status.get(stage.status, "skip"),
+                  stage.describe() if stage.status in status else stage.line(),
+                  required=stage.status in status) for stage in stages]

@@ -8,7 +8,19 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_bench
+from tests.doubles.fake_model_server import FakeModelServer
 from tests.integration.test_agent_pipeline import fake_agent_file
+
+
+def stages(stdout: str) -> dict[str, str]:
+    """``{stage: "ok 1.2s ..."/"FAIL ..."/"skipped"}`` from smoke's ``fake-acp  <stage>  <result>`` lines."""
+    found = {}
+    for line in stdout.splitlines():
+        name, sep, rest = line.partition("  ")
+        stage, sep2, result = rest.partition("  ")
+        if name == "fake-acp" and sep and sep2:
+            found[stage] = result
+    return found
 
 
 @pytest.mark.docker
@@ -26,10 +38,41 @@ def test_smoke_runs_each_credentialed_agent_and_gates_on_reward(tmp_path: Path) 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "ok fake-acp" in done.stdout and "reward 1" in done.stdout
     assert "1/1 agents scored 1.0" in done.stdout
+    passed = stages(done.stdout)
+    assert list(passed) == ["install", "launch", "handshake", "first model call"], done.stdout
+    assert all(passed[s].startswith("ok ") for s in ("install", "launch", "handshake")), passed
+    assert passed["first model call"] == "not exercised (the agent reported no model usage)"
 
     agent("true")
     failed = run_bench("eval", "smoke", "--agent", "fake-acp", "--jobs-dir", str(tmp_path / "smoke"), env=env)
     assert failed.returncode == 1 and "FAIL fake-acp" in failed.stdout
+
+    broken = fake_agent_file(tmp_path, api_key_env=["FAKE_SMOKE_KEY"], launch="sh -c 'exit 3'")
+    (agents / "fake-acp.toml").write_text(broken.read_text())
+    crashed = run_bench("eval", "smoke", "--agent", "fake-acp", "--jobs-dir", str(tmp_path / "smoke"), env=env)
+    assert crashed.returncode == 1
+    lines = stages(crashed.stdout)
+    assert lines["launch"].startswith("FAIL pipe_closed"), crashed.stdout
+    assert lines["handshake"] == lines["first model call"] == "skipped"
+    assert "FAIL fake-acp  reward n/a" in crashed.stdout and "launch failed" in crashed.stdout
+
+
+@pytest.mark.docker
+def test_smoke_reports_the_first_model_call_through_the_fake_upstream(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    steps = [{"op": "ask_model", "api": "openai", "prompt": "say hello"},
+             {"op": "tool", "id": "w", "run": "printf 'Hello, world!\\n' > hello.txt"}]
+    toml = fake_agent_file(tmp_path, env={"FAKE_ACP_SCRIPT": json.dumps({"prompts": [steps]})})
+    (agents / "fake-acp.toml").write_text(toml.read_text())
+    with FakeModelServer() as upstream:
+        done = run_bench("eval", "smoke", "--agent", "fake-acp=gpt-4o-mini", "--jobs-dir", str(tmp_path / "smoke"),
+                         env={"BENCHFLOW_AGENTS_DIR": str(agents), "OPENAI_API_KEY": "sk-test-" + "u" * 30,
+                              "OPENAI_BASE_URL": upstream.url + "/v1"})
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert len(upstream.requests) == 1
+    lines = stages(done.stdout)
+    assert lines["first model call"].startswith("ok ") and "input tokens" in lines["first model call"], done.stdout
 
 
 def test_smoke_with_no_credentialed_agent_says_so(tmp_path: Path) -> None:

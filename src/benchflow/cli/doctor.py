@@ -9,7 +9,7 @@ import typer
 
 doctor_cmd = typer.Typer(add_completion=False)
 
-_MARK = {"ok": "ok", "warn": "warn", "fail": "FAIL"}
+_MARK = {"ok": "ok", "warn": "warn", "fail": "FAIL", "skip": "skip"}
 
 
 @doctor_cmd.command(help="Check this machine can run evals: Python/uv, sandbox, agent credentials, network.\n\n"
@@ -28,7 +28,7 @@ def doctor(
 
     report = run_doctor(sandbox=sandbox, offline=offline)
     if agent_start:
-        report.checks.append(agent_start_check(agent_start, sandbox=sandbox, ca_bundle=ca_bundle))
+        report.checks.extend(agent_start_check(agent_start, sandbox=sandbox, ca_bundle=ca_bundle))
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -3,6 +3,7 @@
 No prompt and no model call: the agent is installed (from its cached image layer
 on Docker), launched as the sandbox user, and must answer ``initialize``. A broken
 install, a missing login or a crashing adapter shows here, before a batch.
+``bench eval smoke`` runs these same stages before its hello-world run (see :mod:`.stages`).
 """
 
 from __future__ import annotations
@@ -13,18 +14,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchflow.errors import ConfigError
+from benchflow.errors import BenchError, ConfigError
+
+from .stages import Stage, finish
+
+LAUNCH_FAILURES = ("pipe_closed",)
+"""Handshake error categories meaning the agent process ended before it could answer."""
 
 
 async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | None = None,
-                      timeout_sec: float = 300.0) -> dict[str, Any]:
-    """Install and handshake ``name`` on the bundled hello-world task.
+                      timeout_sec: float = 300.0, model_call: Stage | None = None) -> list[Stage]:
+    """Install, launch and handshake ``name`` on the bundled hello-world task; never raises for agent failures.
 
-    Returns ``{"agent", "seconds", "initialize": <the agent's answer>}``.
+    Returns the four stages (:data:`.stages.STAGES`); the model-call one is ``model_call`` when
+    given, else ``not exercised``.
 
     Raises:
         ConfigError: unknown agent, or a control (oracle/nop has nothing to start).
-        AgentError: the install or the handshake failed (its category says which).
     """
     from benchflow import agents
     from benchflow.agents.base import AgentContext
@@ -40,6 +46,8 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
     agent = agents.resolve(name)
     if agent.is_control or not hasattr(agent, "handshake"):
         raise ConfigError(f"--agent-start {name}: a control agent has nothing to install or start")
+    model_call = model_call or Stage("first model call", "not exercised", detail="no prompt is sent")
+    done: list[Stage] = []
     started = time.monotonic()
     backend = get_backend(sandbox)
     spec = spec_for_task(load_task(HELLO_WORLD), ca_bundle=ca_bundle,
@@ -59,7 +67,36 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
                                    user=spec.sandbox_user)
                 if not layered:
                     await agent.install(box, ctx)
-                answer = await asyncio.wait_for(agent.handshake(box, ctx), timeout_sec)
+                done.append(Stage("install", "ok", time.monotonic() - started))
+                done += await _launch_and_handshake(agent, box, ctx, timeout_sec)
         except SessionSetupError as exc:
-            raise exc.cause from None
-    return {"agent": agent.name, "seconds": round(time.monotonic() - started, 1), "initialize": answer}
+            done.append(Stage("install", "FAIL", detail=_cause(exc.cause)))
+        except BenchError as exc:
+            if not done:
+                done.append(Stage("install", "FAIL", detail=_cause(exc)))
+            else:
+                raise
+    return finish(done, model_call=model_call)
+
+
+async def _launch_and_handshake(agent: Any, box: Any, ctx: Any, timeout_sec: float) -> list[Stage]:
+    started = time.monotonic()
+    try:
+        answer = await asyncio.wait_for(agent.handshake(box, ctx), timeout_sec)
+    except TimeoutError:
+        return [Stage("launch", "ok", time.monotonic() - started),
+                Stage("handshake", "FAIL", detail=f"no initialize answer within {timeout_sec:g}s")]
+    except BenchError as exc:
+        if exc.category in LAUNCH_FAILURES:
+            return [Stage("launch", "FAIL", detail=_cause(exc))]
+        return [Stage("launch", "ok", time.monotonic() - started), Stage("handshake", "FAIL", detail=_cause(exc))]
+    seconds = time.monotonic() - started
+    version = (answer or {}).get("protocolVersion", "?")
+    return [Stage("launch", "ok", seconds),
+            Stage("handshake", "ok", seconds, f"answered ACP initialize, protocol {version}")]
+
+
+def _cause(exc: BaseException) -> str:
+    category = getattr(exc, "category", None)
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return f"{category}: {first}" if category else first

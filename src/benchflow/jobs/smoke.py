@@ -1,15 +1,24 @@
-"""``bench eval smoke``: the bundled hello-world task once per credentialed agent, one at a time."""
+"""``bench eval smoke``: the bundled hello-world task once per credentialed agent, one at a time.
+
+Each agent first goes through ``bench doctor --agent-start``'s stages (install, launch, handshake;
+see :mod:`.stages`); only if they pass does it run hello-world, whose result gives the
+first-model-call stage: FAIL on an agent or provider error, ok when the agent reported model
+usage, not exercised when the run finished without any.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchflow.errors import ConfigError, SandboxUnavailable
+
+from .stages import Stage, finish
 
 
 @dataclass
@@ -20,6 +29,7 @@ class SmokeRow:
     seconds: float
     trajectory: str | None
     error: str | None = None
+    stages: list[Stage] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -69,8 +79,16 @@ def run_smoke(agents: list[str], *, sandbox: str, jobs_dir: Path, timeout_sec: f
     rows = []
     for name, model in targets:
         started = time.monotonic()
+        stages = _start_stages(name, sandbox, timeout_sec)
+        failed = next((stage for stage in stages if stage.failed), None)
+        if failed:
+            rows.append(SmokeRow(name, model, None, time.monotonic() - started, None,
+                                 f"{failed.name} failed", stages))
+            on_row(rows[-1])
+            continue
         options = {"agent": name, "sandbox": sandbox, "jobs_dir": str(jobs_dir / stamp / name), "fresh": True,
                    "max_retries": 0, **({"model": model} if model else {})}
+        run_started = time.monotonic()
         try:
             spec = make_spec(str(HELLO_WORLD), **options)
             outcome = asyncio.run(asyncio.wait_for(run_async(spec), timeout_sec))
@@ -79,8 +97,12 @@ def run_smoke(agents: list[str], *, sandbox: str, jobs_dir: Path, timeout_sec: f
             row = SmokeRow(name, model, reward, time.monotonic() - started,
                            str(trial / "trajectory") if trial else None,
                            None if outcome.summary["passed"] else _why(outcome))
-        except asyncio.TimeoutError:
+            model_call = _model_call(trial, time.monotonic() - run_started)
+        except TimeoutError:
             row = SmokeRow(name, model, None, time.monotonic() - started, None, f"took longer than {timeout_sec:g}s")
+            model_call = Stage("first model call", "FAIL", detail=f"the run took longer than {timeout_sec:g}s")
+        if stages:
+            row.stages = finish(stages[:3], model_call=model_call)
         rows.append(row)
         on_row(row)
     return rows
@@ -89,3 +111,31 @@ def run_smoke(agents: list[str], *, sandbox: str, jobs_dir: Path, timeout_sec: f
 def _why(outcome) -> str:
     categories = outcome.summary.get("error_categories") or outcome.summary.get("verifier_error_categories")
     return f"not solved ({', '.join(categories)})" if categories else "not solved"
+
+
+def _start_stages(name: str, sandbox: str, timeout_sec: float) -> list[Stage]:
+    """The agent-start stages, or none for a control agent (nothing to install or start)."""
+    from benchflow import agents
+
+    from .agent_start import agent_start
+
+    agent = agents.resolve(name)
+    if agent.is_control or not hasattr(agent, "handshake"):
+        return []
+    return asyncio.run(agent_start(name, sandbox=sandbox, timeout_sec=timeout_sec))
+
+
+def _model_call(trial: Path | None, seconds: float) -> Stage:
+    """The first-model-call stage from the trial's result.json."""
+    path = trial / "result.json" if trial else None
+    if path is None or not path.is_file():
+        return Stage("first model call", "FAIL", detail="the run left no result.json")
+    result = json.loads(path.read_text())
+    if result.get("api_error_info") or result.get("error_category"):
+        first = (str(result.get("error") or "").strip().splitlines() or [""])[0]
+        category = result.get("error_category") or "api_error"
+        return Stage("first model call", "FAIL", detail=f"{category}: {first}".rstrip(": "))
+    tokens = (result.get("agent_result") or {}).get("n_input_tokens") or 0
+    if tokens > 0:
+        return Stage("first model call", "ok", seconds, f"{tokens} input tokens")
+    return Stage("first model call", "not exercised", detail="the agent reported no model usage")
