@@ -22,13 +22,21 @@ def review_of(result: TrialResult | None) -> dict[str, Any] | None:
                                                            "decision"})
 
 
-def integrity_of(trial: TrialPaths) -> dict[str, Any] | None:
-    """``{verdict, mode, flag_codes}`` of the trial's claim verdict, or None (none written, or unreadable)."""
+def _verdict(trial: TrialPaths) -> dict[str, Any] | None:
+    """The claim verdict document, or None (none written, unreadable, or no clean/flagged verdict)."""
     try:
         data = json.loads(trial.claim_verdict.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.get("verdict") not in ("clean", "flagged"):
+        return None
+    return data
+
+
+def integrity_of(trial: TrialPaths, data: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """``{verdict, mode, flag_codes}`` of the trial's claim verdict (``data`` when already read), or None."""
+    data = data if data is not None else _verdict(trial)
+    if data is None:
         return None
     codes = data.get("flag_codes")
     return {"verdict": data["verdict"], "mode": data.get("mode"),
@@ -57,3 +65,25 @@ def integrity_text(integrity: dict[str, Any] | None) -> str:
 def cell(review: dict[str, Any] | None, integrity: dict[str, Any] | None) -> str:
     """One table cell: the review, then the integrity verdict."""
     return " · ".join(part for part in (review_text(review), integrity_text(integrity)) if part)
+
+
+def review_detail(trial: TrialPaths) -> dict[str, Any] | None:
+    """What ``bench view`` shows of the review: the current revision's verdicts, and the integrity flags.
+
+    ``{"review": {status, decision, rubric_reward, raw_quality, gated_quality, gates, criteria, error, attempt},
+    "integrity": {verdict, mode, flags}}`` (either may be None); None when the trial has neither."""
+    from benchflow.review.revisions import latest
+
+    revision = latest(trial)
+    review = None if revision is None else {k: revision.get(k) for k in (
+        "attempt", "status", "decision", "rubric_reward", "raw_quality", "gated_quality", "verifier_reward",
+        "gates", "criteria", "error")}
+    verdict = _verdict(trial)
+    integrity = integrity_of(trial, verdict)
+    if verdict is not None and integrity is not None:
+        flags = verdict.get("flags") if isinstance(verdict.get("flags"), list) else []
+        integrity["flags"] = [{k: f.get(k) for k in ("code", "message", "command")} for f in flags
+                              if isinstance(f, dict)]
+    if review is None and integrity is None:
+        return None
+    return {"review": review, "integrity": integrity}

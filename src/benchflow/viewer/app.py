@@ -10,7 +10,7 @@ Endpoints (all GET unless noted)::
 
     /api/overview                       what was opened; job list; confirm bar settings
     /api/job?id=J                       benchflow.job document, each trial with its "id"
-    /api/trial?id=T                     benchflow.trial document + trajectory totals
+    /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review
     /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events
     /api/compare?a=J&b=J                benchflow.comparison document
     /api/outcomes?id=J[&id=J2…][&part=pareto|outcomes|training]
@@ -214,6 +214,10 @@ class Viewer:
         from .branches import branch_tree
 
         doc["branches"] = branch_tree(path, self.source.ident)
+        from benchflow.jobs.layout import TrialPaths
+        from benchflow.results.review import review_detail
+
+        doc["review"] = review_detail(TrialPaths(path))
         return doc
 
     def _page(self, path: Path, kind: str, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:

@@ -216,11 +216,26 @@
       ? el("div", {class: "side-by-side"}, original, el("div", {class: "card", id: "regrade"}, el("h2", {text: "Regrade"}), details("", doc.regrade)))
       : original;
     const files = Object.entries(doc.verifier_files || {});
-    return el("div", {}, top,
+    return el("div", {}, top, reviewCard(doc.review),
       el("h2", {text: "Verifier output"}),
       files.length ? files.map(([name, text]) => el("div", {class: "card verifier-file"}, el("div", {class: "label", text: name}),
                                                   textBlock(text, {label: name})))
                    : el("p", {class: "muted", text: "No verifier output was recorded."}));
+  }
+
+  /* The rubric review's current revision (per-criterion verdicts) and the integrity verdict; beside the
+     verifier's reward above, which neither changes. */
+  function reviewCard(detail) {
+    if (!detail) return null;
+    const r = detail.review, i = detail.integrity;
+    return el("div", {class: "card", id: "review"},
+      r ? el("div", {}, el("h2", {text: "Rubric review"}),
+        kv([["Decision", r.status === "completed" ? r.decision : badge(r.status)], ["Rubric reward", fmt.num(r.rubric_reward)],
+            ["Raw quality", fmt.num(r.raw_quality)], ["Revision", "scoring/" + r.attempt + ".json"],
+            ["Error", r.error ? r.error.category + ": " + (r.error.message || "") : null]]),
+        r.gates ? details("Gates", r.gates) : null, r.criteria ? details("Criteria", r.criteria) : null) : null,
+      i ? el("div", {}, el("h2", {text: "Integrity"}), kv([["Verdict", badge(i.verdict)], ["Mode", i.mode]]),
+        i.flags.length ? details("Flags", i.flags) : null) : null);
   }
 
   /** A value as a table when it is a list of records, a key/value list for an object, text otherwise. */
