@@ -61,10 +61,12 @@ class Interrupted(BenchError):
 def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: str | None = None,
             concurrency: int = DEFAULT_CONCURRENCY, reason: str | None = None,
             on_row: Callable[[dict[str, Any]], None] | None = None,
-            allow_task_env: Iterable[str] = ()) -> dict[str, Any]:
+            allow_task_env: Iterable[str] = (), review: dict[str, Any] | None = None) -> dict[str, Any]:
     """Regrade the job or trial folder at ``path``; returns the ``regrade-summary.json`` document.
 
     ``allow_task_env`` names the host variables the current tasks may read, as for ``bench run``.
+    ``review`` (``--review``: the ``--reviewer-*`` changes, possibly empty) also reruns each regraded trial's
+    rubric review gated by the new test (:mod:`.regrade_review`).
 
     Raises:
         JobFolderError: ``path`` is not a job or trial folder, or the job is locked (running or regrading).
@@ -74,7 +76,8 @@ def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: s
     """
     try:
         return asyncio.run(regrade_async(path, tasks_dir=tasks_dir, sandbox=sandbox, concurrency=concurrency,
-                                         reason=reason, on_row=on_row, allow_task_env=allow_task_env))
+                                         reason=reason, on_row=on_row, allow_task_env=allow_task_env,
+                                         review=review))
     except (KeyboardInterrupt, asyncio.CancelledError):
         raise Interrupted("interrupted: running regrades were cancelled and their sandboxes removed; "
                           "regrade.json files already written are kept") from None
@@ -83,7 +86,7 @@ def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: s
 async def regrade_async(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: str | None = None,
                         concurrency: int = DEFAULT_CONCURRENCY, reason: str | None = None,
                         on_row: Callable[[dict[str, Any]], None] | None = None,
-                        allow_task_env: Iterable[str] = ()) -> dict[str, Any]:
+                        allow_task_env: Iterable[str] = (), review: dict[str, Any] | None = None) -> dict[str, Any]:
     if concurrency < 1:
         raise ConfigError(f"--concurrency {concurrency}: give 1 or more")
     root, trials = trials_of(Path(path).expanduser())
@@ -91,7 +94,7 @@ async def regrade_async(path: str | Path, *, tasks_dir: str | Path | None = None
     with _job_lock(root):
         return await _regrade_locked(root, trials, index, tasks_dir=tasks_dir, sandbox=sandbox,
                                      concurrency=concurrency, reason=reason, on_row=on_row,
-                                     allowed=list(allow_task_env))
+                                     allowed=list(allow_task_env), review=review)
 
 
 @contextlib.contextmanager
@@ -114,13 +117,14 @@ def _job_lock(root: Path) -> Iterator[None]:
 async def _regrade_locked(root: Path, trials: list[TrialPaths], index: dict[str, Path] | None, *,
                           tasks_dir: str | Path | None, sandbox: str | None, concurrency: int,
                           reason: str | None, on_row: Callable[[dict[str, Any]], None] | None,
-                          allowed: list[str]) -> dict[str, Any]:
+                          allowed: list[str], review: dict[str, Any] | None = None) -> dict[str, Any]:
     started = time.monotonic()
     candidates = await asyncio.to_thread(_candidates, root, trials, index, sandbox, allowed)
     backends = _backends({c.backend for c in candidates if c.skip is None}, sandbox)
     labels = {"benchflow.regrade": str(root.resolve())}
     slots = asyncio.Semaphore(concurrency)
     emit = on_row or (lambda _row: None)
+    regraded: list[tuple[Candidate, dict[str, Any]]] = []
 
     async def one(candidate: Candidate) -> dict[str, Any]:
         async with slots:
@@ -131,15 +135,27 @@ async def _regrade_locked(root: Path, trials: list[TrialPaths], index: dict[str,
                 document = await regrade_trial(candidate, backends[candidate.backend], reason=reason,
                                                labels=labels)
         row = _row(root, candidate, document)
+        if row["status"] == "regraded":
+            regraded.append((candidate, document))
         emit(row)
         return row
 
     with sigterm_cancels_current_task():
         async with asyncio.TaskGroup() as group:  # a failure or Ctrl-C cancels the rest; each stops its sandbox
             running = [group.create_task(one(c)) for c in candidates]
-    rows = [task.result() for task in running]
+        rows = [task.result() for task in running]
+        if review is not None:
+            from . import regrade_review
+
+            job_root = root.parent if is_trial_dir(root) else root
+            blocks = await regrade_review.review_regraded(job_root, regraded, review)
+            for row in rows:
+                row["review"] = regrade_review.row_review(blocks.get(row["trial"]))
     summary = _summary(root, rows, reason=reason, tasks_dir=tasks_dir, sandbox=sandbox,
                        elapsed=time.monotonic() - started)
+    if review is not None:
+        summary["counts"].update(regrade_review.counts(rows))
+        summary["exit_code"] = exit_code(summary)
     atomic.write_json(JobPaths(root).regrade_summary, summary)
     return summary
 
@@ -356,6 +372,6 @@ def _summary(root: Path, rows: list[dict[str, Any]], *, reason: str | None, task
 
 
 def exit_code(summary: dict[str, Any]) -> int:
-    """0: something was regraded and nothing errored; 1: nothing regradable, or a regrade errored."""
+    """0: something was regraded and nothing errored; 1: nothing regradable, or a regrade (or its review) errored."""
     counts = summary["counts"]
-    return 1 if counts["errored"] or not counts["regraded"] else 0
+    return 1 if counts["errored"] or counts.get("review_errored") or not counts["regraded"] else 0
