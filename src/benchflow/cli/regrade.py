@@ -25,7 +25,7 @@ result.json is never changed. Trials whose workspace was not frozen (--freeze-wo
 regradable.
 
 Exit codes: 0 when at least one trial was regraded and none errored; 1 when no trial could be regraded or a \
-regrade ended without a score (sandbox, restore or verifier error); 2 for a bad PATH or flag; 130 on Ctrl-C \
+regrade ended without a score (sandbox, restore or verifier error, or with --review a reviewer error); 2 for a bad PATH or flag; 130 on Ctrl-C \
 (every sandbox is removed)."""
 
 REVIEW_HELP = ("Also rerun each trial's rubric review on its saved outputs, gated by the new test, and compare the "

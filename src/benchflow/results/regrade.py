@@ -10,8 +10,9 @@ resume the job (and write into its trials) meanwhile.
 
 Exit codes (:func:`exit_code`): 0 when at least one trial was regraded and no
 regrade errored; 1 when nothing could be regraded or a regrade ended without a
-score (sandbox, restore or verifier error); bad PATH or flags exit 2 before
-any sandbox starts; Ctrl-C exits 130 with every sandbox removed.
+score (sandbox, restore or verifier error, or with ``--review`` a reviewer
+error); bad PATH or flags exit 2 before any sandbox starts; Ctrl-C exits 130
+with every sandbox removed.
 """
 
 from __future__ import annotations
