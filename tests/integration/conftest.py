@@ -13,3 +13,21 @@ def cache(tmp_path, monkeypatch) -> Path:
     root = tmp_path / "cache"
     monkeypatch.setenv("BENCHFLOW_CACHE", str(root))
     return root
+
+
+@pytest.fixture
+async def local_sandboxes(cache):
+    """A factory of started ``local`` sandboxes (spec fields as keywords), all stopped after the test."""
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    made = []
+
+    async def factory(**fields):
+        sandbox = get_backend("local").create(SandboxSpec(**{"environment_dir": None, "workdir": "/app", **fields}))
+        made.append(sandbox)
+        await sandbox.start()
+        return sandbox
+
+    yield factory
+    for sandbox in made:
+        await sandbox.stop()

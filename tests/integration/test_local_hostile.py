@@ -25,21 +25,11 @@ pytestmark = [pytest.mark.local_sandbox,
 
 
 @pytest.fixture
-async def make(cache):
-    made = []
-
+def make(local_sandboxes):
     async def factory(**overrides):
-        fields = {"name": "hostile", "environment_dir": None, "cache_key": "hostile", "workdir": "/app",
-                  "network_mode": "no-network"}
-        fields.update(overrides)
-        sandbox = get_backend("local").create(SandboxSpec(**fields))
-        made.append(sandbox)
-        await sandbox.start()
-        return sandbox
+        return await local_sandboxes(**{"name": "hostile", "cache_key": "hostile", "network_mode": "no-network", **overrides})
 
-    yield factory
-    for sandbox in made:
-        await sandbox.stop()
+    return factory
 
 
 @pytest.fixture

@@ -18,20 +18,11 @@ pytestmark = pytest.mark.local_sandbox
 
 
 @pytest.fixture
-async def make(cache):
-    made = []
-
+def make(local_sandboxes):
     async def factory(**overrides):
-        fields = {"name": "local-test", "environment_dir": None, "cache_key": "k", "workdir": "/app"}
-        fields.update(overrides)
-        sandbox = get_backend("local").create(SandboxSpec(**fields))
-        made.append(sandbox)
-        await sandbox.start()
-        return sandbox
+        return await local_sandboxes(**{"name": "local-test", "cache_key": "k", **overrides})
 
-    yield factory
-    for sandbox in made:
-        await sandbox.stop()
+    return factory
 
 
 async def test_exec_basics(make):
