@@ -19,6 +19,11 @@ bash scripts/docker-engine.sh --remote
 if [ -f scripts/install-browser.sh ]; then
   bash scripts/install-browser.sh
 fi
+# Real components some suites use (PostgreSQL, Azurite, a Ray cluster, podman, gVisor): one
+# idempotent script each, which installs and, where a server is needed, starts it.
+for setup in scripts/setup.d/*.sh; do
+  [ -f "$setup" ] && bash "$setup"
+done
 
 # The suite includes the agents_e2e tests (tests/agents_e2e): every built-in agent installed from
 # npm/PyPI into a cached image layer solves the hello task against a scripted provider. The first

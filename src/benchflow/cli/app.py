@@ -39,6 +39,9 @@ TASKS: dict[str, Lazy] = {
     "normalize": Lazy(_A, "normalize_cmd", "Expand minimal task.md authoring profiles into canonical task.md."),
     "export": Lazy(_A, "export_cmd", "Export a task to a compatibility split layout with a loss report."),
     "digest": Lazy(_T, "digest_cmd", "Compute the content digest that pins a task's files, independent of git."),
+    "generate": Lazy("benchflow.cli.hf_tasks", "generate_cmd", "Generate benchmark tasks from agent traces."),
+    "list-sources": Lazy("benchflow.cli.hf_tasks", "list_sources_cmd", "List known HuggingFace trace datasets."),
+    "snapshot-hf": Lazy("benchflow.cli.hf_tasks", "snapshot_hf_cmd", "Materialize a Hugging Face dataset task tree with provenance."),
 }
 
 EVAL: dict[str, Lazy] = {
@@ -77,7 +80,55 @@ AGENT: dict[str, Lazy] = {
 
 SKILLS: dict[str, Lazy] = {
     "list": Lazy("benchflow.cli.skills", "list_cmd", "List discovered skills."),
+    "eval": Lazy("benchflow.cli.skills_eval", "eval_cmd", "Evaluate a skill using its evals/evals.json test cases."),
     "validate": Lazy("benchflow.cli.skills", "validate_cmd", "Run static checks on skills: NVIDIA SkillEvaluator Tier 1 and SkillSpector."),
+}
+
+_AS = "benchflow.cli.assess"
+ASSESS: dict[str, Lazy] = {
+    "attempt-ref": Lazy(_AS, "attempt_ref_cmd", "Hash a completed rollout into a saved-attempt reference (JSON)."),
+    "create": Lazy(_AS, "create_cmd", "Start an assessment of two saved attempts of one task."),
+    "release": Lazy(_AS, "release_cmd", "Record that every runtime of both attempts was observed released."),
+    "assign": Lazy(_AS, "assign_cmd", "Bind the collector's persisted blind assignment (after the release)."),
+    "import-vote": Lazy(_AS, "import_vote_cmd", "Bind the collector's vote on the assignment (a skip becomes abstain)."),
+    "correct": Lazy(_AS, "correct_cmd", "Replace the effective answer with a corrected one."),
+    "retract": Lazy(_AS, "retract_cmd", "Retract the effective answer; its history stays in the log."),
+    "reduce": Lazy(_AS, "reduce_cmd", "Record the deterministic label the log calls for, and refresh the label file."),
+    "consume": Lazy(_AS, "consume_cmd", "Record that a consumer used one exact ready label revision."),
+    "withdraw": Lazy(_AS, "withdraw_cmd", "Bar a corrected or retracted label revision from future use."),
+    "show": Lazy(_AS, "show_cmd", "Verify the sidecar's log and print its state."),
+    "verify": Lazy(_AS, "verify_cmd", "Verify the hash chain, the label file and, optionally, the evidence."),
+    "label": Lazy(_AS, "label_cmd", "Print the label rebuilt from the sidecar's log alone (JSON)."),
+}
+
+PREFERENCES: dict[str, Lazy] = {
+    "pairs": Lazy("benchflow.cli.preferences", "pairs_cmd", "Make the store and the blind assignment."),
+    "import": Lazy("benchflow.cli.preferences", "import_cmd", "Check every vote in the file, then add the new ones to the store."),
+    "rank": Lazy("benchflow.cli.preferences", "rank_cmd", "Ratings from the store's votes (also written to ratings.v1.json)."),
+}
+
+_HB = "benchflow.cli.hub_browse"
+_HP = "benchflow.cli.hub_publish"
+HUB: dict[str, Lazy] = {
+    "list": Lazy(_HB, "list_cmd", "List a hub's datasets or environments (benchflow or primeintellect)."),
+    "show": Lazy(_HB, "show_cmd", "Show a dataset's tasks, or a hosted environment's metadata."),
+    "inspect": Lazy(_HB, "inspect_cmd", "Inspect a file from a hub environment package."),
+    "check": Lazy(_HB, "check_cmd", "Inventory or structurally check representative registry tasks."),
+    "publish": Lazy(_HP, "publish_cmd", "Publish a folder of tasks as an immutable dataset version on a BenchFlow Hub."),
+    "push": Lazy(_HP, "push_cmd", "Push a finished run (traces, results) to a BenchFlow Hub."),
+    "serve": Lazy("benchflow.cli.hub_serve", "serve_cmd", "Serve a BenchFlow Hub: datasets, runs, leaderboards and trajectories."),
+}
+
+TRAJ: dict[str, Lazy] = {
+    "setup": Lazy("benchflow.cli.traj", "setup_cmd", "Install the submit skill, or print the prompt to send to an agent."),
+    "upload": Lazy("benchflow.cli.traj", "upload_cmd", "Inspect, redact, confirm, and upload trajectory JSONL."),
+    "status": Lazy("benchflow.cli.traj", "status_cmd", "Check whether an uploaded trajectory is verified in storage."),
+}
+
+DAEMON: dict[str, Lazy] = {
+    "start": Lazy("benchflow.cli.daemon", "start_cmd", "Start a private runtime; attach runs with BENCHFLOW_DAEMON=auto."),
+    "status": Lazy("benchflow.cli.daemon", "status_cmd", "Show whether this user's local runtime is running."),
+    "stop": Lazy("benchflow.cli.daemon", "stop_cmd", "Stop an idle local runtime; never interrupt an active call."),
 }
 
 ROOT: dict[str, Lazy] = {
@@ -102,6 +153,11 @@ ROOT: dict[str, Lazy] = {
     "train": Lazy("benchflow.cli.train", "train_cmd", "Training data commands."),
     "skills": Lazy("", "SKILLS", "Skill discovery and evaluation."),
     "review": Lazy("benchflow.cli.review", "review_cmd", "Grade finished rollouts against a rubric with a reviewer agent."),
+    "assess": Lazy("", "ASSESS", "Blind pairwise human assessments of saved outputs, kept in an opt-in sidecar."),
+    "preferences": Lazy("", "PREFERENCES", "Human preferences and rubric scores on finished trials."),
+    "hub": Lazy("", "HUB", "Environment hubs: browse (list/show/inspect), check registry tasks, publish datasets and push runs to a BenchFlow Hub."),
+    "traj": Lazy("", "TRAJ", "Trajectory commands."),
+    "daemon": Lazy("", "DAEMON", "Manage the opt-in warm local runtime."),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 
