@@ -129,6 +129,15 @@ class RunView:
                 self.done += 1
             self.states[event["task"]] = _reward(result)
             self._say(line)
+        elif kind == "workers_started":
+            self._say(f"{event['workers']} worker(s), at most {max(event['concurrency'])} trial(s) each")
+        elif kind == "worker_exited":
+            then = f"retrying its {event['unfinished']} unfinished task(s)" if event["will_retry"] else \
+                f"{event['unfinished']} task(s) left unfinished"
+            how = f"was killed (signal {-event['code']})" if event["code"] < 0 else f"exited with code {event['code']}"
+            self.console.print(f"warning: worker {event['worker']} {how}; {then}", markup=False)
+        elif kind == "worker_error":
+            self.console.print(f"error: worker {event.get('worker')}: {event['message']}", markup=False)
         elif kind == "retry":
             self._say(f"{event['task']}: retry {event['attempt']} in {event['delay_sec']:g}s")
         elif kind in {"not_started", "trial_cancelled"}:

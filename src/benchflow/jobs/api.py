@@ -21,6 +21,7 @@ from benchflow.util.signals import sigterm_cancels_current_task
 
 from .budget import BudgetKeeper
 from .job import JobFolder, open_job, write_evaluation
+from .layout import JobPaths
 from .plan import Plan, PlannedTask, make_plan
 from .record import comparable_settings
 from .scheduler import Scheduler
@@ -146,13 +147,43 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
           "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(units),
           "reused": len(units) - len(todo), "todo": [t.key for t in todo]})
+    if spec.worker_concurrency:  # worker subprocesses run the trials; this process only watches them
+        from .shards import run_shards
+
+        fresh, budget_document = await run_shards(spec, plan, paths, todo, emit)
+    else:
+        fresh, budget = await run_units(spec, plan, paths, todo, agent, ca_bundle, emit)
+        budget_document = budget.document()
+    results = {t.key: _finished_result(job.finished[t.key]) for t in units if t.key in job.finished}
+    results.update(fresh)
+    if spec.integrity != "off" or spec.reviewer is not None:  # audit and rubric review; rewards never change
+        from benchflow.review.after_run import after_trials
+
+        await after_trials(spec, paths, fresh, {t.key: t.task for t in units}, emit)
+    summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
+                            results={t.key: results.get(t.key) for t in units},
+                            elapsed_sec=time.monotonic() - started, budget=budget_document)
+    atomic.write_json(paths.summary, summary)
+    atomic.write_json(paths.summary_copy, summary)
+    code, gate = exit_code(spec, summary, results)
+    outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
+    _write_side_files(spec, plan, outcome)
+    emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
+    return outcome
+
+
+async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask], agent: Any,
+                    ca_bundle: Path | None, emit: Callable[[Event], None]) -> tuple[dict[str, Any], BudgetKeeper]:
+    """Schedule ``todo`` in this process (gateway for a model-calling agent, budgets, retries);
+    task key -> final result (None: never finished), and the budget keeper. A worker shard runs this too."""
+    backend = plan.backend
     models = None
     if not agent.is_control:  # the model gateway and its bridges: only a model-calling agent needs them
         from .model_access import ModelAccess
 
         models = await ModelAccess.start(spec)
     budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None)
-    labels = {"benchflow.job": job_label}
+    labels = {"benchflow.job": str(paths.root.resolve())}
 
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
         return TrialRequest(task=planned.task, digest=planned.digest, prompts=planned.prompts, job=paths, spec=spec,
@@ -171,22 +202,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     finally:
         if models is not None:
             await asyncio.shield(models.stop())
-    results = {t.key: _finished_result(job.finished[t.key]) for t in units if t.key in job.finished}
-    results.update(fresh)
-    if spec.integrity != "off" or spec.reviewer is not None:  # audit and rubric review; rewards never change
-        from benchflow.review.after_run import after_trials
-
-        await after_trials(spec, paths, fresh, {t.key: t.task for t in units}, emit)
-    summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
-                            results={t.key: results.get(t.key) for t in units},
-                            elapsed_sec=time.monotonic() - started, budget=budget.document())
-    atomic.write_json(paths.summary, summary)
-    atomic.write_json(paths.summary_copy, summary)
-    code, gate = exit_code(spec, summary, results)
-    outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
-    _write_side_files(spec, plan, outcome)
-    emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
-    return outcome
+    return fresh, budget
 
 
 def exit_code(spec: RunSpec, summary: dict[str, Any],

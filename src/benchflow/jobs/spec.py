@@ -83,6 +83,13 @@ class RunSpec(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     warm_pool: int | None = Field(default=None, ge=0)
     build_concurrency: int | None = Field(default=None, ge=1)
+    worker_concurrency: int | None = Field(default=None, ge=1)
+    """Run the trials in worker subprocesses (shards) of at most this many concurrent trials each;
+    ``concurrency`` stays the total (workers = ceil(concurrency / worker_concurrency))."""
+    worker_retries: int = Field(default=1, ge=0)
+    """Restart a crashed worker this many times; it resumes its shard (finished trials are kept)."""
+    worker_start_stagger_sec: float = Field(default=1.0, ge=0)
+    """Seconds between worker starts."""
     jobs_dir: str = "jobs"
     job_name: str | None = None
     fresh: bool = False

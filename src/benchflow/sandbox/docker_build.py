@@ -37,6 +37,8 @@ from .tarstream import spool
 IGNORED = {".venv", "__pycache__", ".pytest_cache", "node_modules", ".git", ".mypy_cache", ".ruff_cache"}
 LOG_TAIL_LINES = 40
 MAX_BUILDS_ENV = "BENCHFLOW_MAX_CONCURRENT_BUILDS"
+BUILD_SLOTS_ENV = "BENCHFLOW_BUILD_SLOTS"
+"""A folder of slot files (``util.file_slots``) shared by worker shards: at most that many builds across them."""
 
 _FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
 
@@ -172,7 +174,10 @@ async def build_image(api, spec: SandboxSpec, labels: dict[str, str]) -> BuildOu
         if await call(image_exists, api, tag):
             return BuildOutcome(tag=tag, cached=True)
         async with _per_loop(_slots, lambda: asyncio.Semaphore(build_slots())):
-            return await _build(api, spec, tag, labels)
+            from benchflow.util.file_slots import held_slot
+
+            async with held_slot(os.environ.get(BUILD_SLOTS_ENV)):
+                return await _build(api, spec, tag, labels)
 
 
 async def _build(api, spec: SandboxSpec, tag: str, labels: dict[str, str]) -> BuildOutcome:

@@ -1,0 +1,182 @@
+"""Worker shards (``--worker-concurrency``): the job's tasks split over worker subprocesses.
+
+The parent has planned the run and holds the job folder's lock; it splits
+the unfinished tasks round-robin over ``ceil(concurrency / worker_concurrency)``
+workers (``jobs/worker.py``), each running its own scheduler with its share of
+``--concurrency`` (never more than ``--worker-concurrency``) and writing its
+trials into the one job folder. The parent relays their events (one progress
+stream), keeps each task's final result, and writes the one summary.
+
+A worker that dies (crash, ``kill -9``) is started again up to
+``--worker-retries`` times on what its shard has not finished: finished trials
+stay, the sandboxes it left are removed first (``sandbox.orphans.reap``, owner
+gone), and the rest run again, as a resumed job would. Ctrl-C or SIGTERM stops
+every worker with SIGTERM and waits for each to remove its sandboxes; the job
+stays resumable. ``--build-concurrency`` is one limit for all workers: a folder
+of slot files (``util/file_slots.py``) each build holds one of.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import ConfigError
+
+from .budget import BudgetKeeper
+from .job import scan_finished
+from .layout import JobPaths
+from .plan import Plan, PlannedTask
+from .spec import RunSpec
+
+Event = dict[str, Any]
+EVENT_LINE_LIMIT = 64 * 1024 * 1024
+"""Largest event line a worker may send (a trial's result document rides in one)."""
+
+
+def shard_sizes(concurrency: int, worker_concurrency: int, tasks: int) -> list[int]:
+    """Each worker's concurrency: ``ceil(concurrency / worker_concurrency)`` workers (no more than
+    tasks), sharing ``concurrency`` as evenly as possible, none above ``worker_concurrency``."""
+    workers = max(1, min(math.ceil(concurrency / worker_concurrency), tasks))
+    base, extra = divmod(concurrency, workers)
+    return [max(1, min(worker_concurrency, base + (1 if i < extra else 0))) for i in range(workers)]
+
+
+def refuse_unshardable(spec: RunSpec) -> None:
+    """Job budgets are kept by one process's scheduler; shards would each spend the whole cap."""
+    caps = spec.budget.model_dump(exclude_none=True)
+    job_caps = sorted(k for k in caps if k in {"max_cost_usd", "max_tokens", "max_sandbox_seconds", "max_rollouts"})
+    if job_caps:
+        flag = "--" + job_caps[0].replace("_", "-")
+        raise ConfigError(f"--worker-concurrency: the job budget {flag} is kept in one process; "
+                          "drop --worker-concurrency or the budget")
+
+
+async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask],
+                     emit: Callable[[Event], None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Run ``todo`` over worker subprocesses; (task key -> final result or None, budget document)."""
+    refuse_unshardable(spec)
+    fresh: dict[str, Any] = {t.key: None for t in todo}
+    if not todo:
+        return fresh, BudgetKeeper(spec.budget).document()
+    sizes = shard_sizes(spec.concurrency, spec.worker_concurrency or spec.concurrency, len(todo))
+    shards = [todo[i::len(sizes)] for i in range(len(sizes))]
+    slots = Path(tempfile.mkdtemp(prefix="benchflow-build-slots-"))
+    from benchflow.util.file_slots import make_slots
+
+    make_slots(slots, spec.build_concurrency or spec.concurrency)
+    emit({"type": "workers_started", "workers": len(sizes), "concurrency": sizes})
+    try:
+        runs = [Shard(index=i, spec=spec, plan=plan, paths=paths, keys=[t.key for t in shard], size=size,
+                      slots=slots, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
+                for i, (shard, size) in enumerate(zip(shards, sizes))]
+        await asyncio.gather(*runs)
+    finally:
+        shutil.rmtree(slots, ignore_errors=True)
+    return fresh, BudgetKeeper(spec.budget).document()
+
+
+class Shard:
+    """One shard's worker process, restarted after a crash while retries last."""
+
+    def __init__(self, *, index: int, spec: RunSpec, plan: Plan, paths: JobPaths, keys: list[str], size: int,
+                 slots: Path, fresh: dict[str, Any], emit: Callable[[Event], None]) -> None:
+        self.index, self.spec, self.plan, self.paths = index, spec, plan, paths
+        self.keys, self.size, self.slots, self.fresh, self.emit = keys, size, slots, fresh, emit
+        self.final: set[str] = set()
+
+    def _unfinished(self) -> list[str]:
+        done = set(scan_finished(self.paths)) | self.final
+        return [k for k in self.keys if k not in done]
+
+    async def run(self, delay: float) -> None:
+        if delay:
+            await asyncio.sleep(delay)
+        for attempt in range(self.spec.worker_retries + 1):
+            keys = self._unfinished() if attempt else self.keys
+            if not keys:
+                return
+            if attempt:
+                from benchflow.sandbox.orphans import reap
+
+                await asyncio.to_thread(reap, self.plan.backend, str(self.paths.root.resolve()))
+            code = await self._one_worker(keys)
+            if code == 0:
+                return
+            left = self._unfinished()
+            will_retry = bool(left) and attempt < self.spec.worker_retries
+            self.emit({"type": "worker_exited", "worker": self.index + 1, "code": code, "unfinished": len(left),
+                       "will_retry": will_retry, "attempt": attempt + 1})
+            if not left or code == 2:  # 2: the worker refused before running anything; a retry would too
+                return
+
+    def _message(self, keys: list[str]) -> str:
+        worker_spec = self.spec.model_copy(update={"concurrency": self.size, "worker_concurrency": None})
+        return json.dumps({"spec": worker_spec.model_dump(mode="json"), "job_dir": str(self.paths.root),
+                           "keys": keys}) + "\n"
+
+    async def _one_worker(self, keys: list[str]) -> int:
+        from benchflow.sandbox.docker_build import BUILD_SLOTS_ENV
+
+        env = {**os.environ, BUILD_SLOTS_ENV: str(self.slots)}
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "benchflow.jobs.worker", stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, env=env, limit=EVENT_LINE_LIMIT,
+            start_new_session=True)  # a terminal's Ctrl-C reaches the parent only; it stops the workers
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(self._message(keys).encode())
+            await proc.stdin.drain()
+            async for line in proc.stdout:
+                self._relay(line)
+            return await proc.wait()
+        except BaseException:
+            await _stop(proc)
+            raise
+
+    def _relay(self, line: bytes) -> None:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(event, dict) or "type" not in event:
+            return
+        if event["type"] == "trial_finished" and not event.get("will_retry"):
+            self.fresh[event["task"]] = event["result"]
+            self.final.add(event["task"])
+        elif event["type"] in {"not_started", "trial_cancelled"}:
+            self.final.add(event["task"])
+        if event["type"] == "worker_error":
+            event = {**event, "worker": self.index + 1}
+        self.emit(event)
+
+
+async def _drain(stream: asyncio.StreamReader | None) -> None:
+    """Read a stopping worker's events to the end, so it never blocks writing one."""
+    if stream is not None:
+        with contextlib.suppress(Exception):
+            while await stream.read(65536):
+                pass
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    """SIGTERM the worker and wait until it has cleaned up and exited, whatever cancels us meanwhile."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+    waiting = asyncio.ensure_future(asyncio.gather(proc.wait(), _drain(proc.stdout)))
+    while not waiting.done():
+        try:
+            await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            continue
