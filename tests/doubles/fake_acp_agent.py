@@ -23,7 +23,8 @@ stopReason cancelled on session/cancel); ``hang`` (silent forever, ignores cance
 session/new); ``mcp_stdio`` (runs each stdio MCP server with one ``initialize`` line, reports its reply);
 ``report_history`` (a message ``history:<json>`` of every prompt the session has had, loaded ones included);
 ``save_history`` (the same list written to ``path``, default ``history.json``, in the cwd).
-``ask_model`` without ``prompt`` sends the prompt being answered.
+``ask_model`` without ``prompt`` sends the prompt being answered; ``messages`` (a whole OpenAI
+conversation, tool results included), ``tools`` and ``model`` override the request's.
 
 With ``load_session`` each session's prompts are kept on disk (``~/.fake-acp/<id>.json``, as an agent
 that keeps its conversation on disk would); ``session/load`` replays them as ``user_message_chunk``
@@ -93,15 +94,18 @@ def ask_model(step: dict) -> str:
     else:
         url = os.environ["OPENAI_BASE_URL"].rstrip("/") + "/chat/completions"
         headers = {"authorization": "Bearer " + os.environ.get("OPENAI_API_KEY", "")}
-        body = {"model": os.environ.get("OPENAI_MODEL", "gpt-test"),
-                "messages": [{"role": "user", "content": step.get("prompt", STATE["prompt"])}]}
+        body = {"model": step.get("model") or os.environ.get("OPENAI_MODEL", "gpt-test"),
+                "messages": step.get("messages") or [{"role": "user", "content": step.get("prompt", STATE["prompt"])}]}
+        if step.get("tools"):
+            body["tools"] = step["tools"]
     req = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                  headers={"content-type": "application/json", **headers})
     with urllib.request.urlopen(req, timeout=30) as resp:
         data = json.loads(resp.read())
     if api == "anthropic":
         return "".join(block.get("text", "") for block in data.get("content", []))
-    return data["choices"][0]["message"]["content"]
+    message = data["choices"][0]["message"]
+    return message["content"] if message.get("content") is not None else json.dumps(message.get("tool_calls"))
 
 
 def wait_cancel(seconds: float | None) -> bool:

@@ -1,7 +1,8 @@
 """``bench train stream``: each finished rollout of a (running) job, once, as a JSON line.
 
-The job folder is scanned every ``--poll-interval`` seconds (it may not exist
-yet). A trial is emitted when its ``result.json`` appears (written atomically,
+The job folder is scanned when a trial's result lands (file-system
+notification, see ``stream_wait``) and at least every ``--poll-interval``
+seconds (it may not exist yet). A trial is emitted when its ``result.json`` appears (written atomically,
 so it is whole) and never read again. Whether the job is still running comes
 from its lock file (``.lock`` holds the running process's pid):
 
@@ -34,6 +35,7 @@ from benchflow.util import atomic
 
 from . import advantage
 from .source import read_rollout
+from .stream_wait import JobWaiter
 from .tokens import calls
 
 KIND = "benchflow.rollout-stream.v1"
@@ -172,10 +174,17 @@ def _check(o: StreamOptions) -> None:
 
 
 def stream(o: StreamOptions, out: TextIO | None = None, err: TextIO | None = None,
-           sleep: Callable[[float], None] = time.sleep) -> int:
+           sleep: Callable[[float], None] | None = None) -> int:
     """Run the stream; returns the exit code (0 finished, 1 stopped, 3 timeout)."""
     _check(o)
-    out, err = out or sys.stdout, err or sys.stderr
+    waiter = JobWaiter(o.poll_interval, sleep)
+    try:
+        return _stream(o, out or sys.stdout, err or sys.stderr, waiter)
+    finally:
+        waiter.close()
+
+
+def _stream(o: StreamOptions, out: TextIO, err: TextIO, waiter: JobWaiter) -> int:
     fields = advantage.parse_group_by(o.group_by)
     grouper = Grouper(o.group_size) if o.group_size else None
     deadline = None if o.timeout is None else time.monotonic() + o.timeout
@@ -219,8 +228,7 @@ def stream(o: StreamOptions, out: TextIO | None = None, err: TextIO | None = Non
             if rec is not None:
                 emit(grouper.add(rec) if grouper is not None else [rec])
         save_withheld()
-        for note in notes:
-            err.write(f"stream: {note}\n")
+        err.writelines(f"stream: {note}\n" for note in notes)
         notes.clear()
         if state == FINISHED:
             return end(0, "the job finished")
@@ -231,4 +239,4 @@ def stream(o: StreamOptions, out: TextIO | None = None, err: TextIO | None = Non
         if deadline is not None and time.monotonic() >= deadline:
             return end(3, f"--timeout {o.timeout:g}s reached (job {state})")
         left = o.poll_interval if deadline is None else max(0.0, min(o.poll_interval, deadline - time.monotonic()))
-        sleep(left)
+        waiter.wait(job, left)
