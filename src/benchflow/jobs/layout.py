@@ -273,11 +273,20 @@ class JobPaths:
 
     @staticmethod
     def is_job(path: Path) -> bool:
-        """A job folder holds evaluation.json, summary.json, or trial folders with config/result."""
-        if (path / "evaluation.json").is_file() or (path / "summary.json").is_file():
+        """A job folder holds evaluation.json, trial folders with config/result, or summary.json.
+
+        A summary.json beside job folders is the jobs folder's back-compat copy of its latest
+        job's summary, not a job of its own.
+        """
+        if (path / "evaluation.json").is_file():
             return True
-        return any((child / "result.json").is_file() or (child / "config.json").is_file()
-                   for child in path.iterdir() if child.is_dir()) if path.is_dir() else False
+        if not path.is_dir():
+            return False
+        children = [child for child in path.iterdir() if child.is_dir()]
+        if any((child / "result.json").is_file() or (child / "config.json").is_file() for child in children):
+            return True
+        return (path / "summary.json").is_file() and not any(
+            (child / "evaluation.json").is_file() or (child / "summary.json").is_file() for child in children)
 
 
 def matrix_summary(jobs_dir: Path) -> Path:
