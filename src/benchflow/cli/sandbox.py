@@ -53,7 +53,15 @@ def _notes(notes: list[str], errors: list[str]) -> None:
                        "and kept sandboxes (kept-sandbox.json).")
 def list_(
     as_json: bool = typer.Option(False, "--json", help="Print the sandboxes as JSON"),
+    release_proof: Optional[List[Path]] = typer.Option(
+        None, "--release-proof",
+        help="Instead of the list, print a benchflow.assessment-release-proof.v1 document: each runtime a "
+             "saved-attempt reference (or a trial folder) names, observed gone or not. Repeatable; exit 1 "
+             "unless every runtime is gone (for bench assess release --proof)"),
 ) -> None:
+    if release_proof:
+        _print_release_proof(release_proof)
+        return
     from benchflow.sandbox.orphans import scan
 
     found = scan()
@@ -77,6 +85,21 @@ def list_(
                           "yes" if row.kept else "")
         stdout_console().print(table)
     if errors:
+        raise typer.Exit(1)
+
+
+def _print_release_proof(paths: list[Path]) -> None:
+    from benchflow.assess.attempt import runtimes_named_by
+    from benchflow.sandbox.release_proof import all_absent, observe_release
+
+    runtimes = [runtime for path in paths for runtime in runtimes_named_by(path)]
+    proof = observe_release(runtimes)
+    typer.echo(json.dumps(proof, indent=2))
+    for observation in proof["observations"]:
+        if observation["state"] != "absent":
+            typer.echo(f"error: {observation['provider']}:{observation['runtime_id']} is {observation['state']}: "
+                       f"{observation['detail']}", err=True)
+    if not all_absent(proof):
         raise typer.Exit(1)
 
 
