@@ -12,6 +12,7 @@ uses when the error reaches it.
     │   ├── TaskError                a task folder that does not parse or validate
     │   ├── ConfigError              a flag value, run config or matrix that is wrong
     │   └── JobFolderError           a folder that is not a job, or a resume mismatch
+    ├── DatasetError                 "dataset_error": a registry dataset that cannot be fetched or verified
     ├── SandboxError                 "sandbox_setup": a sandbox could not be built/started
     │   ├── SandboxUnavailable       the backend cannot run here (no engine, no namespaces)
     │   ├── BuildError               the task image failed to build (log tail attached)
@@ -63,6 +64,13 @@ class JobFolderError(UserError):
     """A folder that is not a job, or a job that cannot be resumed with these settings."""
 
     category = "job_folder_error"
+
+
+class DatasetError(BenchError):
+    """A registry dataset or repository source that cannot be fetched, or whose task content does not
+    match its pinned digest; the run is refused before any sandbox starts (exit 1, contracts §3.14)."""
+
+    category = "dataset_error"
 
 
 class SandboxError(BenchError):

@@ -109,7 +109,7 @@ eval_run_cmd = typer.Typer()
                       "-a names another, and flags win over its keys.")
 @eval_run_cmd.command(help="Run an evaluation; single task or batch.")
 def run_command(
-    targets: Optional[list[str]] = typer.Argument(None, metavar="[TARGETS]...", help="A task folder or a folder of tasks; one per run"),
+    targets: Optional[list[str]] = typer.Argument(None, metavar="[TARGETS]...", help="A task folder, a folder of tasks, or a GitHub repository (org/repo, org/repo/path or org/repo/path@ref); one per run"),
     agent: O.Agent = None,
     model: O.Model = None,
     effort: O.Effort = None,
@@ -120,6 +120,8 @@ def run_command(
     exclude: O.Exclude = None,
     limit: O.Limit = None,
     sandbox: O.Sandbox = None,
+    dataset: O.Dataset = None,
+    registry: O.Registry = None,
     concurrency: O.Concurrency = None,
     warm_pool: O.WarmPool = None,
     jobs_dir: O.JobsDir = None,
@@ -145,12 +147,23 @@ def run_command(
     config_override: O.ConfigOverride = None,
     build_concurrency: O.BuildConcurrency = None,
     worker_concurrency: O.WorkerConcurrency = None,
+    source_repo: O.SourceRepo = None,
+    source_path: O.SourcePath = None,
+    source_ref: O.SourceRef = None,
+    hub: O.Hub = None,
+    ignore_bench_version: O.IgnoreBenchVersion = False,
     worker_retries: O.WorkerRetries = None,
     worker_start_stagger_sec: O.WorkerStartStagger = None,
     max_sandbox_seconds: O.MaxSandboxSeconds = None,
     max_rollouts: O.MaxRollouts = None,
     token_budget: O.TokenBudget = None,
     turn_budget: O.TurnBudget = None,
+    publish_hf: O.PublishHf = None,
+    hf_prefix: O.HfPrefix = None,
+    hf_public_read_check: O.HfPublicReadCheck = False,
+    eval_results_model: O.EvalResultsModel = None,
+    eval_results_dataset: O.EvalResultsDataset = None,
+    eval_results_task: O.EvalResultsTask = None,
     restart_changed: O.RestartChanged = False,
     fail_on: O.FailOn = None,
     summary_out: O.SummaryOut = None,
@@ -202,7 +215,9 @@ def run_command(
         except ValueError as exc:
             raise ConfigError(f"--agent-idle-timeout: {exc}") from None
     flags = {
-        "targets": targets, "agent": agent, "model": model, "reasoning_effort": effort, "harness": harness,
+        "targets": targets, "dataset": dataset, "registry": registry, "hub": hub,
+        "ignore_bench_version": ignore_bench_version, "source_repo": source_repo, "source_path": source_path,
+        "source_ref": source_ref, "agent": agent, "model": model, "reasoning_effort": effort, "harness": harness,
         "agent_env": _kv(agent_env, "--agent-env") or None, "allow_task_env": allow_task_env,
         "selection.include": split_patterns(include), "selection.exclude": split_patterns(exclude),
         "selection.limit": limit, "selection.sample_seed": sample_seed, "selection.expected_tasks": expected_tasks,
@@ -246,7 +261,12 @@ def run_command(
         spec = spec.model_copy(update={"task_skills": False})
     if sandbox_user is not None:
         spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
-    execute(spec, dry_run)
+    from benchflow.hf.publish import publish_request
+
+    publish = publish_request(publish_hf, prefix=hf_prefix, public_read_check=hf_public_read_check,
+                              eval_model=eval_results_model, eval_dataset=eval_results_dataset,
+                              eval_task=eval_results_task)
+    execute(spec, dry_run, publish)
 
 
 resume_cmd = typer.Typer()

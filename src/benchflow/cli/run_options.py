@@ -37,6 +37,13 @@ Include = Annotated[Optional[list[str]], typer.Option("--include", "-i", help="O
 Exclude = Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="Skip tasks whose names match (same patterns as --include)")]
 Limit = Annotated[Optional[int], typer.Option("--limit", "--n-tasks", "-n", help="Run at most N tasks: the first N by name, or a seeded random sample with --sample-seed")]
 SampleSeed = Annotated[Optional[int], typer.Option("--sample-seed", hidden=True, help="Seed for the --n-tasks random sample")]
+Dataset = Annotated[Optional[str], typer.Option("--dataset", "-d", help="A dataset instead of a target: name@version from a registry, or org/name@version from a BenchFlow Hub")]
+Registry = Annotated[Optional[str], typer.Option("--registry", help="The registry for --dataset: a URL, a file or hub:<url> (default: BenchFlow's registry, then $BENCHFLOW_HUB_URL for an org/name dataset)")]
+Hub = Annotated[Optional[str], typer.Option("--hub", hidden=True, help="Read --dataset from this BenchFlow Hub, as the bench hub commands' --hub does (the same as --registry hub:<url>)")]
+IgnoreBenchVersion = Annotated[bool, typer.Option("--ignore-bench-version", hidden=True, help="Run a dataset even when this bench version is outside the range it was validated against. Only valid with --dataset.")]
+SourceRepo = Annotated[Optional[str], typer.Option("--source-repo", help="GitHub repo of the tasks as org/repo (e.g. benchflow-ai/skillsbench)")]
+SourcePath = Annotated[Optional[str], typer.Option("--source-path", help="Folder in the repo: one task (tasks/econ-detrending-correlation) or a folder of tasks (tasks). Only this folder is downloaded")]
+SourceRef = Annotated[Optional[str], typer.Option("--source-ref", hidden=True, help="Branch, tag or full commit SHA to fetch (e.g. main)")]
 ExpectedTasks = Annotated[Optional[int], typer.Option("--expected-tasks", hidden=True, help="Fail unless the selected task count matches")]
 
 # Where and how: sandbox, concurrency, job folder
@@ -99,3 +106,11 @@ SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True
 TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
 RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
 AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json.")]
+
+# Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
+PublishHf = Annotated[Optional[str], typer.Option("--publish-hf", hidden=True, help="Upload final eval artifacts to a HF dataset repo")]
+HfPrefix = Annotated[Optional[str], typer.Option("--hf-prefix", hidden=True, help="Path prefix in the HF repo")]
+HfPublicReadCheck = Annotated[bool, typer.Option("--hf-public-read-check", hidden=True, help="Verify public HF reads after upload")]
+EvalResultsModel = Annotated[Optional[str], typer.Option("--eval-results-model", hidden=True, help="HF model repo to open a community eval-results PR on")]
+EvalResultsDataset = Annotated[Optional[str], typer.Option("--eval-results-dataset", hidden=True, help="HF benchmark dataset id, e.g. org/benchmark")]
+EvalResultsTask = Annotated[Optional[str], typer.Option("--eval-results-task", hidden=True, help="Benchmark task_id from the dataset's eval.yaml")]

@@ -162,7 +162,8 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
         await after_trials(spec, paths, fresh, {t.key: t.task for t in units}, emit)
     summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
                             results={t.key: results.get(t.key) for t in units},
-                            elapsed_sec=time.monotonic() - started, budget=budget_document)
+                            elapsed_sec=time.monotonic() - started, budget=budget_document,
+                            provenance=plan.provenance)
     atomic.write_json(paths.summary, summary)
     atomic.write_json(paths.summary_copy, summary)
     code, gate = exit_code(spec, summary, results)
@@ -190,7 +191,7 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
                             agent=agent,
                             backend=backend, backend_name=plan.sandbox, attempt=attempt, labels=labels,
                             seed=planned.seed, models=models, fit=planned.fit, task_secrets=planned.secrets,
-                            ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
+                            provenance=plan.provenance, ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 
     scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,

@@ -17,7 +17,9 @@ from benchflow.util.durations import parse_duration
 
 # native key -> (RunSpec path, converter)
 _NATIVE: dict[str, tuple[str, Any]] = {
-    "tasks_dir": ("tasks_dir", str), "jobs_dir": ("jobs_dir", str), "agent": ("agent", str),
+    "tasks_dir": ("tasks_dir", str), "dataset": ("dataset", str), "registry": ("registry", str), "hub": ("hub", str),
+    "ignore_bench_version": ("ignore_bench_version", bool), "source_repo": ("source_repo", str),
+    "source_path": ("source_path", str), "source_ref": ("source_ref", str), "jobs_dir": ("jobs_dir", str), "agent": ("agent", str),
     "model": ("model", str), "reasoning_effort": ("reasoning_effort", str), "harness": ("harness", str),
     "environment": ("sandbox", str), "sandbox": ("sandbox", str), "concurrency": ("concurrency", int),
     "build_concurrency": ("build_concurrency", int), "warm_pool": ("warm_pool", int),
@@ -151,6 +153,9 @@ def spec_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
     if "agents" in data or "datasets" in data or "orchestrator" in data:
         data = _harbor(data)
     out: dict[str, Any] = {}
+    if isinstance(data.get("source"), dict):  # source: {repo, path, ref} (contracts §7.1)
+        data = {**{f"source_{k}": v for k, v in data["source"].items()},
+                **{k: v for k, v in data.items() if k != "source"}}
     for key, value in data.items():
         if key == "prompts":
             out["prompts"] = _prompts(value)
@@ -197,4 +202,5 @@ def build_run_spec(config: str | Path | None = None, *, options: dict[str, Any] 
     except ValidationError as exc:
         err = exc.errors()[0]
         message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
-        raise ConfigError(f"{source}: {'.'.join(str(p) for p in err['loc'])}: {message}") from None
+        where = ".".join(str(p) for p in err["loc"])  # empty for a check across fields
+        raise ConfigError(f"{source}: {where + ': ' if where else ''}{message}") from None

@@ -75,6 +75,10 @@ class Plan:
     card: RunCard = field(default_factory=RunCard)
     backend: Any = None
     """The chosen sandbox backend object (``benchflow.sandbox.get_backend(sandbox)``), looked up once."""
+    provenance: dict[str, Any] | None = None
+    """``source``, ``dataset_name``, ``dataset_version`` of fetched tasks (``benchflow.datasets``); None: local."""
+    registry_digests: dict[str, str] = field(default_factory=dict)
+    """Task name → the digest its registry pins (``-d``); every planned task matched it."""
 
     @property
     def units(self) -> list[PlannedTask]:
@@ -94,13 +98,18 @@ class Plan:
                 "tasks": [{"name": t.name, "path": str(t.path), "digest": t.digest,
                            "sandbox_fit": t.fit.record() if t.fit is not None else None} for t in self.tasks],
                 "skipped": [{"path": p, "reason": r} for p, r in self.skipped],
-                "run_card": self.card.document(self)}
+                **(self.provenance or {}), "run_card": self.card.document(self)}
 
     def manifest(self) -> dict[str, Any]:
         """``--task-manifest-out`` (contracts §7.6)."""
-        return {"schema_version": 1, "tasks_dir": self.tasks_dir, "source": None, "dataset_name": None,
-                "dataset_version": None, "total": len(self.tasks),
-                "tasks": [{"task_id": t.name, "path": str(t.path), "digest": t.digest} for t in self.tasks]}
+        where = self.provenance or {"source": None, "dataset_name": None, "dataset_version": None}
+        sel = self.spec.selection
+        return {"schema_version": 1, "tasks_dir": self.tasks_dir, **where, "total": len(self.tasks),
+                "selection": {"limit": sel.limit, "sample_seed": sel.sample_seed},
+                "tasks": [{"task_id": t.name, "path": str(t.path), "digest": t.digest,
+                           **({"registry_digest": self.registry_digests[t.name],
+                               "registry_digest_match": self.registry_digests[t.name] == t.digest}
+                              if t.name in self.registry_digests else {})} for t in self.tasks]}
 
 
 def _task_dirs(spec: RunSpec) -> tuple[list[Path], str | None]:
@@ -113,9 +122,6 @@ def _task_dirs(spec: RunSpec) -> tuple[list[Path], str | None]:
     for target in targets:
         path = Path(target).expanduser()
         if not path.exists():
-            if "/" in target and not target.startswith((".", "/")):
-                raise ConfigError(f"{target}: no such folder (GitHub repositories as targets are not "
-                                  "available in this build; clone it and pass the folder)")
             raise UserError(f"{target}: no such folder; give a task folder or a folder of tasks")
         found = discover_tasks(path)
         if not found:
@@ -174,6 +180,23 @@ def _load(dirs: list[Path], override: dict[str, Any] | None = None) -> tuple[lis
     return loaded, skipped
 
 
+def _match_registry(loaded: list[PlannedTask], pinned: dict[str, str]) -> None:
+    """Refuse the run when a fetched task's content is not what its registry pins (checked on every run,
+    so a cached copy changed by hand is caught too).
+
+    Raises:
+        DatasetError: names the first task that does not match.
+    """
+    from benchflow.errors import DatasetError
+
+    for planned in loaded:
+        want = pinned.get(planned.name)
+        if want is not None and want != planned.digest:
+            raise DatasetError(f"task {planned.name}: content digest {planned.digest} does not match the "
+                               f"registry's {want} ({planned.path}); refusing the run (remove that folder from "
+                               "the cache to fetch it again)")
+
+
 def _select(tasks: list[PlannedTask], spec: RunSpec) -> list[PlannedTask]:
     sel = spec.selection
     keep = set(select([t.name for t in tasks], sel.include, sel.exclude))
@@ -203,8 +226,13 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
     Raises:
         UserError: bad targets, an unreadable single task, or an empty selection.
     """
-    dirs, tasks_dir = _task_dirs(spec)
+    from benchflow.datasets import resolve_source
+
+    fetched = resolve_source(spec)  # -d, --source-repo, a repository target: fetched and pinned
+    dirs, tasks_dir = (fetched.dirs, fetched.tasks_dir) if fetched else _task_dirs(spec)
     loaded, skipped = _load(dirs, spec.config_override)
+    if fetched is not None:
+        _match_registry(loaded, fetched.registry_digests)
     chosen = _select(loaded, spec)
     if not chosen:
         raise UserError("no task selected: check --include/--exclude against the task folder names")
@@ -221,7 +249,8 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
                                           extra_instruction=spec.extra_instruction)
         planned.prompts = self_gen_prompts(policy_of(spec), planned.prompts)
     plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped,
-                backend=get_backend(sandbox))
+                backend=get_backend(sandbox), provenance=fetched.provenance() if fetched else None,
+                registry_digests=fetched.registry_digests if fetched else {})
     plan.card = judge(plan, availability, pull_images=pull_images)
     return plan
 

@@ -67,6 +67,17 @@ class RunSpec(BaseModel):
     targets: list[str] = Field(default_factory=list)
     """Task folders or folders of tasks."""
     tasks_dir: str | None = None
+    dataset: str | None = None
+    """``name@version`` (or ``org/name@version``) from a registry, fetched and digest-checked (``benchflow.datasets``)."""
+    registry: str | None = None
+    """The registry for ``dataset``: a file, a URL or ``hub:<url>`` (default: BenchFlow's)."""
+    hub: str | None = None
+    """A BenchFlow Hub to read ``dataset`` from (= ``registry: hub:<url>``)."""
+    ignore_bench_version: bool = False
+    source_repo: str | None = None
+    """Tasks from a git repository: ``org/repo`` (GitHub) or a git URL, with ``source_path``/``source_ref``."""
+    source_path: str | None = None
+    source_ref: str | None = None
     agent: str = "oracle"
     model: str | None = None
     reasoning_effort: str | None = None
@@ -216,6 +227,21 @@ class RunSpec(BaseModel):
     @classmethod
     def _seeds(cls, value: Any) -> Any:
         return parse_seeds(value) if isinstance(value, (str, int)) else value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "RunSpec":
+        if not self.dataset:
+            for flag, value in (("--registry", self.registry), ("--hub", self.hub),
+                                ("--ignore-bench-version", self.ignore_bench_version)):
+                if value:
+                    raise ValueError(f"{flag} is only valid with --dataset")
+        if not self.source_repo and (self.source_path or self.source_ref):
+            raise ValueError("--source-path and --source-ref are only valid with --source-repo")
+        given = [name for name, value in (("a target", self.targets), ("--dataset", self.dataset),
+                                          ("--source-repo", self.source_repo)) if value]  # each beats tasks_dir
+        if len(given) > 1:
+            raise ValueError(f"{given[0]} and {given[1]} both name the tasks; give one")
+        return self
 
     @model_validator(mode="after")
     def _skills(self) -> "RunSpec":

@@ -35,7 +35,8 @@ def _bucket(result: TrialResult | None) -> str:
 
 def build_summary(*, job_name: str, spec: Any, sandbox: str,
                   results: Mapping[str, TrialResult | dict[str, Any] | None],
-                  elapsed_sec: float, budget: dict[str, Any] | None) -> dict[str, Any]:
+                  elapsed_sec: float, budget: dict[str, Any] | None,
+                  provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """``summary.json`` as written; ``results`` maps every planned task to its final result (None: never finished)."""
     typed = {task: _typed(result) for task, result in results.items()}
     finals = [r for r in typed.values() if r is not None]
@@ -49,7 +50,7 @@ def build_summary(*, job_name: str, spec: Any, sandbox: str,
     scored = passed + failed
     excl = passed / scored if scored else 0.0
     return JobSummary(
-        job_name=job_name, agent=spec.agent, model=spec.model, environment=sandbox,
+        job_name=job_name, agent=spec.agent, model=spec.model, environment=sandbox, **(provenance or {}),
         concurrency=spec.concurrency, agent_idle_timeout_sec=spec.agent_idle_timeout_sec, total=total,
         passed=passed, failed=failed, errored=buckets["errored"], verifier_errored=buckets["verifier_errored"],
         unscored=buckets["unscored"], pass_=passed, fail=failed, error=buckets["errored"],

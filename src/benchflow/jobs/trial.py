@@ -59,7 +59,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
         agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
         started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
-        sandbox_fit=req.fit.record() if req.fit is not None else None, skills=_skills(req)))
+        sandbox_fit=req.fit.record() if req.fit is not None else None, skills=_skills(req),
+        provenance=req.provenance))
     atomic.write_json(paths.prompts, prompts)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)

@@ -43,6 +43,8 @@ class TrialRequest:
     """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
     fit: Any = None
     """How the backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``, from the plan)."""
+    provenance: dict[str, Any] | None = None
+    """``source``/``dataset_name``/``dataset_version`` of fetched tasks (``Plan.provenance``), for config.json."""
     task_secrets: tuple[str, ...] = ()
     """Host values the task reads through ``--allow-task-env``: masked in every file of the trial folder."""
 

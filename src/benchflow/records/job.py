@@ -27,6 +27,10 @@ class JobSummary(Record):
     agent: str | None = Field(None, description="The agent the job ran.")
     model: str | None = Field(None, description="The model, or null for controls.")
     environment: str | None = Field(None, description="The sandbox backend.")
+    source: dict[str, Any] | None = Field(None, description="Where fetched tasks came from (-d, --source-repo, a "
+                                          "repository target): registry, repo, path, ref, commit; null: local.")
+    dataset_name: str | None = Field(None, description="The registry dataset run with -d, or null.")
+    dataset_version: str | None = Field(None, description="Its version, or null.")
     concurrency: int | None = Field(None, description="Trials run at once.")
     agent_idle_timeout_sec: float | None = Field(None, description="The idle watchdog as asked for.")
     total: int | None = Field(None, description="Planned tasks (× seeds): the score's denominator.")

@@ -102,6 +102,10 @@ class TrialConfig(Record):
     task_path: str | None = Field(None, description="The task folder the trial ran (as given, or resolved).")
     task_name: str | None = Field(None, description="The task's name (its folder name).")
     task_digest: str | None = Field(None, description="sha256:<hex> of the task's content (contracts §1.9).")
+    source: dict[str, Any] | None = Field(None, description="Where fetched tasks came from (-d, --source-repo, a "
+                                          "repository target): registry, repo, path, ref, commit; null: local.")
+    dataset_name: str | None = Field(None, description="The registry dataset run with -d, or null.")
+    dataset_version: str | None = Field(None, description="Its version, or null.")
     agent: str | None = Field(None, description="The agent's name, as given to -a.")
     model: str | None = Field(None, description="The model the agent was asked to use; null for controls.")
     reasoning_effort: str | None = Field(None, description="The reasoning effort asked for, or null.")

@@ -1,0 +1,40 @@
+"""Tasks that come from elsewhere: registry datasets (``-d name@version``) and git repositories.
+
+``resolve_source(spec)`` turns a run's ``dataset`` / ``source_repo`` / repository
+target into task folders in the user cache (``<cache>/datasets/``), fetched once
+and verified against their pinned digests; None means the run's tasks are local
+folders. The registry format is in ``docs/registry.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchflow.errors import ConfigError
+
+from .resolve import TaskSource, resolve_dataset
+
+__all__ = ["TaskSource", "resolve_dataset", "resolve_source"]
+
+
+def resolve_source(spec: Any) -> TaskSource | None:
+    """The fetched tasks of ``spec`` (a RunSpec), or None when its tasks are local folders.
+
+    Raises:
+        ConfigError: a malformed dataset spec or repository target (exit 2).
+        DatasetError: a dataset or repository that cannot be fetched or verified (exit 1).
+    """
+    from .repo_targets import fetch_repo, looks_like_repo, parse_target, source_repo_target
+
+    if spec.dataset:
+        return resolve_dataset(spec.dataset, registry=spec.registry, hub=spec.hub,
+                               ignore_bench_version=spec.ignore_bench_version)
+    if spec.source_repo:
+        return fetch_repo(source_repo_target(spec.source_repo, spec.source_path, spec.source_ref))
+    repos = [t for t in spec.targets if not Path(t).expanduser().exists() and looks_like_repo(t)]
+    if not repos:
+        return None
+    if len(spec.targets) > 1:
+        raise ConfigError(f"{repos[0]}: a repository target runs alone; give one target per run")
+    return fetch_repo(parse_target(repos[0]))
