@@ -158,12 +158,6 @@ def run_command(
     max_rollouts: O.MaxRollouts = None,
     token_budget: O.TokenBudget = None,
     turn_budget: O.TurnBudget = None,
-    publish_hf: O.PublishHf = None,
-    hf_prefix: O.HfPrefix = None,
-    hf_public_read_check: O.HfPublicReadCheck = False,
-    eval_results_model: O.EvalResultsModel = None,
-    eval_results_dataset: O.EvalResultsDataset = None,
-    eval_results_task: O.EvalResultsTask = None,
     restart_changed: O.RestartChanged = False,
     fail_on: O.FailOn = None,
     summary_out: O.SummaryOut = None,
@@ -261,12 +255,7 @@ def run_command(
         spec = spec.model_copy(update={"task_skills": False})
     if sandbox_user is not None:
         spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
-    from benchflow.hf.publish import publish_request
-
-    publish = publish_request(publish_hf, prefix=hf_prefix, public_read_check=hf_public_read_check,
-                              eval_model=eval_results_model, eval_dataset=eval_results_dataset,
-                              eval_task=eval_results_task)
-    execute(spec, dry_run, publish)
+    execute(spec, dry_run)
 
 
 resume_cmd = typer.Typer()

@@ -106,11 +106,3 @@ SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True
 TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
 RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
 AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json.")]
-
-# Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
-PublishHf = Annotated[Optional[str], typer.Option("--publish-hf", hidden=True, help="Upload final eval artifacts to a HF dataset repo")]
-HfPrefix = Annotated[Optional[str], typer.Option("--hf-prefix", hidden=True, help="Path prefix in the HF repo")]
-HfPublicReadCheck = Annotated[bool, typer.Option("--hf-public-read-check", hidden=True, help="Verify public HF reads after upload")]
-EvalResultsModel = Annotated[Optional[str], typer.Option("--eval-results-model", hidden=True, help="HF model repo to open a community eval-results PR on")]
-EvalResultsDataset = Annotated[Optional[str], typer.Option("--eval-results-dataset", hidden=True, help="HF benchmark dataset id, e.g. org/benchmark")]
-EvalResultsTask = Annotated[Optional[str], typer.Option("--eval-results-task", hidden=True, help="Benchmark task_id from the dataset's eval.yaml")]
