@@ -63,8 +63,8 @@ def _override(value: str | None) -> dict[str, Any] | None:
     return data
 
 
-def execute(spec: Any, dry_run: bool) -> None:
-    """Run (or plan) ``spec`` and exit with the run's code."""
+def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
+    """Run (or plan) ``spec`` and exit with the run's code; ``publish`` (an hf PublishRequest) runs after each job."""
     import json
 
     from benchflow.jobs.api import run
@@ -94,6 +94,10 @@ def execute(spec: Any, dry_run: bool) -> None:
         with RunView(quiet=repeat.quiet) as view:
             outcome = run(repeat, on_event=view)
         print_final(outcome)
+        if publish is not None:
+            from .hf_tasks import report_publish
+
+            report_publish(outcome.job_dir, publish)
         return outcome
 
     raise typer.Exit(dispatch(spec, one).exit_code)
@@ -116,12 +120,12 @@ def run_command(
     harness: O.Harness = None,
     agent_env: O.AgentEnv = None,
     task_skills: O.TaskSkills = None,
+    dataset: O.Dataset = None,
+    registry: O.Registry = None,
     include: O.Include = None,
     exclude: O.Exclude = None,
     limit: O.Limit = None,
     sandbox: O.Sandbox = None,
-    dataset: O.Dataset = None,
-    registry: O.Registry = None,
     concurrency: O.Concurrency = None,
     warm_pool: O.WarmPool = None,
     jobs_dir: O.JobsDir = None,
@@ -143,17 +147,24 @@ def run_command(
     trials: O.Trials = None,
     help_all: bool = typer.Option(False, "--help-all", callback=_show_all, is_eager=True, expose_value=False, help="Show every flag, the run settings --help leaves out included"),
     tasks_dir: O.TasksDir = None,
-    prompt: O.Prompt = None,
-    config_override: O.ConfigOverride = None,
-    build_concurrency: O.BuildConcurrency = None,
-    worker_concurrency: O.WorkerConcurrency = None,
     source_repo: O.SourceRepo = None,
     source_path: O.SourcePath = None,
     source_ref: O.SourceRef = None,
     hub: O.Hub = None,
     ignore_bench_version: O.IgnoreBenchVersion = False,
+    prompt: O.Prompt = None,
+    config_override: O.ConfigOverride = None,
+    build_concurrency: O.BuildConcurrency = None,
+    worker_concurrency: O.WorkerConcurrency = None,
     worker_retries: O.WorkerRetries = None,
     worker_start_stagger_sec: O.WorkerStartStagger = None,
+    executor: O.Executor = None,
+    publish_hf: O.PublishHf = None,
+    hf_prefix: O.HfPrefix = None,
+    hf_public_read_check: O.HfPublicReadCheck = False,
+    eval_results_model: O.EvalResultsModel = None,
+    eval_results_dataset: O.EvalResultsDataset = None,
+    eval_results_task: O.EvalResultsTask = None,
     max_sandbox_seconds: O.MaxSandboxSeconds = None,
     max_rollouts: O.MaxRollouts = None,
     token_budget: O.TokenBudget = None,
@@ -223,7 +234,7 @@ def run_command(
         "trials": trials, "tasks_dir": str(tasks_dir) if tasks_dir else None, "prompts": prompt,
         "config_override": _override(config_override), "build_concurrency": build_concurrency,
         "worker_concurrency": worker_concurrency, "worker_retries": worker_retries,
-        "worker_start_stagger_sec": worker_start_stagger_sec,
+        "worker_start_stagger_sec": worker_start_stagger_sec, "executor": executor,
         "budget.max_sandbox_seconds": max_sandbox_seconds, "budget.max_rollouts": max_rollouts,
         "budget.max_cost_usd": max_cost_usd, "budget.max_tokens": max_tokens,
         "budget.token_budget": token_budget, "budget.turn_budget": turn_budget,
@@ -255,7 +266,12 @@ def run_command(
         spec = spec.model_copy(update={"task_skills": False})
     if sandbox_user is not None:
         spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
-    execute(spec, dry_run)
+    from benchflow.hf.publish import publish_request
+
+    publish = publish_request(publish_hf, prefix=hf_prefix, public_read_check=hf_public_read_check,
+                              eval_model=eval_results_model, eval_dataset=eval_results_dataset,
+                              eval_task=eval_results_task)
+    execute(spec, dry_run, publish)
 
 
 resume_cmd = typer.Typer()

@@ -54,6 +54,7 @@ BuildConcurrency = Annotated[Optional[int], typer.Option("--build-concurrency", 
 WorkerConcurrency = Annotated[Optional[int], typer.Option("--worker-concurrency", hidden=True, help="Run batch eval through isolated worker subprocesses, each with at most this many concurrent tasks; --concurrency remains the aggregate target.")]
 WorkerRetries = Annotated[Optional[int], typer.Option("--worker-retries", hidden=True, help="Retry a crashed worker shard this many times, resuming its jobs_dir.  [default: 1]")]
 WorkerStartStagger = Annotated[Optional[float], typer.Option("--worker-start-stagger-sec", hidden=True, help="Seconds to stagger worker starts to avoid Daytona connection storms.  [default: 1.0]")]
+Executor = Annotated[Optional[str], typer.Option("--executor", hidden=True, help="Where trials run: in-process (default), ray (the Ray cluster at $RAY_ADDRESS or started on this machine, else a new local one) or ray://HOST:PORT (Ray Client); each node needs benchflow and a sandbox backend. pip install 'benchflow[ray]'")]
 JobsDir = Annotated[Optional[str], typer.Option("--jobs-dir", help="Where job folders go (default: jobs); a plain rerun resumes its latest job")]
 JobName = Annotated[Optional[str], typer.Option("--job", "--job-name", help="Job name under --jobs-dir (an existing job is resumed)")]
 Fresh = Annotated[bool, typer.Option("--fresh", help="Start a new job instead of resuming the latest one in --jobs-dir")]
@@ -106,3 +107,11 @@ SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True
 TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
 RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
 AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json.")]
+
+# Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
+PublishHf = Annotated[Optional[str], typer.Option("--publish-hf", hidden=True, help="Upload final eval artifacts to a HF dataset repo")]
+HfPrefix = Annotated[Optional[str], typer.Option("--hf-prefix", hidden=True, help="Path prefix in the HF repo")]
+HfPublicReadCheck = Annotated[bool, typer.Option("--hf-public-read-check", hidden=True, help="Verify public HF reads after upload")]
+EvalResultsModel = Annotated[Optional[str], typer.Option("--eval-results-model", hidden=True, help="HF model repo to open a community eval-results PR on")]
+EvalResultsDataset = Annotated[Optional[str], typer.Option("--eval-results-dataset", hidden=True, help="HF benchmark dataset id, e.g. org/benchmark")]
+EvalResultsTask = Annotated[Optional[str], typer.Option("--eval-results-task", hidden=True, help="Benchmark task_id from the dataset's eval.yaml")]
