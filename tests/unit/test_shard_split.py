@@ -1,0 +1,60 @@
+"""Worker shards: how --concurrency is split over workers, what is refused, and the build slots
+shared by processes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from benchflow.errors import ConfigError
+from benchflow.jobs.shards import refuse_unshardable, shard_sizes
+from benchflow.jobs.spec import RunSpec
+from benchflow.util.file_slots import held_slot, make_slots, try_take
+
+
+@pytest.mark.parametrize(("concurrency", "per_worker", "tasks", "sizes"), [
+    (2, 1, 4, [1, 1]),        # ceil(2 / 1) = 2 workers of 1
+    (8, 4, 64, [4, 4]),
+    (5, 2, 10, [2, 2, 1]),    # the total stays 5, none above 2
+    (8, 4, 1, [4]),           # never more workers than tasks
+    (3, 8, 9, [3]),           # one worker never runs more than --concurrency
+])
+def test_concurrency_is_split_over_ceil_workers(concurrency, per_worker, tasks, sizes) -> None:
+    assert shard_sizes(concurrency, per_worker, tasks) == sizes
+
+
+def test_job_budgets_are_refused_with_shards() -> None:
+    spec = RunSpec.model_validate({"worker_concurrency": 1, "budget": {"max_cost_usd": 5}})
+    with pytest.raises(ConfigError, match="--max-cost-usd"):
+        refuse_unshardable(spec)
+    refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1}))
+
+
+def test_build_slots_bound_holders_across_open_files(tmp_path: Path) -> None:
+    """flock is per open file, so two holders in one process count like two processes."""
+    folder = make_slots(tmp_path / "slots", 1)
+    assert (folder.stat().st_mode & 0o777) == 0o700
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+
+        async def build(name: str, hold: asyncio.Event | None) -> None:
+            async with held_slot(folder):
+                order.append(f"{name} in")
+                if hold is not None:
+                    await hold.wait()
+                order.append(f"{name} out")
+
+        release = asyncio.Event()
+        first = asyncio.create_task(build("first", release))
+        while not order:
+            await asyncio.sleep(0.01)
+        assert try_take(folder) is None  # the one slot is held
+        second = asyncio.create_task(build("second", None))
+        release.set()
+        await asyncio.gather(first, second)
+        return order
+
+    assert asyncio.run(scenario()) == ["first in", "first out", "second in", "second out"]
