@@ -27,7 +27,7 @@ def task_repo(root: Path, name: str, tasks: list[str], *, folder: str = "tasks")
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     for task in tasks:
-        make_task(repo / folder, task, solve=WRITE_HELLO, test=PASS_IF_HELLO)
+        make_task(repo / folder, task, solve=WRITE_HELLO, test=PASS_IF_HELLO, prompt=f"Do task {task}.")
     (repo / "README.md").write_text("not a task\n")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "tasks")

@@ -118,6 +118,21 @@ def _fetch_archive(task: RegistryTask, registry: LoadedRegistry) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def fetch_tasks(version: DatasetVersion, registry: LoadedRegistry, tasks: list[RegistryTask]) -> list[Path]:
+    """Put ``tasks`` of ``version`` in the cache (those not there yet: fetched and digest-checked).
+
+    Raises:
+        DatasetError: the version breaks a pinning rule, or a task cannot be fetched or does not match.
+    """
+    _check_pins(version, registry)
+    missing = [t for t in tasks if task_cache.cached(t) is None]
+    _fetch_git([t for t in missing if not t.archive_url])
+    for task in missing:
+        if task.archive_url:
+            _fetch_archive(task, registry)
+    return [task_cache.task_home(t) for t in tasks]
+
+
 def resolve_dataset(text: str, *, registry: str | None = None, hub: str | None = None,
                     ignore_bench_version: bool = False) -> TaskSource:
     """Fetch (or reuse from the cache) every task of dataset ``text`` (``name@version``).
@@ -133,12 +148,7 @@ def resolve_dataset(text: str, *, registry: str | None = None, hub: str | None =
     if not version.tasks:
         raise DatasetError(f"{version.ref}: the registry lists no task for it")
     check_bench_version(version, ignore_bench_version)
-    _check_pins(version, loaded)
-    missing = [t for t in version.tasks if task_cache.cached(t) is None]
-    _fetch_git([t for t in missing if not t.archive_url])
-    for task in missing:
-        if task.archive_url:
-            _fetch_archive(task, loaded)
+    fetch_tasks(version, loaded, version.tasks)
     first = version.tasks[0]
     source: dict[str, Any] = {"registry": loaded.location, "dataset": version.ref}
     if first.git_url:

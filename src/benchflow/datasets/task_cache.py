@@ -9,10 +9,12 @@ so a cache edited by hand is refused, not run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchflow.errors import DatasetError
@@ -22,8 +24,21 @@ from benchflow.util.cache_dir import cache_root
 from .registry import RegistryTask
 
 
+_root_override: list[Path] = []
+
+
 def datasets_root() -> Path:
-    return cache_root() / "datasets"
+    return _root_override[-1] if _root_override else cache_root() / "datasets"
+
+
+@contextlib.contextmanager
+def cache_at(root: Path) -> Iterator[None]:
+    """Keep fetched tasks under ``root`` instead of the user cache (``bench hub check --cache-dir``)."""
+    _root_override.append(root)
+    try:
+        yield
+    finally:
+        _root_override.pop()
 
 
 def task_home(task: RegistryTask) -> Path:
