@@ -107,6 +107,9 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     backend = plan.backend
     backend.set_build_concurrency(spec.build_concurrency or spec.concurrency)
     ca_bundle = resolve_ca_bundle(spec.ca_bundle)
+    from benchflow.executors import preflight
+
+    preflight(spec)  # --executor ray: Ray installed, options it can honour (before the job folder is touched)
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
     job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
                         identity={"agent": agent.name, "model": spec.model}, expected=expected,
@@ -194,12 +197,16 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
                             provenance=plan.provenance, ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 
-    scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
-                          warm_pool=spec.effective_warm_pool, retry_attempts=spec.retry.attempts,
-                          retry_policy=spec.retry.policy, budget=budget, emit=emit)
+    from benchflow.executors import open_executor
+
     try:
-        with sigterm_cancels_current_task():
-            fresh = await scheduler.run(todo)
+        async with open_executor(spec, models=models, tasks=todo) as executor:  # in-process, or a Ray cluster
+            scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
+                                  warm_pool=0 if executor.remote else spec.effective_warm_pool,
+                                  retry_attempts=spec.retry.attempts, retry_policy=spec.retry.policy,
+                                  budget=budget, emit=emit, run_attempt=executor.run_attempt)
+            with sigterm_cancels_current_task():
+                fresh = await scheduler.run(todo)
     finally:
         if models is not None:
             await asyncio.shield(models.stop())

@@ -24,7 +24,7 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "environment": ("sandbox", str), "sandbox": ("sandbox", str), "concurrency": ("concurrency", int),
     "build_concurrency": ("build_concurrency", int), "warm_pool": ("warm_pool", int),
     "worker_concurrency": ("worker_concurrency", int), "worker_retries": ("worker_retries", int),
-    "worker_start_stagger_sec": ("worker_start_stagger_sec", float),
+    "worker_start_stagger_sec": ("worker_start_stagger_sec", float), "executor": ("executor", str),
     "max_retries": ("retry.attempts", int), "retry_policy": ("retry.policy", str),
     "agent_env": ("agent_env", dict), "allow_task_env": ("allow_task_env", list), "include": ("selection.include", list), "exclude": ("selection.exclude", list),
     "limit": ("selection.limit", int), "sample_seed": ("selection.sample_seed", int),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +31,8 @@ class Scheduler:
     retry_policy: str
     budget: BudgetKeeper
     emit: Callable[[Event], None]
+    run_attempt: Callable[[TrialRequest], Awaitable[dict[str, Any]]] = run_trial
+    """Runs one attempt: here (``run_trial``) or on a cluster (``benchflow.executors``)."""
 
     async def run(self, tasks: list[PlannedTask]) -> dict[str, dict[str, Any] | None]:
         """Task name -> final result (None when it never finished: budget or cancellation)."""
@@ -71,7 +73,7 @@ class Scheduler:
                 key = f"{planned.key}#{attempt}"
                 self.budget.begin(key)
                 self.emit({"type": "trial_started", "task": planned.key, "attempt": attempt})
-                runner = asyncio.create_task(run_trial(request))
+                runner = asyncio.create_task(self.run_attempt(request))
                 self._running[key] = runner
                 try:
                     result = await runner

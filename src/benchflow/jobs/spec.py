@@ -101,6 +101,10 @@ class RunSpec(BaseModel):
     """Restart a crashed worker this many times; it resumes its shard (finished trials are kept)."""
     worker_start_stagger_sec: float = Field(default=1.0, ge=0)
     """Seconds between worker starts."""
+    executor: str = "in-process"
+    """Where each attempt runs: ``in-process``, or as a task on a Ray cluster: ``ray`` ($RAY_ADDRESS,
+    the cluster ``ray start`` made on this machine, else a new local one) or ``ray://HOST:PORT``
+    (Ray Client); see ``benchflow.executors`` and docs/ray.md."""
     jobs_dir: str = "jobs"
     job_name: str | None = None
     fresh: bool = False
@@ -177,6 +181,13 @@ class RunSpec(BaseModel):
             raise ValueError("strict also verifies in a separate sandbox, which this build does not run yet; "
                              "use --integrity audit")
         return value
+
+    @field_validator("executor")
+    @classmethod
+    def _executor(cls, value: str) -> str:
+        from benchflow.executors import check_executor
+
+        return check_executor(value)
 
     @field_validator("agent_env")
     @classmethod

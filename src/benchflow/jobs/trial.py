@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 async def run_trial(req: TrialRequest) -> dict[str, Any]:
     """Run one attempt and write its folder; returns the result document."""
-    name = trial_name(req.task.name, uuid.uuid4().hex[:8])
+    name = req.name or trial_name(req.task.name, uuid.uuid4().hex[:8])
     paths = req.job.trial(name)
     paths.make_dirs()
     started_at = dt.datetime.now()

@@ -47,6 +47,9 @@ class TrialRequest:
     """``source``/``dataset_name``/``dataset_version`` of fetched tasks (``Plan.provenance``), for config.json."""
     task_secrets: tuple[str, ...] = ()
     """Host values the task reads through ``--allow-task-env``: masked in every file of the trial folder."""
+    name: str | None = None
+    """The trial folder's name when the caller chose it (a remote executor, to find the attempt's
+    sandbox after losing its node); None: ``run_trial`` makes one."""
 
 
 def seed_env(seed: int | None) -> dict[str, str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 from benchflow.errors import AgentError
 from benchflow.sandbox.base import Process, Sandbox
 
-from .mux import StreamBridge
+from .mux import Connect, StreamBridge
 
 MOUNT = "/run/benchflow-gateway"
 """Where a trial's bridge folder is mounted (read-only) in its sandbox."""
@@ -88,11 +88,12 @@ class OpenBridge:
 
 
 async def open_bridge(sandbox: Sandbox, gateway_socket: Path, *, mounted: bool,
-                      timeout_sec: float = 30.0) -> OpenBridge:
+                      timeout_sec: float = 30.0, connect: Connect | None = None) -> OpenBridge:
     """Start the in-sandbox forwarder for one trial.
 
     ``mounted``: the trial's folder is mounted at :data:`MOUNT` (relay to the socket there);
-    else the connections travel over the forwarder's exec stream to ``gateway_socket``.
+    else the connections travel over the forwarder's exec stream to ``gateway_socket`` (or to
+    whatever ``connect`` opens: a cluster node's link to the driver's gateway).
 
     Raises:
         AgentError: the image has neither python3 nor node, or the forwarder did not come up.
@@ -113,5 +114,5 @@ async def open_bridge(sandbox: Sandbox, gateway_socket: Path, *, mounted: bool,
         raise AgentError(f"model bridge: the forwarder did not start ({line[:200]!r})", category="infra_failure")
     carrier = None
     if not mounted:
-        carrier = StreamBridge(process, lambda: asyncio.open_unix_connection(str(gateway_socket)))
+        carrier = StreamBridge(process, connect or (lambda: asyncio.open_unix_connection(str(gateway_socket))))
     return OpenBridge(url=f"http://127.0.0.1:{int(fields[1])}", process=process, carrier=carrier)

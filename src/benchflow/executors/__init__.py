@@ -1,0 +1,125 @@
+"""Where a job's trials run: in this process (the default) or as tasks on a Ray cluster.
+
+An executor runs one attempt of one trial and returns its result document; the scheduler
+(retries, budgets, concurrency) and the job folder stay with the driver either way.
+
+- ``in-process``: :func:`benchflow.jobs.trial.run_trial` here, as always.
+- ``ray`` / ``ray://HOST:PORT``: each attempt a Ray task on a node with its own sandbox backend
+  (:mod:`.ray_executor`); the model gateway stays here, reached through a link (:mod:`.gateway_link`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from benchflow.errors import ConfigError
+
+IN_PROCESS = "in-process"
+_RAY_CLIENT = re.compile(r"^ray://[^\s/:]+:\d{1,5}$")
+
+
+class Executor(Protocol):
+    remote: bool
+    """True when attempts run outside this process (no warm pool: a run slot cannot be held remotely)."""
+
+    async def run_attempt(self, request: Any) -> dict[str, Any]:
+        """Run one attempt (a ``TrialRequest``); its folder is in the job when this returns."""
+
+
+@dataclass
+class InProcess:
+    remote: bool = False
+
+    async def run_attempt(self, request: Any) -> dict[str, Any]:
+        from benchflow.jobs.trial import run_trial
+
+        return await run_trial(request)
+
+
+def check_executor(value: str) -> str:
+    """``in-process``, ``ray`` or ``ray://HOST:PORT``.
+
+    Raises:
+        ValueError: any other spelling (the run-spec validator turns it into a one-line error).
+    """
+    if value in (IN_PROCESS, "ray") or _RAY_CLIENT.match(value):
+        return value
+    raise ValueError(f"--executor {value!r}: give in-process, ray (this machine's or $RAY_ADDRESS's cluster) "
+                     "or ray://HOST:PORT (Ray Client)")
+
+
+def preflight(spec: Any) -> None:
+    """Refuse, before the job folder is touched, a remote executor that cannot run here.
+
+    Raises:
+        ConfigError: Ray not installed (naming the extra), or an option it cannot honour.
+    """
+    if (getattr(spec, "executor", IN_PROCESS) or IN_PROCESS) == IN_PROCESS:
+        return
+    from .ray_cluster import import_ray
+
+    _refuse_with_ray(spec)
+    import_ray()
+
+
+def _refuse_with_ray(spec: Any) -> None:
+    """What a trial on another machine cannot do, refused before anything starts."""
+    reasons = []
+    if spec.keep_sandbox != "never":
+        reasons.append("--keep-sandbox (the sandbox would stay on a cluster node)")
+    if spec.checkpoints:
+        reasons.append("--checkpoints (snapshots would stay on a cluster node)")
+    if getattr(spec, "worker_concurrency", None):
+        reasons.append("--worker-concurrency (Ray spreads the trials itself)")
+    if reasons:
+        raise ConfigError(f"--executor {spec.executor}: cannot be combined with {reasons[0]}")
+
+
+@contextlib.asynccontextmanager
+async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ()) -> AsyncIterator[Executor]:
+    """The executor ``spec.executor`` names, ready for the job's ``tasks`` (``PlannedTask``s);
+    with ``models`` (the job's gateway) a remote executor also opens the gateway link.
+
+    Raises:
+        ConfigError: Ray missing, the cluster unreachable, an option it cannot honour, or a task
+            no node of the cluster is big enough for.
+    """
+    executor = getattr(spec, "executor", IN_PROCESS) or IN_PROCESS
+    if executor == IN_PROCESS:
+        yield InProcess()
+        return
+    from . import ray_cluster
+    from .gateway_link import GatewayLink
+    from .ray_executor import RayExecutor, resources
+
+    preflight(spec)
+    ray = ray_cluster.import_ray()
+    cluster = ray_cluster.connect(ray, executor)  # on the main thread: Ray installs its signal handlers there
+    link = None
+    try:
+        _refuse_too_big(await asyncio.to_thread(ray_cluster.largest_node, ray), tasks, resources)
+        address = None
+        if models is not None:
+            link = GatewayLink(models, await asyncio.to_thread(ray_cluster.link_host, ray))
+            address = await link.start()
+        yield RayExecutor(ray=ray, cluster=cluster, link=address)
+    finally:
+        if link is not None:
+            await asyncio.shield(link.stop())
+        ray.shutdown()
+
+
+def _refuse_too_big(largest: dict[str, float], tasks: list[Any], resources: Any) -> None:
+    for planned in tasks:
+        need = resources(planned.task, planned.fit)
+        for key, have in (("num_cpus", largest["CPU"]), ("memory", largest["memory"]), ("num_gpus", largest["GPU"])):
+            if need[key] > have:
+                unit = (lambda v: f"{v / 2**20:.0f} MiB") if key == "memory" else (lambda v: f"{v:g}")
+                raise ConfigError(f"task {planned.name}: asks for {unit(need[key])} {key.removeprefix('num_')}, "
+                                  f"more than any node of the Ray cluster has ({unit(have)}); "
+                                  "add a bigger node or lower the task's sandbox request")

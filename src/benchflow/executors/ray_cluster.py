@@ -1,0 +1,68 @@
+"""Joining a Ray cluster as the job's driver: the ``--executor`` spelling, the import, the link address."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from benchflow.errors import ConfigError
+
+INSTALL_HINT = "pip install 'benchflow[ray]'"
+
+
+def address_of(executor: str) -> str | None:
+    """``ray`` -> None (``$RAY_ADDRESS``, else the cluster ``ray start`` made on this machine, else a
+    new local one); ``ray://HOST:PORT`` -> itself (Ray Client)."""
+    return None if executor == "ray" else executor
+
+
+def import_ray() -> Any:
+    """The ``ray`` module.
+
+    Raises:
+        ConfigError: Ray is not installed (names the extra to install).
+    """
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(f"--executor ray: Ray is not installed here; {INSTALL_HINT}") from None
+    return ray
+
+
+def connect(ray: Any, executor: str) -> str:
+    """Join (or, for a bare ``ray`` with no cluster around, start) the cluster; returns its address.
+
+    Raises:
+        ConfigError: the cluster cannot be reached.
+    """
+    address = address_of(executor)
+    logging.getLogger("ray").setLevel(logging.ERROR)  # Ray's notices would interleave with the run's lines
+    try:
+        context = ray.init(address=address, namespace="benchflow", log_to_driver=False,
+                           ignore_reinit_error=True, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({first})") from None
+    return str(getattr(context, "address_info", {}).get("gcs_address") or address or "local")
+
+
+def link_host(ray: Any) -> str:
+    """The address the nodes reach the driver's gateway link at: ``$BENCHFLOW_RAY_GATEWAY_HOST``, else
+    loopback when every node is on this machine, else this machine's address in the cluster."""
+    explicit = os.environ.get("BENCHFLOW_RAY_GATEWAY_HOST")
+    if explicit:
+        return explicit
+    mine = ray.util.get_node_ip_address()
+    others = {node.get("NodeManagerAddress") for node in ray.nodes() if node.get("Alive")}
+    return "127.0.0.1" if others <= {mine} else mine
+
+
+def largest_node(ray: Any) -> dict[str, float]:
+    """The most CPUs, memory (bytes) and GPUs any one live node offers (each taken separately)."""
+    best = {"CPU": 0.0, "memory": 0.0, "GPU": 0.0}
+    for node in ray.nodes():
+        if node.get("Alive"):
+            for key in best:
+                best[key] = max(best[key], float((node.get("Resources") or {}).get(key, 0.0)))
+    return best

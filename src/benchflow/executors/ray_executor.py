@@ -1,0 +1,113 @@
+"""The driver's side of ``--executor ray``: each attempt a Ray task, each finished folder installed here.
+
+The scheduler (retries, budgets, concurrency) runs unchanged in the driver and hands every
+attempt to :meth:`RayExecutor.run_attempt`, which submits :func:`.ray_node.run_attempt_on_node`
+with the task's resources as Ray resources (``num_cpus``, ``memory``, ``num_gpus``) and awaits
+it. The driver is the only writer of the job folder: a node returns the result document and the
+packed trial folder, installed here in one rename. An attempt whose node or worker died is
+recorded as an ``infra_failure`` (Ray does not retry it: ``--max-retries`` does, on whatever node
+is free), and the sandboxes of dead owners on the driver's engine are removed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchflow.util import atomic
+
+from .gateway_link import LinkAddress
+from .ray_node import NodeWork, run_attempt_on_node
+from .trial_bundle import install, pack
+
+_MiB = 1024 * 1024
+
+
+def resources(task: Any, fit: Any) -> dict[str, float]:
+    """The Ray resources one attempt holds: what the sandbox is granted (``fit``), else what it asks."""
+    sandbox = task.config.sandbox
+    cpus = float(fit.cpus[1]) if fit is not None else float(sandbox.cpus)
+    memory_mb = int(fit.memory_mb[1]) if fit is not None else int(sandbox.memory_mb)
+    return {"num_cpus": cpus, "memory": float(memory_mb * _MiB), "num_gpus": float(sandbox.gpus or 0)}
+
+
+@dataclass
+class RayExecutor:
+    ray: Any
+    cluster: str
+    link: LinkAddress | None = None
+    remote: bool = True
+    _task: Any = None
+    _folders: dict[Path, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._task = self.ray.remote(run_attempt_on_node)
+
+    async def run_attempt(self, req: Any) -> dict[str, Any]:
+        from benchflow.jobs.layout import trial_name
+
+        name = trial_name(req.task.name, uuid.uuid4().hex[:8])
+        started_at, t0 = dt.datetime.now(), time.monotonic()
+        ca_bundle = await asyncio.to_thread(Path(req.ca_bundle).read_bytes) if req.ca_bundle else None
+        work = NodeWork(trial=name, job_name=req.job.name, task=req.task, digest=req.digest, prompts=req.prompts,
+                        spec=req.spec, agent=req.agent, backend_name=req.backend_name, attempt=req.attempt,
+                        labels=dict(req.labels), seed=req.seed, fit=req.fit, cluster=self.cluster,
+                        task_secrets=req.task_secrets, agent_env=dict(req.agent_env), ca_bundle=ca_bundle,
+                        link=self.link, provenance=req.provenance)
+        options = {**resources(req.task, req.fit), "max_retries": 0, "retry_exceptions": False,
+                   "scheduling_strategy": "SPREAD", "name": f"benchflow:{name}"}
+        ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
+        try:
+            outcome = await ref
+        except asyncio.CancelledError:
+            self.ray.cancel(ref)
+            raise
+        except self.ray.exceptions.RayError as exc:
+            return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
+        await asyncio.to_thread(install, outcome.folder, req.job.trial(name).root)
+        return outcome.result
+
+    async def _task_folder(self, task: Any) -> Any:
+        """The task's folder in the object store, put there once per job."""
+        path = Path(task.path)
+        if path not in self._folders:
+            blob = await asyncio.to_thread(pack, path)
+            self._folders[path] = self.ray.put(blob)
+        return self._folders[path]
+
+    async def _lost(self, req: Any, name: str, started_at: dt.datetime, elapsed: float, exc: Exception) -> dict[str, Any]:
+        """Record an attempt that never came back (its node or worker died, or the node-side code
+        failed) as an errored trial folder, and remove what its dead owner left on the driver's engine."""
+        from benchflow.jobs.record import build_config, build_result
+        from benchflow.jobs.trial import unexpected_category
+        from benchflow.jobs.trial_request import agent_timeout
+        from benchflow.sandbox.orphans import reap
+
+        if isinstance(exc, self.ray.exceptions.RayTaskError):
+            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+            error, category = f"{type(cause).__name__}: {cause}", unexpected_category(cause)
+        else:  # the worker or its node died, or the object was lost: the infrastructure failed
+            first = (str(exc).strip().splitlines() or [""])[0]
+            error, category = f"ray: {type(exc).__name__}: {first}", "infra_failure"
+        paths = req.job.trial(name)
+        paths.make_dirs()
+        config = build_config(spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
+                              agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
+                              started_at=started_at, prompts=req.prompts, timeout_sec=agent_timeout(req),
+                              attempt=req.attempt, seed=req.seed,
+                              sandbox_fit=req.fit.record() if req.fit is not None else None)
+        atomic.write_json(paths.config, {**config, "executor": {"kind": "ray", "cluster": self.cluster,
+                                                                "node_id": None, "lost": True}})
+        result = build_result(task_name=req.task.name, trial_name=name, agent=req.agent.name, model=req.spec.model,
+                              environment=req.backend_name, task_digest=req.digest, attempt=req.attempt,
+                              seed=req.seed, started_at=started_at, timing={"total": elapsed}, events=[],
+                              outcome=None, verifier=None, error=error, error_category=category)
+        atomic.write_json(paths.result, result)
+        if req.labels.get("benchflow.job"):
+            await asyncio.to_thread(reap, req.backend, req.labels["benchflow.job"])
+        return result
