@@ -27,6 +27,10 @@ def view(
         help="Write the view as one self-contained HTML file instead of serving it: data inline and redacted, "
              "home folders shown as ~, no external requests; opens offline in any browser."),
 ) -> None:
+    if rollout_dir.startswith("hf://"):
+        from benchflow.hf.view_source import fetch
+
+        rollout_dir = str(fetch(rollout_dir))
     if export is not None:
         from benchflow.viewer.export import export_html
 
