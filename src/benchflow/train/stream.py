@@ -35,7 +35,7 @@ from benchflow.util import atomic
 
 from . import advantage
 from .source import read_rollout
-from .stream_wait import JobWaiter
+from .stream_wait import SETTLE_SEC, JobWaiter
 from .tokens import calls
 
 KIND = "benchflow.rollout-stream.v1"
@@ -189,6 +189,7 @@ def _stream(o: StreamOptions, out: TextIO, err: TextIO, waiter: JobWaiter) -> in
     grouper = Grouper(o.group_size) if o.group_size else None
     deadline = None if o.timeout is None else time.monotonic() + o.timeout
     done: set[str] = set()
+    pending: set[str] = set()
     notes: list[str] = []
     emitted = withheld_written = 0
     announced = False
@@ -220,10 +221,16 @@ def _stream(o: StreamOptions, out: TextIO, err: TextIO, waiter: JobWaiter) -> in
         if job is None and not announced:
             err.write(f"stream: waiting for {o.job_dir}\n")
             announced = True
+        fresh = False  # a trial folder not seen before and not finished yet: look again soon
         for trial in JobPaths(job).trials() if job is not None else []:
-            if trial.name in done or not trial.result.is_file():
+            if trial.name in done:
+                continue
+            if not trial.result.is_file():
+                fresh |= trial.name not in pending
+                pending.add(trial.name)
                 continue
             done.add(trial.name)
+            pending.discard(trial.name)
             rec = record(trial, job, fields, notes)
             if rec is not None:
                 emit(grouper.add(rec) if grouper is not None else [rec])
@@ -239,4 +246,4 @@ def _stream(o: StreamOptions, out: TextIO, err: TextIO, waiter: JobWaiter) -> in
         if deadline is not None and time.monotonic() >= deadline:
             return end(3, f"--timeout {o.timeout:g}s reached (job {state})")
         left = o.poll_interval if deadline is None else max(0.0, min(o.poll_interval, deadline - time.monotonic()))
-        waiter.wait(job, left)
+        waiter.wait(job, min(left, SETTLE_SEC) if fresh else left)

@@ -2,7 +2,7 @@
 
 With file-system notification (``watchfiles``: inotify on Linux, FSEvents on
 macOS) the stream wakes as soon as a trial's ``result.json``, the job's
-``summary.json`` or its lock changes, so a finished rollout goes out within
+``summary.json`` or its lock changes, or a trial folder appears, so a finished rollout goes out within
 milliseconds; ``--poll-interval`` stays the upper bound between scans (a
 process that dies makes no file event, so the lock is re-checked that often).
 Where notification is unavailable (no library, a folder that refuses watches,
@@ -22,8 +22,21 @@ from typing import Any
 WAKE_NAMES = ("result.json", "summary.json", ".lock")
 
 
-def _wake_filter(_change: Any, path: str) -> bool:
-    return path.endswith(WAKE_NAMES)
+SETTLE_SEC = 0.1
+"""How long after a new trial folder appears the stream looks again without waiting for an event.
+
+inotify watches are not recursive: a watch on a new folder is added after its creation event, and
+a file written into it before then makes no event. One look shortly after a folder appears closes
+that window; a result.json written later makes its own event."""
+
+
+def _wake_filter(root: Path) -> Callable[[Any, str], bool]:
+    top = str(root)
+
+    def wake(_change: Any, path: str) -> bool:
+        return path.endswith(WAKE_NAMES) or str(Path(path).parent) == top
+
+    return wake
 
 
 class JobWaiter:
@@ -59,7 +72,7 @@ class JobWaiter:
             self._notify = False
             return None
         self._root = job
-        self._changes = watchfiles.watch(job, watch_filter=_wake_filter, debounce=200, step=20,
+        self._changes = watchfiles.watch(job, watch_filter=_wake_filter(job), debounce=200, step=20,
                                          rust_timeout=max(1, int(self.interval * 1000)), yield_on_timeout=True)
         return self._changes
 
