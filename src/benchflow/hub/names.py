@@ -9,6 +9,7 @@ from benchflow.errors import ConfigError
 
 _PART = r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}"
 _SPEC = re.compile(rf"^(?P<org>{_PART})/(?P<name>{_PART})@(?P<version>{_PART})$")
+NAME_SHAPE = _SPEC
 TASK_NAME = re.compile(rf"^{_PART}$")
 
 
