@@ -176,6 +176,8 @@ def writer(sidecar: Sidecar, *, create: bool = False) -> Iterator[Writer]:
 
     With ``create`` a missing log is an empty one (``bench assess create``).
     """
+    if not create:
+        read_events(sidecar)  # not a sidecar, or a broken log: refused before anything is written here
     with locked(sidecar):
         events = [] if create and not sidecar.events.exists() else read_events(sidecar)
         yield Writer(sidecar, events)
