@@ -56,3 +56,20 @@ def test_json_carries_both_blocks_and_an_unreadable_verdict_is_left_out(tmp_path
     assert by_name["good__00000001"]["integrity"] is None
     assert by_name["good__00000001"]["review"]["decision"] == "publishable"
     assert by_name["meh__00000002"]["integrity"]["flag_codes"] == ["read_tests"]
+
+
+def test_eval_metrics_reports_rubric_reward_bands_and_integrity_beside_the_solve_rate(tmp_path) -> None:
+    from benchflow.results.report import collect_metrics
+
+    reviewed_job.write(tmp_path / "jobs" / "job")
+    report = collect_metrics(tmp_path / "jobs")
+    review, integrity = report.pooled.review, report.pooled.integrity
+    assert review["reviewed"] == review["completed"] == 3 and review["reviewer_errors"] == 0
+    assert review["mean_rubric_reward"] == (1.0 + 0.75 + 0.0) / 3
+    assert review["bands"] == {"0.00-0.65": 1, "0.65-0.80": 1, "0.80-1.00": 1}
+    assert review["decisions"] == {"not_publishable": 1, "presentable_with_revisions": 1, "publishable": 1}
+    assert integrity == {"audited": 2, "clean": 1, "flagged": 1, "flag_codes": {"read_tests": 1}}
+    text = render.render_metrics(report)
+    assert "Rubric review: 3/3 reviewed, mean rubric reward 0.58" in text
+    assert "Integrity: 2 audited, 1 clean, 1 flagged (read_tests 1)" in text
+    assert report.pooled.denominators["passed"] == 2  # the verifier's figures are unchanged by the review

@@ -15,6 +15,7 @@ from typing import Any, Iterable, Sequence
 from pydantic import BaseModel
 
 from .documents import Comparison, JobDocument, TrialDocument, TrialSummary
+from .review_metrics import review_lines
 
 
 def to_json(document: BaseModel | dict[str, Any] | list[Any]) -> str:
@@ -199,6 +200,7 @@ def render_metrics(report: Any) -> str:
         lines += [f"caveat: {c}" for c in solve["caveats"]]
         lines.append(f"mean tool calls {num(entry.mean_tool_calls, 1)}, mean seconds {num(entry.mean_duration_sec, 1)}"
                      f", tokens {entry.total_tokens or 0}, cost ${num(entry.cost_usd, 2)}")
+        lines += review_lines(entry.review, entry.integrity)
     if report.by_agent:
         lines += ["", table(("agent", "attempted", "scored", "passed", "pass rate"),
                             [[g["group"]["agent"], g["denominators"]["attempted"], g["denominators"]["scored"],

@@ -22,6 +22,7 @@ from .documents import TrialSummary
 from .job import groups_of, load_job, split_controls
 from .outcome import denominators
 from .reader import find_jobs, require_dir
+from .review_metrics import integrity_figures, review_figures
 
 SETTING_FIELDS = ("agent", "harness", "model", "reasoning_effort", "task_set", "benchflow_version")
 
@@ -35,6 +36,10 @@ class SettingMetrics(BaseModel):
     mean_duration_sec: float | None = None
     total_tokens: int | None = None
     cost_usd: float | None = None
+    review: dict[str, Any] | None = None
+    """Rubric-review figures (``review_metrics.review_figures``); None when no trial was reviewed."""
+    integrity: dict[str, Any] | None = None
+    """Integrity verdict counts (``review_metrics.integrity_figures``); None when no trial was audited."""
 
 
 class MetricsReport(BaseModel):
@@ -81,7 +86,8 @@ def _figures(setting: tuple[Any, ...], trials: list[TrialSummary], jobs: list[st
         solve_rates=metrics.solve_rates(finished, ks=ks, solve_threshold=solve_threshold),
         mean_tool_calls=_mean([t.n_tool_calls for t in finished if t.n_tool_calls is not None]),
         mean_duration_sec=_mean([t.duration_sec for t in finished if t.duration_sec is not None]),
-        total_tokens=sum(tokens) if tokens else None, cost_usd=math.fsum(costs) if costs else None)
+        total_tokens=sum(tokens) if tokens else None, cost_usd=math.fsum(costs) if costs else None,
+        review=review_figures(trials), integrity=integrity_figures(trials))
 
 
 def _matches(value: str | None, wanted: str | None) -> bool:
