@@ -111,3 +111,18 @@ def test_private_keys_url_credentials_and_jwts_are_masked(tmp_path):
     for secret in (b"b3BlbnNzaC1rZXktdjEAAAAA", b"hunter2hunter", jwt.encode()):
         assert secret not in text
     assert next(f for f in report.files if f.path.endswith("claude_agent_acp.txt")).masked == 3
+
+
+def test_review_revisions_and_integrity_verdicts_travel_in_the_bundle(tmp_path):
+    from tests.fixtures import reviewed_job
+
+    job = reviewed_job.write(tmp_path / "job")
+    report = bundle(job.root, tmp_path / "b.zip")
+    names = {f.path for f in report.files}
+    for trial in job.trials():
+        for path in [*trial.root.glob("scoring/*.json"), trial.claim_verdict]:
+            if path.is_file():
+                assert f"{trial.name}/{path.relative_to(trial.root).as_posix()}" in names
+    with zipfile.ZipFile(tmp_path / "b.zip") as zipped:
+        assert any(n.endswith("integrity/claim_verdict.json") for n in zipped.namelist())
+        assert any("/scoring/" in n for n in zipped.namelist())
