@@ -125,9 +125,10 @@ def direct_upload(capture: Any, container_url: str) -> DirectResult:
                 result.bytes += member.file_size
     except HttpResponseError as exc:
         code = getattr(exc, "error_code", None) or exc.status_code
-        hint = {"ContainerNotFound": "create the container first",
-                "AuthenticationFailed": "check the SAS or AZURE_STORAGE_* credentials",
-                "AuthorizationFailure": "the credential may not write to this container"}.get(str(code), "")
+        code = getattr(code, "value", code)  # a StorageErrorCode enum: its wire name
+        denied = "check the SAS or the AZURE_STORAGE_* credentials, and that they may write to this container"
+        hint = {"ContainerNotFound": "create the container first", "AuthenticationFailed": denied,
+                "AuthorizationFailure": denied, "AuthorizationPermissionMismatch": denied}.get(str(code), "")
         raise DirectUploadError(f"upload to {shown} failed: {code}{'; ' + hint if hint else ''}") from None
     except AzureError as exc:
         raise DirectUploadError(f"upload to {shown} failed: {type(exc).__name__} (is the account reachable?)") from None
