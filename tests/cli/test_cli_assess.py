@@ -185,3 +185,15 @@ def test_two_bench_processes_writing_at_once(bench, kit: Kit) -> None:
 
 def _effective(bench, side: str) -> str:
     return json.loads(ok(bench("assess", "show", side, "--json")))["effective_answer"]
+
+
+def test_release_proof_never_says_absent_for_a_provider_it_cannot_ask(bench, kit: Kit) -> None:
+    for target in (kit.refs[0], kit.rollouts[0]):  # a saved-attempt reference, or a trial folder
+        result = bench("sandbox", "list", "--release-proof", str(target))
+        assert result.returncode == 1, result.stderr
+        proof = json.loads(result.stdout)
+        assert proof["schema"] == "benchflow.assessment-release-proof.v1"
+        assert [(o["runtime_id"], o["state"]) for o in proof["observations"]] == [("sbx-a", "unknown")]
+        assert "test-provider:sbx-a is unknown" in result.stderr
+    bad = bench("sandbox", "list", "--release-proof", str(kit.rubric))
+    assert bad.returncode == 2 and "--release-proof" in bad.stderr
