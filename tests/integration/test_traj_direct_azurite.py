@@ -176,3 +176,20 @@ def test_missing_container_and_bad_url_are_clear(azurite: Azurite, tmp_path: Pat
     for bad in ("ftp://host/c", "http://example.com/acct/c", "https://acct.blob.core.windows.net"):
         with pytest.raises(UserError, match="--container-url"):
             direct_upload(capture, bad)
+
+
+def test_bench_traj_upload_direct_end_to_end(bench, azurite: Azurite, container: str, tmp_path: Path) -> None:
+    session = tmp_path / "s.jsonl"
+    session.write_text('{"type": "user_message", "text": "token ' + PLANTED + '"}\n')
+    env = {"AZURE_STORAGE_CONNECTION_STRING": azurite.connection_string, "BENCHFLOW_CACHE": str(tmp_path / "c"),
+           "HOME": str(tmp_path)}
+    no_url = bench("traj", "upload", str(session), "--direct", "--yes", env=env)
+    assert no_url.returncode == 2 and "--container-url" in no_url.stderr
+    done = bench("traj", "upload", str(session), "--direct", "--container-url", f"{azurite.endpoint}/{container}",
+                 "--yes", "--no-repo", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Masked for you: 1" in done.stdout and f"{azurite.endpoint}/{container}/captures/" in done.stdout
+    blobs = blobs_of(azurite, container)
+    [trajectory] = [name for name in blobs if name.endswith("/trajectory/s.jsonl")]
+    assert b"token" in blobs[trajectory] and PLANTED.encode() not in azurite.stored_bytes()
+    assert KEY not in done.stdout + done.stderr

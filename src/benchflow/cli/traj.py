@@ -67,6 +67,12 @@ def upload(
         raise UserError("give the trajectory to upload: a .jsonl file, a folder or a trial folder")
     if (direct or container_url) and not _HAS_DIRECT:
         raise UserError("--direct is not part of this build; upload to a hub ($BENCHFLOW_HUB_URL)")
+    if container_url and not direct:
+        raise UserError("--container-url is used with --direct; add --direct to upload to that container")
+    if direct:
+        from benchflow.traj.direct import check_container_url
+
+        check_container_url(container_url)
     if workspace_dir is not None and not workspace_dir.is_dir():
         raise UserError(f"--workspace-dir {workspace_dir}: no such folder")
     sources = find_sources(path)
@@ -87,7 +93,9 @@ def upload(
         if direct:
             from benchflow.traj.direct import direct_upload
 
-            direct_upload(capture, container_url=container_url)
+            result = direct_upload(capture, container_url=container_url)
+            typer.echo(f"Uploaded {capture.digest} ({result.bytes} bytes in {len(result.blobs)} blob(s)) to "
+                       f"{result.container}/{result.prefix}/")
             return
         raise typer.Exit(_to_hub(capture, wait))
     finally:
@@ -184,6 +192,30 @@ def setup(
 
     if not _HAS_SETUP:
         raise UserError("bench traj setup is not part of this build")
-    from benchflow.traj.setup import run_setup
+    from benchflow.traj import setup as skill
 
-    raise typer.Exit(run_setup(yes=yes, prompt=prompt, list_sessions=list_))
+    if prompt:
+        typer.echo(skill.PROMPT, nl=False)
+        return
+    if list_:
+        sessions = skill.recent_sessions()
+        if not sessions:
+            typer.echo("No local sessions found (~/.claude/projects, ~/.codex/sessions, ~/.gemini/tmp).", err=True)
+        for session in sessions:
+            typer.echo(f"{skill.age(session.modified)}\t{session.agent}\t{session.size}\t{session.path}")
+        return
+    targets = skill.skill_targets()
+    if not targets:
+        typer.echo("No agent folder found here (~/.claude, ~/.codex, ~/.gemini, …): nothing to install into. "
+                   "Use bench traj setup --prompt to paste the instructions instead.", err=True)
+        raise typer.Exit(1)
+    pending = [t for t in targets if not t.up_to_date]
+    for target in targets:
+        typer.echo(f"{target.agent}\t{target.folder}\t{'up to date' if target.up_to_date else 'to install'}")
+    if pending and not yes and not typer.confirm(f"Install the submit skill into {len(pending)} folder(s)?",
+                                                 default=True):
+        typer.echo("Not installed.", err=True)
+        raise typer.Exit(1)
+    written = skill.install(pending)
+    typer.echo(f"Installed the {skill.SKILL_NAME} skill in {len(written)} folder(s); "
+               f"{len(targets) - len(written)} already up to date.")

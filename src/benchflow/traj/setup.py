@@ -34,9 +34,9 @@ STEPS = """\
    "Masked for you" line. Never paste unredacted content anywhere.
 3. Run `bench view <file> --confirm --redaction-summary "<that masked line>"` and ask the user
    to look at it. Continue only if it prints `DECISION: approved` (exit 0); stop on `rejected`.
-4. Run `bench traj upload <file>` (add `--workspace-dir <folder>` only if the user asked to share
-   the workspace) and confirm its prompt, since the user approved in step 3. Report the capture
-   digest it prints; `bench traj status <digest>` tells whether it has been verified.
+4. Run `bench traj upload <file> --yes` (the user approved in step 3; add `--workspace-dir <folder>`
+   only if the user asked to share the workspace). Report the capture digest it prints;
+   `bench traj status <digest>` tells whether it has been verified.
 """
 
 SKILL_MD = f"""\
