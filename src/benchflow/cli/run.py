@@ -67,14 +67,12 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
     """Run (or plan) ``spec`` and exit with the run's code; ``publish`` (an hf PublishRequest) runs after each job."""
     import json
 
-    from benchflow.jobs.api import run
-    from benchflow.jobs.plan import make_plan
-    from benchflow.jobs.public import dispatch
-
     from .run_view import RunView, print_final
 
     if dry_run:
         from rich.console import Console
+
+        from benchflow.jobs.plan import make_plan
 
         plan = make_plan(spec, pull_images=False)
         print(json.dumps(plan.document(), indent=2))
@@ -92,7 +90,11 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
         raise typer.Exit(0 if card.accepted else 1)
     def one(repeat: Any) -> Any:
         with RunView(quiet=repeat.quiet) as view:
-            outcome = run(repeat, on_event=view)
+            outcome = _through_daemon(repeat, view)
+            if outcome is None:
+                from benchflow.jobs.api import run
+
+                outcome = run(repeat, on_event=view)
         print_final(outcome)
         if publish is not None:
             from .hf_tasks import report_publish
@@ -100,7 +102,21 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
             report_publish(outcome.job_dir, publish)
         return outcome
 
+    if spec.trials <= 1 and not spec.matrix:  # one job: the engine is imported only if it runs here
+        raise typer.Exit(one(spec).exit_code)
+    from benchflow.jobs.public import dispatch
+
     raise typer.Exit(dispatch(spec, one).exit_code)
+
+
+def _through_daemon(spec: Any, view: Any) -> Any:
+    """With ``BENCHFLOW_DAEMON=auto``, the outcome of ``spec`` run by this user's daemon (``bench daemon
+    start``); None to run it in this process (no daemon, or a gone one, which it says in one line)."""
+    if os.environ.get("BENCHFLOW_DAEMON", "").lower() != "auto":
+        return None
+    from benchflow.daemon import client
+
+    return client.run(spec, view)
 
 
 run_cmd = typer.Typer()
