@@ -125,3 +125,14 @@ def test_two_concurrent_writers_both_succeed_with_one_chain(tmp_path: Path) -> N
     assert report.ok, report.failures()
     label = json.loads((kit.sidecar / "label.json").read_text())
     assert label["label"] == 0.5 and len(label["revisions"][0]["consumers"]) == 30
+
+
+def test_a_hand_edited_reference_is_refused_with_the_field(tmp_path: Path) -> None:
+    kit = make_kit(tmp_path)
+    ref = json.loads(kit.refs[1].read_text())
+    del ref["output"]["sha256"]
+    kit.refs[1].write_text(json.dumps(ref))
+    with pytest.raises(AssessmentError, match="field 'output' must hold path, kind and sha256"):
+        ev.create(kit.sidecar, attempts=kit.refs, rubric=kit.rubric, rubric_id="clarity", rubric_version="1",
+                  protocol=kit.protocol, key=None)
+    assert not kit.sidecar.exists()

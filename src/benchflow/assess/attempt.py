@@ -97,11 +97,28 @@ def load_attempt_ref(path: Path) -> dict[str, Any]:
         raise AssessmentError(f"--attempt {path}: not a readable JSON file ({exc})") from exc
     if not isinstance(ref, dict) or ref.get("schema") != SCHEMA:
         raise AssessmentError(f"--attempt {path}: schema is not {SCHEMA}; make it with bench assess attempt-ref")
-    for field in ("task", "output", "review_artifact", "runtimes", "rollout"):
-        if field not in ref:
-            raise AssessmentError(f"--attempt {path}: missing field {field!r}; make it again with bench assess "
-                                  "attempt-ref")
+    problem = _shape_problem(ref)
+    if problem:
+        raise AssessmentError(f"--attempt {path}: {problem}; make it again with bench assess attempt-ref")
     return ref
+
+
+def _shape_problem(ref: dict[str, Any]) -> str | None:
+    """What is wrong with a reference's shape (a hand-edited or foreign file), or None."""
+    if not isinstance(ref.get("rollout"), str):
+        return "field 'rollout' must be a path"
+    if not isinstance(ref.get("task"), dict) or not isinstance(ref["task"].get("name"), str):
+        return "field 'task' must hold the task's name"
+    for part in ("output", "review_artifact"):
+        value = ref.get(part)
+        if not isinstance(value, dict) or not all(isinstance(value.get(k), str) for k in ("path", "kind", "sha256")):
+            return f"field {part!r} must hold path, kind and sha256"
+    runtimes = ref.get("runtimes")
+    if not isinstance(runtimes, list) or not runtimes or not all(
+            isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("provider", "runtime_id", "role"))
+            for r in runtimes):
+        return "field 'runtimes' must list provider, runtime_id and role of each runtime"
+    return None
 
 
 def stale_parts(ref: dict[str, Any]) -> list[str]:
