@@ -188,3 +188,18 @@ def test_view_hf_dataset_serves_its_jobs(hub: HfHubDouble, tmp_path: Path) -> No
 def test_view_hf_bad_target_is_exit_2(bench, hub: HfHubDouble) -> None:
     done = bench("view", "hf://only-org", "--port", "0", env=hub.env)
     assert done.returncode == 2 and "hf://<org>/<dataset>" in done.stderr
+
+
+def test_generate_from_local_sessions_filters_by_project_and_writes_legacy(bench, tmp_path: Path) -> None:
+    projects = tmp_path / "projects"
+    for project in ("-home-u-proj", "-home-u-other"):
+        (projects / project).mkdir(parents=True)
+        (projects / project / "s1.jsonl").write_text(session_lines().replace("/home/u/proj", "/" + project[1:].replace("-", "/")))
+    done = bench("tasks", "generate", "--from-local", "--projects-dir", str(projects), "--project", "u-proj",
+                 "--task-format", "legacy", "--output", str(tmp_path / "t"))
+    assert done.returncode == 0, done.stderr
+    [task] = list((tmp_path / "t").iterdir())
+    assert (task / "task.toml").is_file() and (task / "instruction.md").is_file() and not (task / "task.md").exists()
+    assert bench("tasks", "check", str(task)).returncode == 0
+    missing = bench("tasks", "generate", "--from-local", "--projects-dir", str(tmp_path / "none"))
+    assert missing.returncode == 2 and "--projects-dir" in missing.stderr
