@@ -1,0 +1,149 @@
+"""Scale-out on one machine (issue 20): the same trials in-process and spread over workers, and the
+warm daemon's start of a one-task ``bench run`` against a cold start.
+
+(a) N trials (default 64) of a task whose oracle sleeps S s (default 5), one row per mode, same
+    machine, same run: ``in-process -j 8`` and ``2 shards x 4`` (``-j 8 --worker-concurrency 4``).
+    Target: every mode within 10% of in-process. A mode is one function in ``MODES`` returning the
+    ``bench run`` flags (and environment) it adds; add a row by adding a function.
+(b) The start of a one-task ``bench run``: from launching the command to its first progress line
+    (plan made, job folder open, the sandbox about to be made) and to the end, cold (in-process)
+    and attached to a warm ``bench daemon`` (``BENCHFLOW_DAEMON=auto``); median of the repeats,
+    each a fresh job. Target: warm start <= 0.3 s.
+
+Needs a Docker engine (scripts/docker-engine.sh). The daemon runs in a private runtime folder.
+
+Usage: .venv/bin/python benchmarks/scale_out.py [--trials 64] [--sleep 5] [--repeats 5] [--modes a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+
+PYTHON = str(ROOT / ".venv/bin/python")
+TARGET_RATIO = 1.10
+TARGET_WARM_START = 0.3
+
+
+def in_process(_tmp: Path) -> tuple[list[str], dict[str, str]]:
+    return ["-j", "8"], {}
+
+
+def shards_2x4(_tmp: Path) -> tuple[list[str], dict[str, str]]:
+    return ["-j", "8", "--worker-concurrency", "4", "--worker-start-stagger-sec", "0"], {}
+
+
+MODES: dict[str, Callable[[Path], tuple[list[str], dict[str, str]]]] = {
+    "in-process -j 8": in_process,
+    "2 shards x 4": shards_2x4,
+}
+"""Row name -> (extra ``bench run`` flags, extra environment). The first row is the baseline."""
+
+
+def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([PYTHON, "-m", "benchflow.cli", *args], capture_output=True, text=True,
+                          env={**os.environ, "NO_COLOR": "1", **(env or {})})
+
+
+def make_tasks(root: Path, n: int, sleep: float) -> Path:
+    for i in range(n):
+        make_task(root, f"t{i:03d}", solve=f"sleep {sleep}; " + WRITE_HELLO, test=PASS_IF_HELLO)
+    return root
+
+
+def scale_rows(tmp: Path, n: int, sleep: float, modes: list[str]) -> list[tuple[str, float, int]]:
+    tasks = make_tasks(tmp / "tasks", n, sleep)
+    bench("run", str(tasks), "-s", "docker", "-n", "1", "--jobs-dir", str(tmp / "warmup"))  # the image, once
+    rows = []
+    for name in modes:
+        flags, env = MODES[name](tmp)
+        jobs = tmp / f"jobs-{len(rows)}"
+        t = time.perf_counter()
+        done = bench("run", str(tasks), "-s", "docker", "--jobs-dir", str(jobs), *flags, env=env)
+        wall = time.perf_counter() - t
+        job = next(p for p in jobs.iterdir() if p.is_dir())
+        passed = json.loads((job / "summary.json").read_text())["passed"]
+        if done.returncode != 0:
+            print(f"{name}: exit {done.returncode}\n{done.stderr[-2000:]}", file=sys.stderr)
+        rows.append((name, wall, passed))
+    return rows
+
+
+def one_start(task_dir: Path, jobs: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(seconds to the first progress line, seconds to the end) of one ``bench run`` of one task."""
+    t = time.perf_counter()
+    proc = subprocess.Popen([PYTHON, "-m", "benchflow.cli", "run", str(task_dir), "-s", "docker", "--fresh",
+                             "--jobs-dir", str(jobs)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "NO_COLOR": "1", **env})
+    assert proc.stderr is not None
+    first = None
+    for line in proc.stderr:
+        if first is None and line.startswith("Job "):
+            first = time.perf_counter() - t
+    proc.wait()
+    end = time.perf_counter() - t
+    return (first if first is not None else float("nan")), end
+
+
+def daemon_rows(tmp: Path, repeats: int) -> list[tuple[str, float, float]]:
+    task = make_tasks(tmp / "one", 1, 0) / "t000"
+    runtime = Path(tempfile.mkdtemp(prefix="benchflow-bench-rt-"))
+    env = {"XDG_RUNTIME_DIR": str(runtime)}
+    rows = []
+    one_start(task, tmp / "cold-warmup", {})
+    cold = [one_start(task, tmp / "cold", {}) for _ in range(repeats)]
+    rows.append(("cold (in-process)", statistics.median(c[0] for c in cold), statistics.median(c[1] for c in cold)))
+    started = bench("daemon", "start", env=env)
+    if started.returncode != 0:
+        print(f"bench daemon start failed: {started.stdout}{started.stderr}", file=sys.stderr)
+        return rows
+    try:
+        attached = {**env, "BENCHFLOW_DAEMON": "auto"}
+        one_start(task, tmp / "warm-warmup", attached)
+        warm = [one_start(task, tmp / "warm", attached) for _ in range(repeats)]
+        rows.append(("warm (BENCHFLOW_DAEMON=auto)", statistics.median(w[0] for w in warm),
+                     statistics.median(w[1] for w in warm)))
+    finally:
+        bench("daemon", "stop", env=env)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--trials", type=int, default=64)
+    parser.add_argument("--sleep", type=float, default=5.0)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated rows of MODES")
+    parser.add_argument("--skip-scale", action="store_true", help="only the daemon rows")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="benchflow-scale-out-") as tmp:
+        if not args.skip_scale:
+            rows = scale_rows(Path(tmp), args.trials, args.sleep, args.modes.split(","))
+            base = rows[0][1]
+            print(f"(a) {args.trials} trials, oracle sleeps {args.sleep:g}s "
+                  f"(ideal at 8 running: {args.trials * args.sleep / 8:.0f}s)")
+            print(f"{'mode':32} {'wall s':>8} {'ratio':>7} {'passed':>7}  target <= {TARGET_RATIO:.2f}")
+            for name, wall, passed in rows:
+                ratio = wall / base
+                print(f"{name:32} {wall:8.1f} {ratio:7.2f} {passed:>7}  {'ok' if ratio <= TARGET_RATIO else 'MISS'}")
+        print(f"\n(b) one-task bench run, median of {args.repeats}")
+        print(f"{'start':32} {'first line s':>12} {'end s':>8}  target first line <= {TARGET_WARM_START:g}s warm")
+        for name, first, end in daemon_rows(Path(tmp), args.repeats):
+            print(f"{name:32} {first:12.2f} {end:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
