@@ -30,7 +30,7 @@ class BadArchive(Exception):
 
 def pack(task_dir: Path, out: IO[bytes]) -> None:
     """Write ``task_dir`` as a reproducible tar.gz to ``out``."""
-    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0) as gz, \
+    with gzip.GzipFile(filename="", fileobj=out, mode="wb", mtime=0) as gz, \
             tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for rel, full in task_files(task_dir):
             info = tarfile.TarInfo(rel)

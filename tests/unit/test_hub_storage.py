@@ -1,0 +1,105 @@
+"""The hub's storage pieces: migrations, tokens, task archives, record schemas."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+from sqlalchemy import inspect, text
+
+from benchflow.errors import UserError
+from benchflow.hub import migrations, models
+from benchflow.hub.archives import BadArchive, archive_digest, pack
+from benchflow.hub.database import engine_for
+from benchflow.hub.ingest import schema_error
+from benchflow.hub.names import parse_ref
+from benchflow.hub.tokens import create_token, user_for
+from benchflow.tasks.digest import task_digest
+
+TASK = Path(__file__).resolve().parents[1] / "fixtures" / "tasks" / "reward-pass"
+
+
+@pytest.fixture
+def engine(tmp_path: Path):
+    engine = engine_for(f"sqlite:///{tmp_path / 'hub.sqlite3'}")
+    yield engine
+    engine.dispose()
+
+
+def test_a_fresh_database_is_upgraded_to_exactly_the_models(engine) -> None:
+    assert migrations.upgrade(engine) == [step for step, _, _ in migrations.STEPS]
+    assert migrations.upgrade(engine) == []  # already there: nothing runs
+    found = inspect(engine)
+    for table in models.metadata.sorted_tables:
+        assert {c["name"] for c in found.get_columns(table.name)} == set(table.columns.keys()), table.name
+
+
+def test_a_database_newer_than_this_code_is_refused(engine) -> None:
+    migrations.upgrade(engine)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE hub_schema_version SET version = 99"))
+    with pytest.raises(UserError, match="schema step 99, newer than this BenchFlow knows"):
+        migrations.upgrade(engine)
+
+
+def test_tokens_are_stored_hashed(engine, tmp_path: Path) -> None:
+    migrations.upgrade(engine)
+    token = create_token(engine, "alice")
+    second = create_token(engine, "alice")
+    assert user_for(engine, token)[1] == user_for(engine, second)[1] == "alice"
+    assert user_for(engine, token + "x") is None and user_for(engine, None) is None
+    engine.dispose()
+    assert token.encode() not in (tmp_path / "hub.sqlite3").read_bytes()
+
+
+def test_an_archive_carries_the_task_digest(tmp_path: Path) -> None:
+    out = tmp_path / "task.tar.gz"
+    with out.open("wb") as handle:
+        pack(TASK, handle)
+    assert archive_digest(out) == task_digest(TASK)
+    again = io.BytesIO()
+    pack(TASK, again)
+    assert again.getvalue() == out.read_bytes()  # reproducible bytes
+
+
+def _tar(tmp_path: Path, member: tarfile.TarInfo, data: bytes = b"") -> Path:
+    out = tmp_path / "bad.tar.gz"
+    with tarfile.open(out, "w:gz") as tar:
+        tar.addfile(member, io.BytesIO(data) if member.isfile() else None)
+    return out
+
+
+@pytest.mark.parametrize(("kind", "name", "message"), [
+    (tarfile.SYMTYPE, "link", "not a regular file or folder"),
+    (tarfile.REGTYPE, "../escape.txt", "points outside the task folder"),
+    (tarfile.REGTYPE, "/etc/passwd", "points outside the task folder"),
+    (tarfile.CHRTYPE, "dev", "not a regular file or folder"),
+])
+def test_a_hostile_archive_is_refused(tmp_path: Path, kind: bytes, name: str, message: str) -> None:
+    member = tarfile.TarInfo(name)
+    member.type = kind
+    member.linkname = "/etc/passwd" if kind == tarfile.SYMTYPE else ""
+    with pytest.raises(BadArchive, match=message):
+        archive_digest(_tar(tmp_path, member))
+
+
+def test_not_a_tar_is_refused(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"not gzip at all")
+    with pytest.raises(BadArchive, match="not a readable tar.gz"):
+        archive_digest(junk)
+
+
+def test_schema_errors_name_the_field() -> None:
+    assert schema_error("result", {"schema_version": 1, "task_name": "t"}) is None
+    assert schema_error("result", {"schema_version": 1, "task_name": "t", "n_tool_calls": "many"}).startswith("n_tool_calls: 'many'")
+    assert "'task_name' is a required property" in schema_error("result", {"schema_version": 1, "agent": "x"})
+
+
+@pytest.mark.parametrize("spec", ["mini@1.0", "acme/mini", "acme/mini@", "a/b/c@1", "acme/../x@1"])
+def test_a_dataset_name_must_be_org_name_version(spec: str) -> None:
+    with pytest.raises(UserError, match="org/name@version"):
+        parse_ref(spec)
+    assert str(parse_ref("acme/mini@1.0")) == "acme/mini@1.0"
