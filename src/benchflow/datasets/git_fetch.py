@@ -21,7 +21,8 @@ _TIMEOUT_SEC = 600
 def _git(args: list[str], cwd: Path, what: str) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true", "LC_ALL": "C"}
     try:
-        done = subprocess.run(["git", "-c", "advice.detachedHead=false", *args], cwd=cwd, env=env,
+        done = subprocess.run(["git", "-c", "advice.detachedHead=false", "-c", "protocol.ext.allow=never",
+                               *args], cwd=cwd, env=env,
                               capture_output=True, text=True, timeout=_TIMEOUT_SEC)
     except FileNotFoundError:
         raise DatasetError(f"{what}: git is not installed; install git (apt-get install git) to fetch "
@@ -43,9 +44,11 @@ def sparse_checkout(url: str, ref: str, paths: list[str], dest: Path) -> str:
     Raises:
         DatasetError: git missing, the repository or ref unreachable.
     """
+    what = f"{url}@{ref}"
+    if url.startswith("-") or ref.startswith("-") or url.startswith("ext::"):
+        raise DatasetError(f"{what}: not a repository URL and ref git may be given")  # no option injection
     if shutil.which("git") is None:
         _git(["--version"], dest, url)  # raises the "install git" error
-    what = f"{url}@{ref}"
     dest.mkdir(parents=True, exist_ok=True)
     _git(["init", "-q"], dest, what)
     _git(["remote", "add", "origin", url], dest, what)

@@ -59,8 +59,10 @@ def _split_url_ref(text: str) -> tuple[str, str | None]:
 
 def looks_like_repo(target: str) -> bool:
     """True for a target that names a repository rather than a local folder."""
-    return (target.startswith(("github:", "git@", *_URL_SCHEMES))
-            or (bool(_SHORT.match(target)) and not target.startswith((".", "/", "~"))))
+    if target.startswith(("github:", "git@", *_URL_SCHEMES)):
+        return True
+    # org/repo, unless its first segment is a local folder (then it is a mistyped path)
+    return bool(_SHORT.match(target)) and not target.startswith((".", "/", "~")) and not Path(target.split("/")[0]).exists()
 
 
 def parse_target(target: str) -> RepoTarget:
