@@ -58,3 +58,31 @@ def test_build_slots_bound_holders_across_open_files(tmp_path: Path) -> None:
         return order
 
     assert asyncio.run(scenario()) == ["first in", "first out", "second in", "second out"]
+
+
+def test_a_worker_that_keeps_dying_is_retried_then_fails_the_run(tmp_path: Path, monkeypatch) -> None:
+    """Each death is reported; after --worker-retries restarts the run stops with the tasks left for a resume."""
+    from types import SimpleNamespace
+
+    from benchflow.jobs import shards
+    from benchflow.jobs.layout import JobPaths
+    from benchflow.sandbox import orphans
+
+    calls: list[list[str]] = []
+
+    async def dies(self, keys: list[str]) -> int:
+        calls.append(keys)
+        return -9
+
+    monkeypatch.setattr(shards.Shard, "_one_worker", dies)
+    monkeypatch.setattr(orphans, "reap", lambda backend, job: [])
+    events: list[dict] = []
+    spec = RunSpec.model_validate({"worker_concurrency": 1, "concurrency": 1, "worker_retries": 2,
+                                   "worker_start_stagger_sec": 0})
+    todo = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
+    plan = SimpleNamespace(backend=None)
+    with pytest.raises(shards.WorkerFailed, match="2 task\\(s\\) unfinished"):
+        asyncio.run(shards.run_shards(spec, plan, JobPaths(tmp_path / "job"), todo, events.append))
+    assert calls == [["a", "b"]] * 3
+    exits = [e for e in events if e["type"] == "worker_exited"]
+    assert [e["will_retry"] for e in exits] == [True, True, False]

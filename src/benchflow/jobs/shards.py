@@ -31,17 +31,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchflow.errors import ConfigError
+from benchflow.errors import BenchError, ConfigError
 
 from .budget import BudgetKeeper
 from .job import scan_finished
 from .layout import JobPaths
 from .plan import Plan, PlannedTask
 from .spec import RunSpec
+from .worker import EXIT_REFUSED
 
 Event = dict[str, Any]
 EVENT_LINE_LIMIT = 64 * 1024 * 1024
 """Largest event line a worker may send (a trial's result document rides in one)."""
+
+
+class WorkerFailed(BenchError):
+    """A worker shard kept dying; its unfinished tasks stay for a resume."""
+
+    category = "infra_failure"
 
 
 def shard_sizes(concurrency: int, worker_concurrency: int, tasks: int) -> list[int]:
@@ -80,9 +87,13 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
         runs = [Shard(index=i, spec=spec, plan=plan, paths=paths, keys=[t.key for t in shard], size=size,
                       slots=slots, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
                 for i, (shard, size) in enumerate(zip(shards, sizes))]
-        await asyncio.gather(*runs)
+        left = [keys for keys in await asyncio.gather(*runs) if keys]
     finally:
         shutil.rmtree(slots, ignore_errors=True)
+    if left:
+        raise WorkerFailed(f"{len(left)} worker(s) died more than --worker-retries {spec.worker_retries} time(s); "
+                           f"{sum(map(len, left))} task(s) unfinished (e.g. {left[0][0]}); rerun the same command "
+                           "to resume the job")
     return fresh, BudgetKeeper(spec.budget).document()
 
 
@@ -99,26 +110,26 @@ class Shard:
         done = set(scan_finished(self.paths)) | self.final
         return [k for k in self.keys if k not in done]
 
-    async def run(self, delay: float) -> None:
+    async def run(self, delay: float) -> list[str]:
+        """Run the shard to its end; the task keys a dead worker left unfinished after the last retry."""
         if delay:
             await asyncio.sleep(delay)
+        left = self.keys
         for attempt in range(self.spec.worker_retries + 1):
-            keys = self._unfinished() if attempt else self.keys
-            if not keys:
-                return
             if attempt:
                 from benchflow.sandbox.orphans import reap
 
                 await asyncio.to_thread(reap, self.plan.backend, str(self.paths.root.resolve()))
-            code = await self._one_worker(keys)
+            code = await self._one_worker(left)
             if code == 0:
-                return
+                return []
             left = self._unfinished()
-            will_retry = bool(left) and attempt < self.spec.worker_retries
+            will_retry = bool(left) and attempt < self.spec.worker_retries and code != EXIT_REFUSED
             self.emit({"type": "worker_exited", "worker": self.index + 1, "code": code, "unfinished": len(left),
                        "will_retry": will_retry, "attempt": attempt + 1})
-            if not left or code == 2:  # 2: the worker refused before running anything; a retry would too
-                return
+            if not will_retry:
+                return left
+        return left
 
     def _message(self, keys: list[str]) -> str:
         worker_spec = self.spec.model_copy(update={"concurrency": self.size, "worker_concurrency": None})
