@@ -193,3 +193,43 @@ def test_a_repository_target_at_a_commit_is_reused_without_git(cache, tmp_path, 
     shutil.rmtree(repo)
     monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
     assert fetch_repo(parse_target(f"org/tasks-repo/tasks@{sha}")).dirs == first.dirs
+
+
+def test_an_archive_reaching_outside_its_folder_is_refused(cache, tmp_path):
+    evil = tmp_path / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        data = b"owned\n"
+        info = tarfile.TarInfo("../../outside.txt")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    registry = write_registry(tmp_path / "r.json", [{"name": "x", "version": "1", "tasks": [
+        {"name": "t", "archive_url": str(evil), "digest": "sha256:" + "0" * 64}]}])
+    with pytest.raises(DatasetError, match="task t: .* not a readable tar.gz"):
+        resolve_dataset("x@1", registry=str(registry))
+    assert not list(tmp_path.rglob("outside.txt"))
+
+
+def test_a_registry_fetched_once_is_read_from_the_cache_when_the_network_is_gone(cache, tmp_path):
+    from benchflow.datasets.registry_load import load_registry
+
+    site = tmp_path / "site"
+    (site / "api").mkdir(parents=True)
+    (site / "api" / "registry.json").write_text(json.dumps([{"name": "org/x", "version": "1", "tasks": []}]))
+    hub = _Hub(site)
+    try:
+        first = load_registry(f"hub:{hub.url}")
+    finally:
+        hub.close()
+    again = load_registry(f"hub:{hub.url}")
+    assert [v.ref for v in again.versions] == [v.ref for v in first.versions] == ["org/x@1"]
+
+
+def test_a_run_config_names_its_tasks_by_source_or_dataset():
+    from benchflow.jobs.config_file import build_run_spec
+
+    spec = build_run_spec(options={"source": {"repo": "org/repo", "path": "tasks", "ref": "main"}})
+    assert (spec.source_repo, spec.source_path, spec.source_ref) == ("org/repo", "tasks", "main")
+    spec = build_run_spec(options={"dataset": "alpha@1.0", "registry": "r.json", "ignore_bench_version": True})
+    assert (spec.dataset, spec.registry, spec.ignore_bench_version) == ("alpha@1.0", "r.json", True)
+    with pytest.raises(ConfigError, match="unknown key 'source_branch'"):
+        build_run_spec(options={"source": {"repo": "org/repo", "branch": "main"}})
