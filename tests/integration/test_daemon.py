@@ -140,3 +140,28 @@ def test_another_user_gets_no_answer_even_through_an_open_socket(tmp_path: Path,
     assert os.waitstatus_to_exitcode(status) == 0  # connected, and the daemon hung up without a word
     sock.parent.chmod(0o700)
     assert "running" in run_bench("daemon", "status", env=daemon_env).stdout
+
+
+def test_ctrl_c_cancels_the_run_in_the_daemon_and_leaves_nothing_running(tmp_path: Path, daemon_env: dict) -> None:
+    import docker
+
+    make_task(tmp_path / "tasks", "slow", solve="sleep 60", test=PASS_IF_HELLO, agent_timeout=120)
+    assert run_bench("daemon", "start", env=daemon_env).returncode == 0
+    jobs = tmp_path / "jobs"
+    env = {**os.environ, **daemon_env, "BENCHFLOW_DAEMON": "auto"}
+    proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "run", str(tmp_path / "tasks"), "-s", "docker",
+                             "--jobs-dir", str(jobs)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    api = docker.from_env().api
+
+    def containers() -> list:
+        job = next((p for p in jobs.iterdir() if p.is_dir()), None) if jobs.is_dir() else None
+        return api.containers(all=True, filters={"label": f"benchflow.job={job.resolve()}"}) if job else []
+
+    wait_until(lambda: list(jobs.rglob("sandbox.json")), timeout=60, what="the trial's sandbox to be up")
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert containers() == []
+    assert "0 active call(s), 1 served" in run_bench("daemon", "status", env=daemon_env).stdout
