@@ -48,7 +48,7 @@ def test_help_matches_the_reference(bench, command: list[str]) -> None:
 
 @pytest.mark.parametrize(("target", "message"), [
     ("/no/such/folder", "no such file or folder"),
-    ("hf://org/dataset", "hf:// datasets cannot be fetched"),
+    ("hf://only-org", "hf://<org>/<dataset>"),
 ])
 def test_bad_rollout_dir_is_one_line_exit_2(bench, target: str, message: str) -> None:
     result = bench("view", target)

@@ -80,8 +80,8 @@ def _within(path: Path, folder: Path) -> bool:
 def resolve_source(target: str) -> ViewSource:
     """Classify ROLLOUT_DIR; a path that is none of the four kinds is a ``UserError`` (exit 2)."""
     if target.startswith("hf://"):
-        raise UserError(f"ROLLOUT_DIR {target}: hf:// datasets cannot be fetched by this build; "
-                        "download the dataset and pass its local folder instead")
+        raise UserError(f"ROLLOUT_DIR {target}: an hf:// dataset is fetched by bench view "
+                        "(benchflow.hf.view_source.fetch); pass its local folder here")
     path = Path(target).expanduser()
     if not path.exists():
         raise UserError(f"ROLLOUT_DIR {target}: no such file or folder; pass a trial folder, "
