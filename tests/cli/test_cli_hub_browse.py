@@ -127,3 +127,22 @@ def test_source_repo_and_repository_targets_plan_the_same_tasks(tmp_path, env):
     assert [[t["name"] for t in p["tasks"]] for p in plans] == [["r1", "r2"], ["r1", "r2"], ["r2"]]
     assert {p["source"]["commit"] for p in plans} == {sha}
     assert plans[0]["source"]["repo"] == "org/bench-tasks" and plans[0]["source"]["ref"] == "main"
+
+
+def test_primeintellect_drives_the_prime_cli_and_keeps_its_exit_code(tmp_path, env):
+    import sys
+
+    from tests.conftest import ROOT
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    prime = bin_dir / "prime"
+    prime.write_text(f"#!/bin/sh\nexec {sys.executable} {ROOT / 'tests' / 'doubles' / 'fake_prime_cli.py'} \"$@\"\n")
+    prime.chmod(0o755)
+    with_prime = {**env, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    listed = run_bench("hub", "list", "--provider", "primeintellect", "--owner", "will", env=with_prime)
+    assert listed.returncode == 0 and json.loads(listed.stdout) == {"prime": ["env", "list", "--owner", "will"]}
+    shown = run_bench("hub", "show", "primeintellect/general-agent", "--version", "0.2", env=with_prime)
+    assert json.loads(shown.stdout) == {"prime": ["env", "info", "primeintellect/general-agent@0.2"]}
+    missing = run_bench("hub", "show", "missing/env", env=with_prime)
+    assert missing.returncode == 3

@@ -83,9 +83,13 @@ def show(
     from benchflow.datasets.browse import open_version
 
     chosen = _provider(provider)
-    hosted = "/" in source_env and "@" not in source_env and version is None and not (hub or registry)
+    hosted = "/" in source_env and "@" not in source_env and not (hub or registry)  # owner/name: a hosted env
     if chosen == "primeintellect" or (chosen is None and hosted):
         _prime(["env", "info", source_env + (f"@{version}" if version else "")])
+    if "/" in source_env and "@" not in source_env and version is None:
+        from benchflow.errors import ConfigError
+
+        raise ConfigError(f"{source_env}: give org/name@version for a dataset on a BenchFlow Hub")
     loaded, entry = open_version(source_env, version, registry, hub)
     if as_json:
         typer.echo(json.dumps(entry.model_dump(mode="json", exclude_none=True), indent=2))

@@ -68,7 +68,7 @@ def registry_location(registry: str | None, hub: str | None, ref: DatasetRef | N
     if ref is not None and ref.on_hub:
         env = os.environ.get(HUB_ENV)
         if not env:
-            raise ConfigError(f"--dataset {ref}: an org/name dataset lives on a BenchFlow Hub; give --hub URL "
+            raise ConfigError(f"{ref}: an org/name dataset lives on a BenchFlow Hub; give --hub URL "
                               f"or set ${HUB_ENV}")
         return "hub:" + env
     return DEFAULT_REGISTRY_URL
