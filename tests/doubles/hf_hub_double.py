@@ -10,6 +10,7 @@ It serves, on loopback, what ``snapshot_download`` / ``hf_hub_download``,
     POST /api/{models|datasets}/{org}/{name}/preupload/{rev}     every file "regular" (no LFS, no Xet)
     POST /api/{models|datasets}/{org}/{name}/commit/{rev}        NDJSON commit (header, file, deletedFile)
     POST /api/repos/create                                       409 when it exists
+    GET  /api/agent-harnesses                                    an empty registry (the library asks once)
     HEAD|GET /[datasets/]{org}/{name}/resolve/{rev}/{path}        X-Repo-Commit, ETag, Content-Length
 
 Repositories live in memory: each commit is a full ``{path: bytes}`` map. A
@@ -148,6 +149,8 @@ class HfHubDouble:
                               "headers": dict(request.headers), "body": body})
         if request.headers.get("authorization") and not self._authorized(request):
             return _error(401, "Invalid credentials in Authorization header")
+        if parts[:2] == ["api", "agent-harnesses"]:  # the library's best-effort agent-detection registry
+            return JSONResponse({"standardEnvVars": [], "harnesses": {}})
         if parts[:3] == ["api", "repos", "create"] and request.method == "POST":
             return self._create(request, json.loads(body or b"{}"))
         if len(parts) >= 4 and parts[0] == "api" and parts[1] in ("models", "datasets"):
