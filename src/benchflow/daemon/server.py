@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import socket
@@ -29,6 +30,7 @@ from typing import Any
 from benchflow.util import atomic
 
 from . import paths
+from .paths import DaemonFolderError
 
 LINE_LIMIT = 64 * 1024 * 1024
 WARM_MODULES = ("benchflow.jobs.api", "benchflow.jobs.plan", "benchflow.jobs.trial", "benchflow.jobs.phases",
@@ -147,7 +149,19 @@ class Daemon:
             os.chdir(saved_cwd)
 
 
+def _only_daemon() -> int:
+    """Hold ``daemon.lock`` for the process's life: a second daemon of this user refuses to start."""
+    fd = os.open(paths.folder() / "daemon.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DaemonFolderError(f"another bench daemon of yours holds {paths.folder() / 'daemon.lock'}") from None
+    return fd
+
+
 async def serve(ready: Any) -> None:
+    _only_daemon()
     daemon = Daemon()
     daemon.backend = warm()
     sock_path = paths.socket_path()

@@ -107,6 +107,10 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     backend = plan.backend
     backend.set_build_concurrency(spec.build_concurrency or spec.concurrency)
     ca_bundle = resolve_ca_bundle(spec.ca_bundle)
+    if spec.worker_concurrency:
+        from .shards import refuse_unshardable
+
+        refuse_unshardable(spec)  # before the job folder is touched
     from benchflow.executors import preflight
 
     preflight(spec)  # --executor ray: Ray installed, options it can honour (before the job folder is touched)

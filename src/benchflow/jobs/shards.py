@@ -71,8 +71,8 @@ def refuse_unshardable(spec: RunSpec) -> None:
 
 async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask],
                      emit: Callable[[Event], None]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Run ``todo`` over worker subprocesses; (task key -> final result or None, budget document)."""
-    refuse_unshardable(spec)
+    """Run ``todo`` over worker subprocesses; (task key -> final result or None, budget document).
+    ``run_async`` has called :func:`refuse_unshardable` before the job folder was opened."""
     fresh: dict[str, Any] = {t.key: None for t in todo}
     if not todo:
         return fresh, BudgetKeeper(spec.budget).document()
