@@ -103,3 +103,28 @@ def test_a_dataset_name_must_be_org_name_version(spec: str) -> None:
     with pytest.raises(UserError, match="org/name@version"):
         parse_ref(spec)
     assert str(parse_ref("acme/mini@1.0")) == "acme/mini@1.0"
+
+
+def test_a_capture_left_unverified_is_verified_when_the_hub_starts_again(engine, tmp_path: Path) -> None:
+    import hashlib
+    import zipfile
+
+    from benchflow.hub import store
+    from benchflow.hub.app import Hub, verify_pending
+    from benchflow.hub.blobs import FilesystemBlobStore
+
+    migrations.upgrade(engine)
+    create_token(engine, "alice")
+    line = b'{"type": "agent_message", "text": "done"}\n'
+    capture = tmp_path / "capture.zip"
+    with zipfile.ZipFile(capture, "w") as archive:
+        archive.writestr("manifest.json", '{"kind": "benchflow.trajectory-capture", "files": [{"path": '
+                         f'"trajectory/a.jsonl", "sha256": "{hashlib.sha256(line).hexdigest()}"}}]}}')
+        archive.writestr("trajectory/a.jsonl", line)
+    key = "sha256:" + hashlib.sha256(capture.read_bytes()).hexdigest()
+    hub = Hub(engine=engine, blobs=FilesystemBlobStore(tmp_path / "blobs"))
+    hub.blobs.put_file(key, capture)
+    assert store.add_capture(engine, digest=key, user_id=1, blob_key=key, size=1)
+    assert verify_pending(hub) == 1
+    assert store.capture(engine, key)["status"] == "verified"
+    assert verify_pending(hub) == 0

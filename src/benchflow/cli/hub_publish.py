@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
@@ -55,7 +54,6 @@ def push(
     dataset: str | None = typer.Option(None, "--dataset", help="The dataset version the job ran, "
                                        "org/name@version (default: what the job recorded)"),
     label: str | None = typer.Option(None, "--label", help="A label for the run on the Hub"),
-    as_json: bool = typer.Option(False, "--json", help="Print the hub's answer as JSON"),
 ) -> None:
     from benchflow.hub.client import HubClient, hub_url
     from benchflow.hub.names import parse_ref
@@ -65,9 +63,6 @@ def push(
         dataset = str(parse_ref(dataset, "--dataset"))
     with HubClient(hub_url(hub)) as client:
         answer = run(client, job_dir, dataset, label)
-    if as_json:
-        typer.echo(json.dumps(answer, indent=2))
-        return
     typer.echo(f"Pushed run {answer['id']} ({answer['job_name']}, {answer['n_trials']} trials)"
                + (f" to {answer['dataset']}" if answer.get("dataset") else "") + f": {answer['url']}")
     for entry in answer.get("entries", []):

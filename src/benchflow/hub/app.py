@@ -294,6 +294,14 @@ def _verify_capture(hub: Hub, digest: str, key: str) -> None:
     store.set_capture_status(hub.engine, digest, "verified", None, manifest)
 
 
+def verify_pending(hub: Hub) -> int:
+    """Verify captures left ``received`` by a hub that stopped before its background check ran."""
+    pending = store.pending_captures(hub.engine)
+    for digest, key in pending:
+        _verify_capture(hub, digest, key)
+    return len(pending)
+
+
 async def upload_capture(request: Request) -> JSONResponse:
     user_id, _name = await _user(request)
     hub = _hub(request)

@@ -48,8 +48,9 @@ def serve(hub, host: str, port: int) -> None:
 
     from benchflow.viewer.server import bind_port
 
-    from .app import build_app
+    from .app import build_app, verify_pending
 
+    verify_pending(hub)
     sock = bind_port(port, host=host, tries=1)
     actual = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(build_app(hub), log_level="warning", access_log=False, lifespan="off"))

@@ -170,3 +170,10 @@ def capture(engine: Engine, digest: str) -> dict[str, Any] | None:
     with engine.connect() as conn:
         row = conn.execute(query).first()
     return dict(row._mapping) if row else None
+
+
+def pending_captures(engine: Engine) -> list[tuple[str, str]]:
+    """(digest, blob key) of every capture still ``received``."""
+    query = select(m.trajectories.c.digest, m.trajectories.c.blob_key).where(m.trajectories.c.status == "received")
+    with engine.connect() as conn:
+        return [(row.digest, row.blob_key) for row in conn.execute(query)]
