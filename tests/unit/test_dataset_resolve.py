@@ -233,3 +233,23 @@ def test_a_run_config_names_its_tasks_by_source_or_dataset():
     assert (spec.dataset, spec.registry, spec.ignore_bench_version) == ("alpha@1.0", "r.json", True)
     with pytest.raises(ConfigError, match="unknown key 'source_branch'"):
         build_run_spec(options={"source": {"repo": "org/repo", "branch": "main"}})
+
+
+def test_symlinks_in_a_fetched_repository_never_reach_the_host_or_a_run(cache, tmp_path, monkeypatch):
+    secret = tmp_path / "host-secret"
+    secret.mkdir()
+    (secret / "key").write_text("do not copy\n")
+    repo, _ = task_repo(tmp_path / "gh" / "org", "links", ["plain"])
+    (repo / "tasks" / "evil").symlink_to(secret)
+    (repo / "tasks" / "plain" / "environment" / "key").symlink_to(secret / "key")
+    sha = commit_all(repo)
+    registry = write_registry(tmp_path / "r.json", [entry(repo, sha, "links", "1", ["plain"]) | {"tasks": [
+        {"name": "evil", "git_url": repo.as_uri(), "git_commit_id": sha, "path": "tasks/evil",
+         "digest": task_digest(secret)}]}])
+    with pytest.raises(DatasetError, match="task evil: not found"):
+        resolve_dataset("links@1", registry=str(registry))
+    monkeypatch.setenv("BENCHFLOW_GITHUB_BASE", (tmp_path / "gh").as_uri())
+    fetched = fetch_repo(parse_target(f"org/links/tasks@{sha}"))
+    assert [p.name for p in fetched.dirs] == ["plain"]
+    assert not (fetched.dirs[0] / "environment" / "key").exists()
+    assert not list(cache.rglob("key"))

@@ -121,6 +121,7 @@ def fetch_repo(target: RepoTarget) -> TaskSource:
             if _SHA.match(ref) and sha != ref:
                 raise DatasetError(f"{target.display}: fetched commit {sha}, not the {ref} asked for")
             shutil.rmtree(work / ".git")  # the digest would count it; the tasks never need it
+            task_cache.drop_symlinks(work)  # as in the dataset cache: only what the digest covers
             home = _checkout_home(target, sha)
             home.parent.mkdir(parents=True, exist_ok=True)
             if not home.is_dir():
@@ -129,7 +130,7 @@ def fetch_repo(target: RepoTarget) -> TaskSource:
             shutil.rmtree(work, ignore_errors=True)
     sha = home.name.split("-", 1)[0]
     folder = home / target.path if target.path else home
-    if not folder.is_dir():
+    if not task_cache.inside(folder, home):
         raise DatasetError(f"{target.display}@{sha[:12]}: no folder {target.path!r} in the repository")
     from benchflow.tasks import discover_tasks
 

@@ -96,7 +96,7 @@ def _fetch_git(tasks: list[RegistryTask]) -> None:
         if got != commit:
             raise DatasetError(f"{url}: fetched commit {got}, but the registry pins {commit}")
         for task in tasks:
-            task_cache.place(task, work / (task.path or "").strip("/"), f"{url}@{commit[:12]}:{task.path}")
+            task_cache.place(task, work / (task.path or "").strip("/"), f"{url}@{commit[:12]}:{task.path}", work)
     finally:
         import shutil
 
@@ -113,7 +113,7 @@ def _fetch_archive(task: RegistryTask, registry: LoadedRegistry) -> None:
         raise DatasetError(f"task {task.name}: archive_url {task.archive_url!r} must be an http(s) URL")
     work = task_cache.scratch_dir("archive-")
     try:
-        task_cache.place(task, unpack_archive(url, work, f"task {task.name}"), url)
+        task_cache.place(task, unpack_archive(url, work, f"task {task.name}"), url, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -68,13 +68,37 @@ def copy_regular_files(src: Path, dest: Path) -> None:
         os.chmod(target, 0o755 if mode & stat.S_IXUSR else 0o644)
 
 
-def place(task: RegistryTask, src: Path, where: str) -> Path:
-    """Copy ``src`` into the cache as ``task`` after checking its digest.
+def inside(path: Path, root: Path) -> bool:
+    """``path`` is a real folder under ``root``, reached through no symlink (a fetched tree is hostile)."""
+    try:
+        rel = path.relative_to(root)
+    except ValueError:
+        return False
+    node = root
+    for part in rel.parts:
+        node = node / part
+        if node.is_symlink():
+            return False
+    return path.is_dir()
+
+
+def drop_symlinks(root: Path) -> None:
+    """Remove every symlink under ``root``: what the digest does not cover never reaches a run."""
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        for name in [*dirnames, *filenames]:
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                full.unlink()
+
+
+def place(task: RegistryTask, src: Path, where: str, root: Path) -> Path:
+    """Copy ``src`` (a folder under the fetched tree ``root``) into the cache as ``task`` after checking its digest.
 
     Raises:
-        DatasetError: ``src`` is missing, or its content does not match the pinned digest (names the task).
+        DatasetError: ``src`` is missing or outside ``root``, or its content does not match the pinned
+            digest (names the task).
     """
-    if not src.is_dir():
+    if not inside(src, root):
         raise DatasetError(f"task {task.name}: not found at {where}; the registry entry points at nothing")
     tmp = scratch_dir(f"{task.hex[:12]}-")
     try:
