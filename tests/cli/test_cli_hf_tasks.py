@@ -142,7 +142,11 @@ def test_generate_from_a_session_file_makes_checked_redacted_tasks(bench, tmp_pa
     checked = bench("tasks", "check", str(task))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     again = bench("tasks", "generate", "--from-file", str(session), "--output", str(tmp_path / "t"))
-    assert again.returncode == 0 and "already exists" in again.stderr
+    assert again.returncode == 0 and f"Kept {task} (already generated)" in again.stdout
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text(session_lines().replace('"name": "Write"', '"name": "Read"'))
+    unusable = bench("tasks", "generate", "--from-file", str(nothing), "--output", str(tmp_path / "t2"))
+    assert unusable.returncode == 1 and "wrote no files" in unusable.stderr
 
 
 def test_generate_from_hf_filters_by_outcome_and_needs_one_source(bench, hub: HfHubDouble, tmp_path: Path) -> None:

@@ -98,13 +98,15 @@ def generate(
                    f"{len(trace.outputs)} file(s)\t{trace.title}")
     for path in result.written:
         typer.echo(f"Wrote {path}")
+    for path in result.existing:
+        typer.echo(f"Kept {path} (already generated)")
     for trace_id, reason in result.skipped:
         typer.echo(f"skipped {trace_id}: {reason}", err=True)
     verb = "would generate" if dry_run else "generated"
     typer.echo(f"{len(result.previewed)} trace(s) read, {verb} {len(result.previewed) if dry_run else len(result.written)} "
                f"task(s), {len(result.skipped)} skipped", err=True)
-    if not result.previewed and not result.written:
-        raise typer.Exit(1)
+    if not (result.previewed if dry_run else result.written or result.existing):
+        raise typer.Exit(1)  # nothing usable: the skipped lines above say why
 
 
 def report_publish(job_dir: Path, request: Any) -> None:

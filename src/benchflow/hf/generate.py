@@ -54,6 +54,8 @@ class GenerateOptions:
 class GenerateResult:
     previewed: list[Trace] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    existing: list[Path] = field(default_factory=list)
+    """Tasks an earlier run already generated from these traces (left alone)."""
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -89,11 +91,11 @@ def generate_tasks(source: Any, options: GenerateOptions) -> GenerateResult:
             result.skipped.append((trace.trace_id, "the agent wrote no files in its working folder; "
                                                    "nothing to verify"))
             continue
-        path = _write_task(trace, options)
-        if path is None:
-            result.skipped.append((trace.trace_id, "a task for this trace already exists"))
+        path = options.output / task_name(trace)
+        if path.exists():
+            result.existing.append(path)
         else:
-            result.written.append(path)
+            result.written.append(_write_task(trace, options, path))
     return result
 
 
@@ -223,14 +225,11 @@ def task_name(trace: Trace) -> str:
     return f"{slug}-{hashlib.sha256(trace.trace_id.encode()).hexdigest()[:8]}"
 
 
-def _write_task(trace: Trace, options: GenerateOptions) -> Path | None:
+def _write_task(trace: Trace, options: GenerateOptions, target: Path) -> Path:
     from benchflow.tasks import render_task_md
     from benchflow.tasks.scaffold import scaffold_task
 
-    name = task_name(trace)
-    target = options.output / name
-    if target.exists():
-        return None
+    name = target.name
     options.output.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".gen", dir=options.output))
     try:
