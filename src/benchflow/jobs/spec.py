@@ -169,18 +169,18 @@ class RunSpec(BaseModel):
     run_config_out: str | None = None
     summary_out: str | None = None
     integrity: Literal["off", "audit", "strict"] = "off"
-    """``audit``: check what each agent did against its task (``integrity/claim_verdict.json``); rewards never change."""
+    """``audit``: check what each agent did against its task (``integrity/claim_verdict.json``); rewards never change.
+    ``strict``: the audit, and every verifier in a separate sandbox (sets ``verifier_sandbox``)."""
     reviewer: dict[str, Any] | None = None
     """``--reviewer-*``: rubric-review each trial of a task with a review rubric after the run
     (``benchflow.review.settings.ReviewerSettings`` fields); None: no automatic review."""
 
-    @field_validator("integrity")
-    @classmethod
-    def _integrity(cls, value: str) -> str:
-        if value == "strict":
-            raise ValueError("strict also verifies in a separate sandbox, which this build does not run yet; "
-                             "use --integrity audit")
-        return value
+    @model_validator(mode="after")
+    def _strict_verifies_separately(self) -> "RunSpec":
+        """``--integrity strict`` is the audit plus every verifier in a separate sandbox."""
+        if self.integrity == "strict":
+            self.verifier_sandbox = "separate"
+        return self
 
     @field_validator("executor")
     @classmethod

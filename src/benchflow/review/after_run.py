@@ -41,11 +41,11 @@ async def after_trials(spec: Any, job: JobPaths, results: dict[str, dict[str, An
     """Audit and review the trials this run finished (``results``: unit key -> result document)."""
     trials = [(key, job.trial(str(doc.get("trial_name") or doc.get("rollout_name"))))
               for key, doc in results.items() if doc and (doc.get("trial_name") or doc.get("rollout_name"))]
-    if spec.integrity == "audit":
+    if spec.integrity in ("audit", "strict"):
         for key, trial in trials:
             task = tasks.get(key)
             mode = task.config.sandbox.network_mode if task is not None else None
-            verdict = audit_trial(trial, network_mode=mode)
+            verdict = audit_trial(trial, network_mode=mode, mode=spec.integrity)
             emit({"type": "integrity", "trial": trial.name, "verdict": verdict["verdict"],
                   "flags": verdict["flag_codes"]})
     if spec.reviewer is None:

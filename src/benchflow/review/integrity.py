@@ -10,7 +10,9 @@ touched (``locations``, ``raw_input.path``/``file_path``). The audit flags:
   changes how the test runner starts (``conftest.py``, ``sitecustomize.py``, ``site-packages``);
 
 and records network attempts (``curl``, ``wget``, package installs, ``git clone``) beside
-the task's network mode. The verdict goes to ``<trial>/integrity/claim_verdict.json``;
+the task's network mode. ``strict`` is the same audit with every verifier run in a separate
+sandbox that gets only the frozen workspace and artifacts (``verifier_sandbox: separate``), so
+nothing the agent left running or installed outside the workspace can touch the verdict. The verdict goes to ``<trial>/integrity/claim_verdict.json``;
 it never changes a reward.
 """
 
@@ -102,6 +104,7 @@ def audit(events: list[dict[str, Any]], *, network_mode: str | None, mode: str =
                          "files_touched": touched[:500], "network_attempts": network[:100]},
             "task": {"network_mode": network_mode,
                      "network_attempts_on_offline_task": bool(network) and network_mode == "no-network"},
+            "verifier_sandbox": "separate" if mode == "strict" else None,
             "rewards_changed": False, "checked_at": dt.datetime.now(dt.timezone.utc).isoformat()}
 
 
