@@ -21,6 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fixtures.jobgen import TrialSpec, write_job
+from fixtures.preference_jobs import rated_job
 
 CHROMIUM = Path("/usr/bin/chromium")
 LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -153,3 +154,23 @@ def test_rating_server_answers_loopback_hosts_only(rating_url: str) -> None:
     assert httpx.get(rating_url + "api/rate/setup", headers={"Host": "evil.example"}).status_code == 400
     bad = httpx.post(rating_url + "api/rate/vote", json={"rater": "ann", "assignment_id": "a_nope", "choice": "left"})
     assert bad.status_code == 404
+
+
+def test_bench_view_shows_the_ratings_table_of_a_job(tmp_path: Path, page) -> None:
+    job, _store = rated_job(tmp_path)
+    env = {**os.environ, "BENCHFLOW_NO_BROWSER": "1", "NO_COLOR": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "view", str(job), "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        url = next(URL_RE.search(line).group(0) for line in proc.stdout if URL_RE.search(line))
+        page.goto(url)
+        table = page.locator(".ratings-table")
+        table.wait_for()
+        assert "Preferences by agent+model" in page.locator(".ratings h2").inner_text()
+        cells = table.locator("tbody tr td:first-child").all_text_contents()
+        assert set(cells) == {"ann-agent/m", "bo-agent/m"}
+        assert " – " in table.locator("tbody tr td:nth-child(3)").first.inner_text()
+        assert not page.errors
+    finally:
+        proc.terminate()
+        proc.wait(10)

@@ -8,7 +8,8 @@ script, so a ``<script>`` in a trajectory is shown and never run.
 
 Endpoints (all GET unless noted)::
 
-    /api/overview                       what was opened; job list; confirm bar settings
+    /api/overview                       what was opened; job list; confirm bar settings; preference
+                                        ratings (ratings.v1.json) near the jobs, see ratings.py
     /api/job?id=J                       benchflow.job document, each trial with its "id"
     /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review
     /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events
@@ -141,8 +142,11 @@ class Viewer:
         confirm = None
         if self.confirm is not None:
             confirm = {"redaction_summary": self.confirm.redaction_summary, "decision": self.confirm.decision}
+        from .ratings import find_ratings
+
+        ratings = find_ratings(self.source.root, self.source.jobs(), self.source.ident)
         return {"kind": self.source.kind, "root": str(self.source.root), "jobs": jobs, "trial": trial,
-                "confirm": confirm}
+                "confirm": confirm, "ratings": ratings}
 
     def job(self, request: Request) -> Response:
         return _json(self.job_document(self._job_path(request.query_params.get("id", ""))))

@@ -86,6 +86,7 @@
   function jobsPage(params) {
     return el("div", {},
       el("h1", {text: "Jobs"}), el("p", {class: "muted", text: overview.jobs.length + " jobs under " + overview.root}),
+      ratingsCards(overview.ratings || []),
       viewTabs("", params || new URLSearchParams(), {key: "jobs", label: "Jobs", render: () => jobsList()}, "."));
   }
 
@@ -198,7 +199,26 @@
           stat(fmt.pct(d.pass_rate_attempted), "pass rate (attempted)"), stat(fmt.pct(d.pass_rate_scored), "pass rate (scored)"),
           stat(fmt.num(d.mean_reward), "mean reward"), stat(fmt.num(d.attempted), "attempted"),
           job.cost_usd !== null && job.cost_usd !== undefined ? stat(fmt.usd(job.cost_usd), "cost") : null))),
+      ratingsCards((overview.ratings || []).filter((r) => r.jobs.includes(id))),
       viewTabs("job", params, {key: "trials", label: "Trials", render: () => trialsView}, id));
+  }
+
+  /* ---- preference ratings (ratings.v1.json from bench preferences rank) ------- */
+  function ratingsCards(list) {
+    return list.map((doc) => el("div", {class: "card ratings"},
+      el("h2", {text: "Preferences by " + doc.by + (doc.provisional ? " (provisional)" : "")}),
+      el("p", {class: "muted", text: doc.id + " · " + (doc.pairs ? doc.pairs.answered + " of " + doc.pairs.total + " pairs answered" : "")}),
+      doc.tables.map((table) => el("div", {},
+        el("div", {class: "muted", text: "Raters: " + (table.raters || []).join(", ") + " · " + fmt.num(table.votes) + " votes" +
+          (table.agreement && table.agreement.raw !== null ? " · agreement " + fmt.num(table.agreement.raw) +
+            (table.agreement.met === null ? "" : table.agreement.met ? " (met)" : " (below " + table.agreement.min + ")") : "")}),
+        el("table", {class: "data ratings-table"},
+          el("thead", {}, el("tr", {}, ["Arm", "Rating", "95% interval", "Games", "W", "L", "T"].map((h) => el("th", {text: h})))),
+          el("tbody", {}, table.ratings.map((r) => el("tr", {},
+            el("td", {text: r.name}), el("td", {class: "num", text: Math.round(r.rating)}),
+            el("td", {class: "num", text: r.low === null ? "—" : Math.round(r.low) + " – " + Math.round(r.high)}),
+            el("td", {class: "num", text: r.games}), el("td", {class: "num", text: r.wins}),
+            el("td", {class: "num", text: r.losses}), el("td", {class: "num", text: r.ties})))))))));
   }
 
   function stat(value, label, cls) {
