@@ -17,7 +17,7 @@ _HUB_HELP = "Hub address (default: $BENCHFLOW_HUB_URL)"
                           "it); the hub recomputes every digest and refuses a version that already exists. Needs "
                           "BENCHFLOW_HUB_TOKEN.")
 def publish(
-    tasks_dir: Path = typer.Argument(..., help="Folder holding one folder per task"),
+    tasks_dir: Path = typer.Argument(..., metavar="TASKS_DIR", help="Folder holding one folder per task"),
     name: str = typer.Option(..., "--name", help="The version to publish, as org/name@version (e.g. "
                              "robouse/metaworld-sample@0.6.1)"),
     hub: str | None = typer.Option(None, "--hub", help=_HUB_HELP),
@@ -48,8 +48,8 @@ def publish(
                        "records against BenchFlow's JSON Schemas and, for a dataset version, each task's digest, "
                        "then lists the run on the version's leaderboard. Needs BENCHFLOW_HUB_TOKEN.")
 def push(
-    job_dir: Path = typer.Argument(..., help="A job folder (jobs/<job>) holding one finished run, or the run "
-                                   "(jobs/<job>/<time>)"),
+    job_dir: Path = typer.Argument(..., metavar="JOB_DIR", help="A job folder (jobs/<job>) holding one finished "
+                                   "run, or the run (jobs/<job>/<time>)"),
     hub: str | None = typer.Option(None, "--hub", help=_HUB_HELP),
     dataset: str | None = typer.Option(None, "--dataset", help="The dataset version the job ran, "
                                        "org/name@version (default: what the job recorded)"),

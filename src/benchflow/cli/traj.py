@@ -33,7 +33,8 @@ def _state_dir() -> Path:
                          "$BENCHFLOW_HUB_URL with the token in $BENCHFLOW_HUB_TOKEN; the hub checks it again and "
                          "marks it verified.")
 def upload(
-    path: Path | None = typer.Argument(None, help="Trajectory JSONL file, directory, or trial directory"),
+    path: Path | None = typer.Argument(None, metavar="PATH",
+                                       help="Trajectory JSONL file, directory, or trial directory"),
     github_id: str | None = typer.Option(None, "--github-id", help="Contributor GitHub username (inferred from "
                                          "gh/git when omitted)"),
     email: str | None = typer.Option(None, "--email", help="Contributor email stored in the manifest (inferred "
@@ -160,7 +161,8 @@ def _report(state: dict, *, waited: bool, budget: float = 0.0) -> int:
 @status_cmd.command(help="Check whether an uploaded trajectory is verified in storage.\n\nAsks the hub at "
                          "$BENCHFLOW_HUB_URL; exit 0 when verified, 1 when rejected or not verified yet.")
 def status(
-    digest: str | None = typer.Argument(None, help="Capture digest printed by bench traj upload (sha256:…)"),
+    digest: str | None = typer.Argument(None, metavar="DIGEST",
+                                        help="Capture digest printed by bench traj upload (sha256:…)"),
 ) -> None:
     import re
 
