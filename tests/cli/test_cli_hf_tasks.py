@@ -205,5 +205,29 @@ def test_generate_from_local_sessions_filters_by_project_and_writes_legacy(bench
     [task] = list((tmp_path / "t").iterdir())
     assert (task / "task.toml").is_file() and (task / "instruction.md").is_file() and not (task / "task.md").exists()
     assert bench("tasks", "check", str(task)).returncode == 0
-    missing = bench("tasks", "generate", "--from-local", "--projects-dir", str(tmp_path / "none"))
+    missing = bench("tasks", "generate", "--from-local", "--projects-dir", str(tmp_path / "none"),
+                    "--output", str(tmp_path / "t2"))
     assert missing.returncode == 2 and "--projects-dir" in missing.stderr
+
+
+def test_generate_reads_parquet_rows_of_the_split(bench, hub: HfHubDouble, tmp_path: Path) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([{"trace_id": "p-1", "success": True, "steps": [
+        {"role": "user", "content": "Make a.txt", "tool_calls": []},
+        {"role": "assistant", "content": "ok", "tool_calls": [
+            {"name": "create_file", "arguments": json.dumps({"path": "a.txt", "content": "A"})}]}]}])
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    hub.add_repo("org/parquet-traces", {"data/train-00000.parquet": buffer.getvalue(), "README.md": "traces"})
+    done = bench("tasks", "generate", "--from-hf", "org/parquet-traces", "--output", str(tmp_path / "t"),
+                 env=hub.env)
+    assert done.returncode == 0, done.stderr
+    [task] = list((tmp_path / "t").iterdir())
+    assert "a.txt" in (task / "task.md").read_text()
+    wrong_split = bench("tasks", "generate", "--from-hf", "org/parquet-traces", "--split", "test",
+                        "--output", str(tmp_path / "t2"), env=hub.env)
+    assert wrong_split.returncode == 2 and "--split" in wrong_split.stderr

@@ -92,3 +92,20 @@ def test_publish_flags_are_checked_before_the_run(bench, tmp_path: Path) -> None
                      env={"HF_TOKEN": ""})
         assert done.returncode == 2 and needle in done.stderr, (args, done.stderr)
     assert not (tmp_path / "jobs").exists()
+
+
+def test_public_read_check_reports_a_private_repo(published) -> None:
+    from benchflow.hf.publish import PublishRequest, publish_job
+
+    root, hub, _, env = published
+    hub.add_repo("org/private-evals", {"README.md": "private"}, private=True)
+    [job] = [p for p in (root / "jobs").iterdir() if p.is_dir()]
+    mp = pytest.MonkeyPatch()
+    try:
+        for key in ("HF_ENDPOINT", "HF_TOKEN", "HF_HOME"):
+            mp.setenv(key, env[key])
+        report = publish_job(job, PublishRequest(repo="org/private-evals", prefix="p", public_read_check=True))
+    finally:
+        mp.undo()
+    assert report.public_read is False and "not readable without a token" in (report.error or "")
+    assert f"p/{job.name}/summary.json" in hub.files("org/private-evals")  # the upload itself went through

@@ -187,7 +187,7 @@ def _hf_rows(name: str, options: GenerateOptions) -> list[Trace]:
                  if type(e).__name__ == "RepoFile" and e.path.endswith((".jsonl", ".json", ".parquet"))]
     split = options.split
     chosen = [f for f in files if re.search(rf"(^|[/_.-]){re.escape(split)}([/_.-]|$)", f)] or (
-        files if len(files) == 1 else [])
+        files if len(files) == 1 and split == "train" else [])  # a lone data file is the train split
     if not chosen:
         raise UserError(f"{what}: no data file for split {split!r} (files: {', '.join(files[:5]) or 'none'}); "
                         "pass --split")
