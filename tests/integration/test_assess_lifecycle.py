@@ -1,19 +1,31 @@
-"""``bench assess`` end to end on two real oracle rollouts: release proof from the backend, collector votes,
-labels, corrections, withdrawals, and evidence that breaks when one byte changes."""
+"""``bench assess`` end to end on two real rollouts of one task (the oracle's and nop's): the release proof from
+the backend, the pair made by ``bench preferences pairs`` and voted on in the rating page (``bench view --rate``
+in headless Chromium), labels, corrections, withdrawals, and evidence that breaks when one byte changes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import sqlite3
+import subprocess
+import sys
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.assessgen import PROTOCOL, RUBRIC, Kit, collector_store
-from tests.conftest import run_bench
-from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+from tests.assessgen import PROTOCOL, RUBRIC, Kit
+from tests.conftest import ROOT, run_bench
+from tests.taskgen import make_task
 
 SHA = re.compile(r"\b[0-9a-f]{64}\b")
+URL_RE = re.compile(r"http://127\.0\.0\.1:\d+/")
+CHROMIUM = Path("/usr/bin/chromium")
+DRAFT = "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo '<h1>draft</h1>' > /app/index.html\n"
+FINAL = "echo '<h1>final page</h1>' > /app/index.html"
+PASS_IF_FINAL = "if grep -q final /app/index.html; then echo 1; else echo 0; fi > /logs/verifier/reward.txt"
 
 
 def ok(*args: str) -> str:
@@ -22,24 +34,77 @@ def ok(*args: str) -> str:
     return done.stdout
 
 
-def oracle_rollout(tmp_path: Path, job: str) -> Path:
+def rollout(tmp_path: Path, job: str, *agent: str) -> Path:
     ok("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / "jobs"), "--job-name", job,
-       "--freeze-workspace")
+       "--freeze-workspace", *agent)
     return next((tmp_path / "jobs" / job).glob("hello__*"))
 
 
-def make_ref(rollout: Path, out: Path, *extra: str) -> Path:
-    workspace = rollout / "evidence" / "workspace"
-    result = json.loads((rollout / "result.json").read_text())
-    ok("assess", "attempt-ref", str(rollout), "--output", str(workspace), "--review-artifact",
-       str(workspace / "hello.txt"), "--sandbox-provider", result["environment"], "--out", str(out), *extra)
+def browser_page(profile: Path):
+    """A headless Chromium page (Playwright), or a skip with the reason (a failure under CI)."""
+    missing = None if CHROMIUM.exists() else "chromium is not installed; run scripts/install-browser.sh"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing = "the playwright package is not installed; run scripts/install-browser.sh"
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"browser: {missing} (CI is set, so this fails instead of skipping)")
+        pytest.skip(missing)
+    return sync_playwright, dict(user_data_dir=str(profile), executable_path=str(CHROMIUM), headless=True,
+                                 args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+
+
+def vote_in_the_rating_page(store: Path, profile: Path, key: str) -> None:
+    """Start ``bench view --rate STORE``; rater alice scores both sides and presses ``key``."""
+    launcher, options = browser_page(profile)
+    env = {**os.environ, "BENCHFLOW_NO_BROWSER": "1", "NO_COLOR": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "view", "--rate", str(store), "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    urls: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in server.stdout:
+            if URL_RE.search(line):
+                urls.append(URL_RE.search(line).group(0))
+                found.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert found.wait(30), "bench view --rate printed no URL"
+        with launcher() as pw:
+            context = pw.chromium.launch_persistent_context(**options)
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.goto(urls[0])
+            page.fill("#rater-name", "alice")
+            page.click("#start")
+            page.wait_for_selector("#rating:not([hidden])")
+            page.select_option("#left-clarity", "5")
+            page.select_option("#right-clarity", "2")
+            page.fill("#reason", "the left page is finished")
+            page.locator("body").click(position={"x": 5, "y": 5})
+            page.keyboard.press(key)
+            page.wait_for_selector("#done:not([hidden])")
+            context.close()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def make_ref(trial: Path, out: Path, *extra: str) -> Path:
+    workspace = trial / "evidence" / "workspace"
+    result = json.loads((trial / "result.json").read_text())
+    ok("assess", "attempt-ref", str(trial), "--output", str(workspace), "--review-artifact",
+       str(workspace / "index.html"), "--sandbox-provider", result["environment"], "--out", str(out), *extra)
     return out
 
 
 @pytest.mark.docker
-def test_assessment_lifecycle_on_two_oracle_rollouts(tmp_path: Path) -> None:
-    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-    rollouts = [oracle_rollout(tmp_path, "first"), oracle_rollout(tmp_path, "second")]
+def test_assessment_lifecycle_on_two_real_rollouts(tmp_path: Path) -> None:
+    make_task(tmp_path / "tasks", "hello", solve=FINAL, test=PASS_IF_FINAL, dockerfile=DRAFT)
+    rollouts = [rollout(tmp_path, "first"), rollout(tmp_path, "second", "-a", "nop")]
     untouched = {p: p.read_bytes() for r in rollouts for p in r.rglob("*")
                  if p.is_file() and (p.name in ("result.json", "rewards.jsonl") or "trajectory" in p.parts)}
     refs = [make_ref(r, tmp_path / f"ref-{n}.json") for n, r in enumerate(rollouts)]
@@ -71,30 +136,45 @@ def test_assessment_lifecycle_on_two_oracle_rollouts(tmp_path: Path) -> None:
         ok("sandbox", "cleanup", "--id", live)
 
     ok("assess", "release", side, "--proof", str(proof))
-    ids = collector_store(kit, tmp_path / "store", choice="left")  # B is shown left: "left" prefers B
-    db, code = str(tmp_path / "store" / "workspace.sqlite3"), str(Path(__file__).resolve().parents[2] / "src" /
-                                                                    "benchflow" / "collector")
-    ok("assess", "assign", side, "--collector-db", db, "--collector-code", code, "--assignment", ids["assignment"])
-    answer = json.loads(ok("assess", "import-vote", side, "--collector-db", db, "--collector-code", code,
+
+    # The collector: bench preferences pairs makes the blind pair, a rater votes in the rating page.
+    store = tmp_path / "store"
+    ok("preferences", "pairs", str(tmp_path / "jobs" / "first"), str(tmp_path / "jobs" / "second"), "--store",
+       str(store), "--out", str(tmp_path / "pairs.jsonl"), "--output", "evidence/workspace", "--entry", "index.html",
+       "--rubric", str(kit.rubric), "--seed", "7")
+    vote_in_the_rating_page(store, tmp_path / "profile", "1")  # "left is better", whichever attempt is left
+    db = store / "workspace.sqlite3"
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute("SELECT v.assignment_id, o.trial_path FROM votes v "
+                            "JOIN outputs o ON o.output_id = v.left_output").fetchall()
+    assert len(rows) == 1
+    assignment, left_trial = rows[0]
+    left_is_a = Path(left_trial).resolve() == rollouts[0].resolve()
+    code = str(ROOT / "src" / "benchflow" / "viewer")  # the rating page's code
+    ok("assess", "assign", side, "--collector-db", str(db), "--collector-code", code, "--assignment", assignment)
+    answer = json.loads(ok("assess", "import-vote", side, "--collector-db", str(db), "--collector-code", code,
                            "--json"))["event"]
-    assert answer["payload"]["choice"] == "right"
-    assert "revision 1: 0 (ready)" in ok("assess", "reduce", side)
+    assert answer["payload"]["choice"] == ("left" if left_is_a else "right")
+    assert answer["payload"]["actor"] == "alice" and answer["payload"]["reason"] == "the left page is finished"
+    assert answer["payload"]["scores"]["A" if left_is_a else "B"] == {"clarity": 5.0}
+    first, second = (1, 0) if left_is_a else (0, 1)
+    assert f"revision 1: {first} (ready)" in ok("assess", "reduce", side)
     receipt = SHA.search(ok("assess", "consume", side, "--revision", "1", "--consumer", "trainer", "--receipt",
                             "ledger-1")).group(0)
-    ok("assess", "correct", side, "--supersedes", answer["sha256"], "--choice", "left", "--reason", "A is clearer",
-       "--correction-reason", "sides misread", "--actor", "alice")
-    assert "revision 2: 1 (ready)" in ok("assess", "reduce", side)
+    ok("assess", "correct", side, "--supersedes", answer["sha256"], "--choice", "right" if left_is_a else "left",
+       "--reason", "the other page is finished", "--correction-reason", "sides misread", "--actor", "alice")
+    assert f"revision 2: {second} (ready)" in ok("assess", "reduce", side)
     ok("assess", "withdraw", side, "--revision", "1", "--reason", "sides misread", "--disposition",
        "queued_compensation", "--actor", "ops")
     label = json.loads(ok("assess", "label", side, "--check"))
     assert (label["label"], label["revision"], label["revisions"][0]["withdrawn"]["disposition"]) == (
-        1, 2, "queued_compensation")
+        second, 2, "queued_compensation")
     assert "Verified" in ok("assess", "verify", side, "--evidence", "--expect-event", receipt)
 
     # One byte of an attempt's output changes: the evidence no longer verifies.
-    hello = rollouts[1] / "evidence" / "workspace" / "hello.txt"
+    hello = rollouts[1] / "evidence" / "workspace" / "index.html"
     original = hello.read_bytes()
-    hello.write_bytes(b"j" + original[1:])
+    hello.write_bytes(b"[" + original[1:])
     broken = run_bench("assess", "verify", side, "--evidence")
     assert broken.returncode == 1 and "evidence attempt B" in broken.stderr
     hello.write_bytes(original)
