@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tests" / "fixtures" / "tasks"
 CHROMIUM = Path("/usr/bin/chromium")
 DATASET = "acme/mini@1.0"
+XSS_LABEL = '<img src=x onerror="window.__xss=1">'
 
 
 def _tasks_dir(base: Path) -> Path:
@@ -178,5 +179,10 @@ def test_a_pushed_run_is_on_the_leaderboard_page(published: Hub, hub_job, tmp_pa
             assert cells[6] == "0.000–1.000"  # the 95% interval over two tasks
             tasks = page.locator("#tasks tbody tr td:first-child").all_text_contents()
             assert tasks == ["reward-fail", "reward-pass"]
+            hostile = bench_cmd("hub", "push", str(hub_job[1]), "--label", XSS_LABEL, env=published.env())
+            assert hostile.returncode == 0, hostile.stderr
+            page.reload()
+            assert page.locator("#leaderboard tbody tr", has_text=XSS_LABEL).count() == 1  # shown as text
+            assert page.evaluate("window.__xss") is None
         finally:
             browser.close()

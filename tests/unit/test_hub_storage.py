@@ -128,3 +128,19 @@ def test_a_capture_left_unverified_is_verified_when_the_hub_starts_again(engine,
     assert verify_pending(hub) == 1
     assert store.capture(engine, key)["status"] == "verified"
     assert verify_pending(hub) == 0
+
+
+def test_an_existing_database_runs_only_the_new_steps(engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    migrations.upgrade(engine)
+    create_token(engine, "alice")
+
+    def step_2(conn) -> None:  # noqa: ANN001 - what a later release's step looks like
+        conn.execute(text("ALTER TABLE users ADD COLUMN display_name VARCHAR(200)"))
+
+    monkeypatch.setattr(migrations, "STEPS", [*migrations.STEPS, (2, "users.display_name", step_2)])
+    monkeypatch.setattr(migrations, "LATEST", 2)
+    assert migrations.upgrade(engine) == [2]
+    assert migrations.upgrade(engine) == []
+    with engine.connect() as conn:
+        assert conn.execute(text("SELECT name, display_name FROM users")).all() == [("alice", None)]
+        assert migrations.current_version(conn) == 2
