@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.registry_repos import entry, task_repo, write_registry  # noqa: E402
+from tests.registry_repos import entry, task_repo, write_registry
 
 TARGET_SEC = 0.3
 

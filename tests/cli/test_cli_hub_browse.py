@@ -115,7 +115,7 @@ def test_dry_run_of_a_dataset_samples_deterministically_and_records_the_source(r
 
 
 def test_source_repo_and_repository_targets_plan_the_same_tasks(tmp_path, env):
-    repo, sha = task_repo(tmp_path / "gh" / "org", "bench-tasks", ["r1", "r2"])
+    _repo, sha = task_repo(tmp_path / "gh" / "org", "bench-tasks", ["r1", "r2"])
     env = {**env, "BENCHFLOW_GITHUB_BASE": (tmp_path / "gh").as_uri()}
     ways = [["--source-repo", "org/bench-tasks", "--source-path", "tasks", "--source-ref", "main"],
             [f"org/bench-tasks/tasks@{sha}"], [f"github:org/bench-tasks/tasks/r2@{sha}"]]

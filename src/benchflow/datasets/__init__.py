@@ -25,7 +25,12 @@ def resolve_source(spec: Any) -> TaskSource | None:
         ConfigError: a malformed dataset spec or repository target (exit 2).
         DatasetError: a dataset or repository that cannot be fetched or verified (exit 1).
     """
-    from .repo_targets import fetch_repo, looks_like_repo, parse_target, source_repo_target
+    from .repo_targets import (
+        fetch_repo,
+        looks_like_repo,
+        parse_target,
+        source_repo_target,
+    )
 
     if spec.dataset:
         return resolve_dataset(spec.dataset, registry=spec.registry, hub=spec.hub,

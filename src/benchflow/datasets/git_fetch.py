@@ -45,7 +45,7 @@ def sparse_checkout(url: str, ref: str, paths: list[str], dest: Path) -> str:
         DatasetError: git missing, the repository or ref unreachable.
     """
     what = f"{url}@{ref}"
-    if url.startswith("-") or ref.startswith("-") or url.startswith("ext::"):
+    if url.startswith(("-", "ext::")) or ref.startswith("-"):
         raise DatasetError(f"{what}: not a repository URL and ref git may be given")  # no option injection
     if shutil.which("git") is None:
         _git(["--version"], dest, url)  # raises the "install git" error

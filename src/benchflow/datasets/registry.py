@@ -12,7 +12,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from benchflow.errors import ConfigError, DatasetError
 
@@ -52,7 +59,7 @@ class RegistryTask(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _pinned(self) -> "RegistryTask":
+    def _pinned(self) -> RegistryTask:
         if self.archive_url:
             return self
         if not (self.git_url and self.git_commit_id and self.path):

@@ -9,6 +9,7 @@ every task again before any sandbox starts.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,14 +99,10 @@ def _fetch_git(tasks: list[RegistryTask]) -> None:
         for task in tasks:
             task_cache.place(task, work / (task.path or "").strip("/"), f"{url}@{commit[:12]}:{task.path}", work)
     finally:
-        import shutil
-
         shutil.rmtree(work, ignore_errors=True)
 
 
 def _fetch_archive(task: RegistryTask, registry: LoadedRegistry) -> None:
-    import shutil
-
     from .archive_fetch import unpack_archive
 
     url = registry.resolve_url(task.archive_url or "")

@@ -23,7 +23,6 @@ from benchflow.util.cache_dir import cache_root
 
 from .registry import RegistryTask
 
-
 _root_override: list[Path] = []
 
 
