@@ -60,7 +60,11 @@ def shard_sizes(concurrency: int, worker_concurrency: int, tasks: int) -> list[i
 
 
 def refuse_unshardable(spec: RunSpec) -> None:
-    """Job budgets are kept by one process's scheduler; shards would each spend the whole cap."""
+    """Job budgets are kept by one process's scheduler (shards would each spend the whole cap), and
+    another executor already spreads the trials."""
+    if spec.executor != "in-process":
+        raise ConfigError(f"--worker-concurrency with --executor {spec.executor}: the executor already spreads "
+                          "the trials; drop one of them")
     caps = spec.budget.model_dump(exclude_none=True)
     job_caps = sorted(k for k in caps if k in {"max_cost_usd", "max_tokens", "max_sandbox_seconds", "max_rollouts"})
     if job_caps:
