@@ -144,6 +144,13 @@ def test_keyboard_votes_and_a_skip_are_written_and_names_never_shown(store: Path
 
     page.reload()  # the browser remembers the rater; every pair is answered
     page.wait_for_selector("#done:not([hidden])")
+    page.click("#switch")  # another rater on the same browser, as a guest
+    page.click("#guest")
+    expect(page.locator("#progress")).to_have_text("0 of 6 pairs answered")
+    page.keyboard.press("2")
+    expect(page.locator("#progress")).to_have_text("1 of 6 pairs answered")
+    guest = _votes(store)[-1]
+    assert guest["rater_kind"] == "guest" and guest["rater_id"].startswith("guest-") and guest["choice"] == "right"
     seen = page.content() + "".join(bodies)
     assert not [name for name in NAMES if name in seen]
     assert not page.errors

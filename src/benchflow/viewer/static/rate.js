@@ -52,6 +52,7 @@
     state.rater = data.rater;
     localStorage.setItem("bf-rater", JSON.stringify({ rater: state.rater, kind: state.kind }));
     $("who").textContent = `${state.kind === "guest" ? "guest" : "rater"}: ${state.rater}`;
+    $("switch").hidden = false;
     $("progress").textContent = `${data.voted} of ${data.total} pairs answered`;
     if (data.done) { state.current = null; show("done"); return; }
     state.current = data;
@@ -119,6 +120,13 @@
       if (name) start(name, "person");
     });
     $("guest").addEventListener("click", () => start(null, "guest"));
+    $("switch").addEventListener("click", () => {
+      localStorage.removeItem("bf-rater");
+      Object.assign(state, { rater: null, kind: null, current: null });
+      $("who").textContent = $("progress").textContent = "";
+      $("switch").hidden = true;
+      show("login");
+    });
     const saved = JSON.parse(localStorage.getItem("bf-rater") || "null");
     if (saved && saved.rater) start(saved.rater, saved.kind);
     else show("login");
