@@ -231,3 +231,13 @@ def test_generate_reads_parquet_rows_of_the_split(bench, hub: HfHubDouble, tmp_p
     wrong_split = bench("tasks", "generate", "--from-hf", "org/parquet-traces", "--split", "test",
                         "--output", str(tmp_path / "t2"), env=hub.env)
     assert wrong_split.returncode == 2 and "--split" in wrong_split.stderr
+
+
+def test_a_repo_that_is_one_task_becomes_one_task_folder(bench, hub: HfHubDouble, tmp_path: Path) -> None:
+    hub.add_repo("org/single-task", {p.relative_to(EXAMPLE).as_posix(): p.read_bytes()
+                                     for p in EXAMPLE.rglob("*") if p.is_file()})
+    done = bench("tasks", "snapshot-hf", "org/single-task", str(tmp_path / "out"), env=hub.env)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["provenance.json", "single-task"]
+    digest = bench("tasks", "digest", str(tmp_path / "out" / "single-task")).stdout.strip()
+    assert digest == bench("tasks", "digest", str(EXAMPLE)).stdout.strip()

@@ -148,10 +148,9 @@ def _materialise(local: Path, folders: list[str], snap: Snapshot) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
     try:
-        single = folders == [snap.path] and len(folders) == 1 and _is_task(local / snap.path)
         for folder in folders:
-            name = PurePosixPath(folder).name or snap.repo_id.split("/")[1]
-            target = staging if single else staging / name
+            name = PurePosixPath(folder).name or snap.repo_id.split("/")[1]  # a task at the repo root
+            target = staging / name
             _copy_tree(local / folder if folder else local, target, repo_cache=local.resolve().parent.parent)
             files = [{"path": rel, "sha256": sha256_digest(full).hex(), "size": full.stat().st_size}
                      for rel, full in task_files(target)]
@@ -172,10 +171,6 @@ def _materialise(local: Path, folders: list[str], snap: Snapshot) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-
-
-def _is_task(path: Path) -> bool:
-    return any((path / marker).is_file() for marker in TASK_MARKERS)
 
 
 def _copy_tree(source: Path, target: Path, repo_cache: Path) -> None:
