@@ -55,7 +55,7 @@ def link_host(ray: Any) -> str:
         return explicit
     mine = ray.util.get_node_ip_address()
     others = {node.get("NodeManagerAddress") for node in ray.nodes() if node.get("Alive")}
-    return "127.0.0.1" if others <= {mine} else mine
+    return "127.0.0.1" if others <= {mine, "127.0.0.1"} else mine
 
 
 def largest_node(ray: Any) -> dict[str, float]:

@@ -12,6 +12,7 @@ is free), and the sandboxes of dead owners on the driver's engine are removed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import time
 import uuid
@@ -64,8 +65,9 @@ class RayExecutor:
         ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
         try:
             outcome = await ref
-        except asyncio.CancelledError:
+        except asyncio.CancelledError:  # Ctrl-C, SIGTERM or a budget stop: the node removes its sandbox
             self.ray.cancel(ref)
+            await _settle(ref)
             raise
         except self.ray.exceptions.RayError as exc:
             return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
@@ -111,3 +113,11 @@ class RayExecutor:
         if req.labels.get("benchflow.job"):
             await asyncio.to_thread(reap, req.backend, req.labels["benchflow.job"])
         return result
+
+
+async def _settle(ref: Any, timeout_sec: float = 60.0) -> None:
+    """Wait (bounded) for a cancelled attempt to end on its node, so its sandbox is gone before the
+    driver disconnects (a driver that leaves first has Ray kill the worker mid-cleanup)."""
+    done = asyncio.wrap_future(ref.future())
+    with contextlib.suppress(Exception, asyncio.CancelledError):
+        await asyncio.wait_for(asyncio.shield(done), timeout_sec)

@@ -110,16 +110,31 @@ async def _run(work: NodeWork, task: Any, scratch: Path) -> dict[str, Any]:
     if work.ca_bundle is not None:
         ca_bundle = atomic.write_bytes(scratch / "ca-bundle.pem", work.ca_bundle)
     models = RemoteModelAccess(work.link) if work.link is not None else None
+    backend = get_backend(work.backend_name)
+    if work.labels.get("benchflow.job"):  # what an attempt of this job left here when its worker was killed
+        from benchflow.sandbox.orphans import reap
+
+        await asyncio.to_thread(reap, backend, work.labels["benchflow.job"])
     request = TrialRequest(task=task, digest=work.digest, prompts=work.prompts, job=job, spec=work.spec,
-                           agent=work.agent, backend=get_backend(work.backend_name), backend_name=work.backend_name,
+                           agent=work.agent, backend=backend, backend_name=work.backend_name,
                            attempt=work.attempt, labels=work.labels, seed=work.seed, models=models, fit=work.fit,
                            task_secrets=work.task_secrets, ca_bundle=ca_bundle, agent_env=work.agent_env,
                            provenance=work.provenance, name=work.trial)
+    ticker = asyncio.create_task(_tick())
     try:
         return await run_trial(request)
     finally:
+        ticker.cancel()
         if models is not None:
             await models.stop()
+
+
+async def _tick() -> None:
+    """Wake the loop a few times a second. ``ray.cancel`` arrives as a KeyboardInterrupt raised when
+    Python code next runs in this thread, and an idle loop (a sandbox sleeping) runs none; raised
+    here it stops the loop, and ``asyncio.run`` cancels the trial, which removes its sandbox."""
+    while True:
+        await asyncio.sleep(0.2)
 
 
 def _note_node(folder: Path, work: NodeWork, node: dict[str, Any]) -> None:
