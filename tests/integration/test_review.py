@@ -99,6 +99,12 @@ def test_review_grades_each_rollout_with_a_sandboxed_reviewer(tmp_path: Path) ->
     lines = probe_text.splitlines()
     assert lines[:3] == ["readonly", "readonly", "offline"], probe_text
     assert "verdict.json" in probe_text and "DECOY-MARKER" not in probe_text
+    import docker
+
+    left = [t for image in docker.from_env().images.list() for t in image.tags
+            if t.startswith("benchflow/review-") and any(r["trial_name"].replace("__", "--") in t
+                                                         for r in summary["reviews"] if r.get("trial_name"))]
+    assert left == [], "the evidence baked into a reviewer's image must not stay on the engine"
 
 
 @pytest.mark.docker

@@ -183,7 +183,10 @@ async def run_reviewers(prepared: list[Prepared], staging: Path, settings: Revie
     if settings.idle_timeout_sec is not None:
         options["agent_idle_timeout_sec"] = settings.idle_timeout_sec
     spec = make_spec(str(staging), **{k: v for k, v in options.items() if v is not None})
-    await run_async(spec, on_event)
+    try:
+        await run_async(spec, on_event)
+    finally:
+        drop_wrapper_images({p.wrapper for p in prepared}, settings.sandbox)
     found: dict[str, TrialPaths] = {}
     for trial in JobPaths(out_dir).trials():
         wrapper = trial.name.rsplit("__", 1)[0]
@@ -192,6 +195,30 @@ async def run_reviewers(prepared: list[Prepared], staging: Path, settings: Revie
             if older is None or trial.result.stat().st_mtime >= older.result.stat().st_mtime:
                 found[wrapper] = trial
     return found
+
+
+def drop_wrapper_images(wrappers: set[str], sandbox: str | None) -> list[str]:
+    """Remove the images built for these wrapper tasks (and their agent layers): the evidence is baked
+    into them, so they are neither kept on the engine nor reused. Returns the refs removed."""
+    from benchflow.sandbox import default_backend_name, get_backend
+
+    store = get_backend(sandbox or default_backend_name()).cache
+    if store is None or "images" not in store.kinds:
+        return []
+    removed = []
+    try:
+        entries = store.entries(("images",))
+    except Exception:  # an engine that does not answer: nothing to remove from it now
+        return []
+    for entry in entries:
+        repo = entry.ref.rsplit(":", 1)[0].rsplit("/", 1)[-1]
+        if any(repo == name or repo.startswith(name + "-") for name in wrappers):
+            try:
+                store.remove(entry)
+                removed.append(entry.ref)
+            except Exception:  # noqa: BLE001 - in use by something else: it stays, as bench cache would leave it
+                continue
+    return removed
 
 
 def report_for(item: Prepared, reviewer: TrialPaths | None, settings: ReviewerSettings) -> dict[str, Any]:
