@@ -197,6 +197,7 @@ def test_rank_flags_a_rater_who_disagrees_with_everyone(bench, arms_job, tmp_pat
     assert len(flagged) == 1 and "rater eve agrees 0.00" in flagged[0]
     doc = json.loads((store / "ratings.v1.json").read_text())
     assert [t["raters"] for t in doc["tables"]] == [["person"], ["guest"]]
+    assert doc["tables"][0]["cluster"] == "rater+task"  # auto: several raters and several tasks
     together = json.loads(bench("preferences", "rank", str(store), "--raters", "person,guest", "--bootstrap", "0",
                                 "--json").stdout)
     assert [t["raters"] for t in together["tables"]] == [["person", "guest"]]
@@ -251,3 +252,24 @@ def test_import_checks_every_vote_first(bench, arms_job, tmp_path):
     assert "x.jsonl:1: choice 'maybe'" in one_line_error(bench("preferences", "import", str(store), "--votes",
                                                                str(tmp_path / "x.jsonl")))
     assert count() == 4
+
+
+def test_rank_by_model_and_condition_and_raters_per_pair(bench, arms_job, tmp_path):
+    store = _make(bench, arms_job, tmp_path, "--condition", "one-shot")
+    votes = _votes(store, {"ann": "person"}, 1, random.Random(4))
+    _write_jsonl(tmp_path / "v.jsonl", votes)
+    assert bench("preferences", "import", str(store), "--votes", str(tmp_path / "v.jsonl")).returncode == 0
+    by_model = json.loads(bench("preferences", "rank", str(store), "--by", "model", "--bootstrap", "10", "--json").stdout)
+    assert {r["name"] for r in by_model["tables"][0]["ratings"]} == {"m1", "m2", "m3"}
+    # a1/m1 against a2/m1 is one model against itself: not a game when rating models
+    assert by_model["tables"][0]["games"] < len(votes)
+    by_condition = json.loads(bench("preferences", "rank", str(store), "--by", "condition", "--bootstrap", "0",
+                                    "--json").stdout)
+    assert by_condition["tables"][0]["ratings"] == []  # every output has the one condition
+    assert "18 of 18 pairs do not have 2 rater(s)" in one_line_error(
+        bench("preferences", "rank", str(store), "--raters-per-pair", "2"), code=1)
+    for cluster in ("vote", "rater", "task", "rater+task"):
+        doc = json.loads(bench("preferences", "rank", str(store), "--cluster", cluster, "--bootstrap", "5",
+                               "--json").stdout)
+        assert doc["tables"][0]["cluster"] == cluster
+    assert "--cluster" in one_line_error(bench("preferences", "rank", str(store), "--cluster", "moon"))
