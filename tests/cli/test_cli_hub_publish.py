@@ -68,3 +68,39 @@ def test_traj_upload_asks_before_sending(bench, tmp_path: Path) -> None:
                    env={"BENCHFLOW_HUB_URL": "http://127.0.0.1:9", "BENCHFLOW_CACHE": str(tmp_path / "cache")})
     assert result.returncode == 1
     assert "Upload this redacted trajectory?" in result.stdout and "Not uploaded." in result.stderr
+
+
+def test_traj_dry_run_skips_a_workspace_over_1_gib(bench, tmp_path: Path) -> None:
+    (tmp_path / "s.jsonl").write_text('{"type": "agent_message", "text": "hi"}\n')
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with (workspace / "big.bin").open("wb") as handle:  # sparse: no disk used
+        handle.truncate((1 << 30) + 1)
+    result = bench("traj", "upload", str(tmp_path / "s.jsonl"), "--dry-run", "--workspace-dir", str(workspace),
+                   env={"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert result.returncode == 0, result.stderr
+    assert "Workspace: not attached (ws is over 1 GiB; skipped)" in result.stdout
+
+
+def test_traj_contributor_comes_from_git(bench, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import zipfile
+
+    session = tmp_path / "session"
+    session.mkdir()
+    for args in (["init", "-q"], ["remote", "add", "origin", "https://github.com/acme/sessions.git"],
+                 ["config", "user.email", "dev@example.invalid"]):
+        subprocess.run(["git", "-C", str(session), *args], check=True)
+    (session / "s.jsonl").write_text('{"type": "agent_message", "text": "hi"}\n')
+    env = {"BENCHFLOW_CACHE": str(tmp_path / "cache"), "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    result = bench("traj", "upload", str(session / "s.jsonl"), "--dry-run", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "contributor acme/sessions" in result.stdout
+    staged = next((tmp_path / "cache" / "traj" / "staged").glob("*.zip"))
+    manifest = json.loads(zipfile.ZipFile(staged).read("manifest.json"))
+    assert manifest["contributor"] == {"github_id": None, "email": "dev@example.invalid",
+                                       "source_id": "acme/sessions", "repo": "acme/sessions"}
+    no_repo = bench("traj", "upload", str(session / "s.jsonl"), "--dry-run", "--no-repo", "--source-id", "me",
+                    env=env)
+    assert "contributor me" in no_repo.stdout
