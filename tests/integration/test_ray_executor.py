@@ -2,7 +2,8 @@
 utilities: a head and a worker node, each its own raylet, both on this machine, sandboxes in this
 machine's Docker engine): trials land on both nodes and the driver alone writes the job folder;
 a node killed mid-run loses nothing; Ctrl-C then ``bench eval resume`` finishes the job; a
-model-calling agent reaches the driver's gateway from a node."""
+model-calling agent (the scripted ACP double) on a node reaches the fake upstream only through
+the driver's gateway."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_bench
+from tests.doubles.fake_model_server import FakeModelServer
+from tests.integration.test_agent_pipeline import PYTHON_IMAGE, UPSTREAM_KEY, fake_agent_file
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 from tests.waiting import wait_until
 
@@ -128,6 +131,31 @@ def test_ctrl_c_cancels_the_cluster_trials_and_eval_resume_finishes_the_job(clus
     finished = [(c, r) for c, r in _trials(job) if r.get("rewards")]
     assert sorted(c["task_name"] for c, _ in finished) == ["x", "y"]
     assert all(c["executor"]["kind"] == "ray" for c, _ in finished)  # resumed on the cluster, as recorded
+
+
+def test_an_agent_on_a_node_reaches_the_model_through_the_drivers_gateway(cluster, tmp_path: Path) -> None:
+    steps = [{"op": "ask_model", "api": "openai", "prompt": "what is six times seven?"},
+             {"op": "tool", "id": "tc_write", "write": {"path": "answer.txt", "content": "42"}},
+             {"op": "message", "text": "done"}]
+    make_task(tmp_path / "tasks", "ask", dockerfile=PYTHON_IMAGE, network="no-network",
+              test='[ "$(cat /app/answer.txt)" = 42 ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
+    jobs = tmp_path / "jobs"
+    with FakeModelServer() as upstream:  # only the driver has the key and the upstream's address
+        done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--executor", "ray", "--jobs-dir", str(jobs),
+                         "-a", str(fake_agent_file(tmp_path)), "-m", "gpt-4o-mini",
+                         "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps({'prompts': [steps]})}",
+                         env=_env(cluster, OPENAI_API_KEY=UPSTREAM_KEY, OPENAI_BASE_URL=upstream.url + "/v1"),
+                         timeout=300)
+        assert done.returncode == 0, done.stderr + done.stdout
+        assert [r["headers"]["authorization"] for r in upstream.requests] == [f"Bearer {UPSTREAM_KEY}"]
+    ((config, result),) = _trials(_only_job(jobs))
+    assert config["executor"]["node_id"] in _node_ids(cluster)
+    assert result["rewards"] == {"reward": 1.0}
+    assert result["agent_result"]["usage_source"] == "provider_response"  # the gateway's count came back
+    trial = _only_job(jobs) / result["trial_name"]
+    exchanges = (trial / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()
+    assert len(exchanges) == 1 and json.loads(exchanges[0])["response"]["status_code"] == 200
+    assert UPSTREAM_KEY not in "".join(p.read_text(errors="replace") for p in jobs.rglob("*") if p.is_file())
 
 
 def test_a_node_killed_mid_run_loses_nothing(cluster, tmp_path: Path) -> None:
