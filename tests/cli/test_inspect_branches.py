@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from fixtures.branch_trial import make_branched_trial
@@ -21,3 +22,9 @@ def test_inspect_of_a_branched_trial_shows_its_tree(tmp_path: Path) -> None:
     assert lines[5].split()[:6] == ["more", "failed", "reward", "0.5", "advantage", "-0.5"]
     plain = run_bench("eval", "inspect", str(trial), "--json")
     assert plain.returncode == 0 and "Branches" not in plain.stdout
+    doc = json.loads(plain.stdout)
+    branches = doc["branches"]
+    assert branches["kind"] == "benchflow.branch-view"
+    assert [f["fork"] for f in branches["forks"]] == ["fork-0", "fork-good"]
+    more = next(c for f in branches["forks"] for c in f["children"] if c["reward"] == 0.5)
+    assert more["advantage"] == -0.5 and more["status"] == "failed"

@@ -121,11 +121,10 @@ def inspect(
         trials = document.trials if isinstance(document, JobDocument) else [document.summary]
         write_text(csv_path, render.trials_csv(trials))
     text = _render(document, as_json)
-    if not as_json and (Path(path) / "tree.json").is_file():  # a branched trial: its forks and children too
-        from benchflow.branch.view import branch_view, render_view
-        from benchflow.jobs.layout import TrialPaths
+    if not as_json and getattr(document, "branches", None):  # a branched trial: its forks and children too
+        from benchflow.branch.view import render_view
 
-        text += "\nBranches\n" + render_view(branch_view(TrialPaths(Path(path))))
+        text += "\nBranches\n" + render_view(document.branches)
     _emit(text, out)
 
 

@@ -124,6 +124,8 @@ class TrialDocument(BaseModel):
     files: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     trajectories: dict[str, list[Any]] | None = None
+    branches: dict[str, Any] | None = None
+    """A branched trial's ``benchflow.branch-view`` document (forks, children, rewards, advantages)."""
 
 
 class ComparisonSide(BaseModel):

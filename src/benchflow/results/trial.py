@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from benchflow.errors import JobFolderError
+from benchflow.errors import JobFolderError, UserError
 from benchflow.jobs.layout import TrialPaths
 from benchflow.util import nofollow
 from benchflow.records import TrialConfig, TrialResult, TrialTiming, Unreadable, read_json, read_optional
@@ -104,5 +104,18 @@ def load_trial(path: str | Path, *, verifier: bool = True, trajectories: bool = 
         timing=timing.model_dump(mode="json") if timing else None, prompts=prompts, instruction=instruction,
         verifier_files=verifier_files(trial) if verifier else {}, reward_details=details,
         regrade=regrade if isinstance(regrade, dict) else None, files=list_files(trial), notes=notes,
-        trajectories=trajs,
+        trajectories=trajs, branches=_branches(trial, notes),
     )
+
+
+def _branches(trial: TrialPaths, notes: list[str]) -> dict[str, Any] | None:
+    """The branch view of a trial with a tree.json (None without one; an unreadable one is a note)."""
+    if not trial.tree.is_file():
+        return None
+    from benchflow.branch.view import branch_view
+
+    try:
+        return branch_view(trial)
+    except (UserError, Unreadable) as exc:
+        notes.append(f"tree.json: {exc}")
+        return None
