@@ -165,3 +165,29 @@ def test_ctrl_c_cancels_the_run_in_the_daemon_and_leaves_nothing_running(tmp_pat
     assert "interrupted" in err
     assert containers() == []
     assert "0 active call(s), 1 served" in run_bench("daemon", "status", env=daemon_env).stdout
+
+
+def test_prepare_serves_the_next_identical_call_from_a_started_sandbox(tmp_path: Path, daemon_env: dict) -> None:
+    import docker
+
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    assert run_bench("daemon", "start", "--prepare", "1", "--prepare-ttl", "120", env=daemon_env).returncode == 0
+    pid = _state(daemon_env)["pid"]
+    api = docker.from_env().api
+    args = ("run", str(tmp_path / "tasks"), "-s", "docker", "--fresh", "--jobs-dir", str(tmp_path / "jobs"))
+    attached = {**daemon_env, "BENCHFLOW_DAEMON": "auto"}
+
+    def prepared() -> list[str]:
+        return [c["Id"] for c in api.containers(filters={"label": f"benchflow.pid={pid}", "status": "running"})]
+
+    assert run_bench(*args, env=attached).returncode == 0
+    ready = wait_until(prepared, timeout=60, what="a prepared sandbox")
+    assert "1 prepared" in run_bench("daemon", "status", env=daemon_env).stdout
+    second = run_bench(*args, env=attached)
+    assert second.returncode == 0, second.stderr
+    assert "Outcomes: 1 scored (1 passed, 0 failed), 0 unscored, 0 errored" in second.stdout
+    used = {json.loads(p.read_text())["sandbox_id"] for p in (tmp_path / "jobs").rglob("sandbox.json")}
+    assert ready[0] in used  # the second run's trial ran in the prepared sandbox
+    wait_until(lambda: [c for c in prepared() if c not in used], timeout=60, what="the next prepared sandbox")
+    assert run_bench("daemon", "stop", env=daemon_env).returncode == 0
+    assert api.containers(all=True, filters={"label": f"benchflow.pid={pid}"}) == []  # stop removed it

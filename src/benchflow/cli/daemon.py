@@ -14,15 +14,19 @@ def _where(status: dict) -> str:
 
 
 @start_cmd.command(help="Start a private runtime; attach runs with BENCHFLOW_DAEMON=auto.")
-def start() -> None:
+def start(
+    prepare: int = typer.Option(0, "--prepare", min=0, help="Prepare up to N sandboxes ahead: after a one-task Docker run ends, the same command is made ready for its next identical call (0: off)."),
+    prepare_ttl: float = typer.Option(300.0, "--prepare-ttl", min=0.0, help="Seconds a prepared sandbox waits for its call before it is removed."),
+) -> None:
     from benchflow.daemon import client
 
-    status, started = client.start()
+    status, started = client.start(prepare, prepare_ttl)
+    prepared = f", prepares {status['prepare']} ahead" if status["prepare"] else ""
     if started:
-        print(f"bench daemon started ({_where(status)}, sandbox {status['backend'] or 'none'}); "
+        print(f"bench daemon started ({_where(status)}, sandbox {status['backend'] or 'none'}{prepared}); "
               "runs attach with BENCHFLOW_DAEMON=auto")
     else:
-        print(f"bench daemon already running ({_where(status)})")
+        print(f"bench daemon already running ({_where(status)}{prepared}); stop it to change its settings")
 
 
 @status_cmd.command(help="Show whether this user's local runtime is running.\n\n"
@@ -35,7 +39,7 @@ def status() -> None:
         print("bench daemon: not running" + (f" ({note})" if note else ""))
         raise typer.Exit(1)
     print(f"bench daemon: running ({_where(answer)}), up {answer['uptime_sec']:.0f}s, "
-          f"{answer['active']} active call(s), {answer['served']} served")
+          f"{answer['active']} active call(s), {answer['served']} served, {answer['prepared']} prepared")
 
 
 @stop_cmd.command(help="Stop an idle local runtime; never interrupt an active call.\n\n"

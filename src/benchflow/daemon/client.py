@@ -138,8 +138,9 @@ def stop(timeout: float = 30.0) -> tuple[dict[str, Any] | None, str | None]:
     return answer, note
 
 
-def start() -> tuple[dict[str, Any], bool]:
-    """Start the daemon unless one answers; (its status, started now?).
+def start(prepare: int = 0, prepare_ttl: float = 300.0) -> tuple[dict[str, Any], bool]:
+    """Start the daemon unless one answers; (its status, started now?). ``prepare``/``prepare_ttl``:
+    :mod:`benchflow.daemon.prepared`.
 
     Raises:
         DaemonError: the daemon did not come up (its one-line reason).
@@ -147,7 +148,8 @@ def start() -> tuple[dict[str, Any], bool]:
     status, _note = ask("status")
     if status is not None:
         return status, False
-    proc = subprocess.Popen([sys.executable, "-m", "benchflow.daemon"], stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([sys.executable, "-m", "benchflow.daemon", "--prepare", str(prepare),
+                             "--prepare-ttl", str(prepare_ttl)], stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True, text=True)
     assert proc.stdout is not None
     first = proc.stdout.readline().strip()

@@ -31,6 +31,7 @@ from benchflow.util import atomic
 
 from . import paths
 from .paths import DaemonFolderError
+from .prepared import Pool
 
 LINE_LIMIT = 64 * 1024 * 1024
 WARM_MODULES = ("benchflow.jobs.api", "benchflow.jobs.plan", "benchflow.jobs.trial", "benchflow.jobs.phases",
@@ -61,7 +62,8 @@ def warm() -> str:
 
 
 class Daemon:
-    def __init__(self) -> None:
+    def __init__(self, pool: Pool) -> None:
+        self.pool = pool
         self.active = 0
         self.served = 0
         self.started = time.time()
@@ -73,6 +75,7 @@ class Daemon:
     def status(self) -> dict[str, Any]:
         return {"pid": os.getpid(), "started_at": self.started, "uptime_sec": round(time.time() - self.started, 1),
                 "active": self.active, "served": self.served, "backend": self.backend,
+                "prepared": self.pool.count, "prepare": self.pool.size,
                 "socket": self.socket}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -127,6 +130,7 @@ class Daemon:
     async def _execute(self, request: dict[str, Any], send: Any) -> None:
         from benchflow.errors import BenchError
         from benchflow.jobs.api import run_async
+        from benchflow.jobs.plan import make_plan
         from benchflow.jobs.spec import RunSpec
 
         saved_env, saved_cwd = dict(os.environ), os.getcwd()
@@ -135,7 +139,10 @@ class Daemon:
             os.environ.update(request.get("env") or {})
             os.chdir(request["cwd"])
             spec = RunSpec.model_validate(request["spec"])
-            outcome = await run_async(spec, on_event=lambda event: send({"type": "event", "event": event}))
+            plan = make_plan(spec)
+            plan.backend = self.pool.wrap(plan.backend)
+            outcome = await run_async(spec, on_event=lambda event: send({"type": "event", "event": event}), plan=plan)
+            self.pool.after_run(len(plan.units))
             send({"type": "outcome", "job_dir": str(outcome.job_dir), "summary": outcome.summary,
                   "exit_code": outcome.exit_code, "gate": outcome.gate})
         except BenchError as exc:
@@ -160,9 +167,9 @@ def _only_daemon() -> int:
     return fd
 
 
-async def serve(ready: Any) -> None:
+async def serve(ready: Any, pool: Pool) -> None:
     _only_daemon()
-    daemon = Daemon()
+    daemon = Daemon(pool)
     daemon.backend = warm()
     sock_path = paths.socket_path()
     daemon.socket = str(sock_path)
@@ -181,13 +188,21 @@ async def serve(ready: Any) -> None:
         async with server:
             await daemon.stopping.wait()
     finally:
+        await pool.close()
         for leftover in (sock_path, paths.state_path()):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
 
 
-def main() -> int:
-    """Serve until ``bench daemon stop``; prints ``ready`` (or the error) on stdout once, then goes quiet."""
+def main(argv: list[str] | None = None) -> int:
+    """Serve until ``bench daemon stop``; prints ``ready`` (or the error) on stdout once, then goes quiet.
+    ``--prepare N --prepare-ttl SEC``: see :mod:`benchflow.daemon.prepared`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m benchflow.daemon")
+    parser.add_argument("--prepare", type=int, default=0)
+    parser.add_argument("--prepare-ttl", type=float, default=300.0)
+    args = parser.parse_args(argv)
     def ready() -> None:
         print("ready", flush=True)
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -195,7 +210,7 @@ def main() -> int:
             os.dup2(devnull, fd)
 
     try:
-        asyncio.run(serve(ready))
+        asyncio.run(serve(ready, Pool(args.prepare, args.prepare_ttl)))
     except Exception as exc:  # noqa: BLE001 - reported to `bench daemon start`, which waits for this line
         print(f"error: {exc}", flush=True)
         return 1
