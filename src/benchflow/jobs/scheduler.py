@@ -31,8 +31,8 @@ class Scheduler:
     retry_policy: str
     budget: BudgetKeeper
     emit: Callable[[Event], None]
-    run_attempt: Callable[[TrialRequest], Awaitable[dict[str, Any]]] = run_trial
-    """Runs one attempt: here (``run_trial``) or on a cluster (``benchflow.executors``)."""
+    run_attempt: Callable[[TrialRequest], Awaitable[dict[str, Any]]] | None = None
+    """Runs one attempt: None for ``run_trial`` here, else an executor's (``benchflow.executors``)."""
 
     async def run(self, tasks: list[PlannedTask]) -> dict[str, dict[str, Any] | None]:
         """Task name -> final result (None when it never finished: budget or cancellation)."""
@@ -73,7 +73,7 @@ class Scheduler:
                 key = f"{planned.key}#{attempt}"
                 self.budget.begin(key)
                 self.emit({"type": "trial_started", "task": planned.key, "attempt": attempt})
-                runner = asyncio.create_task(self.run_attempt(request))
+                runner = asyncio.create_task((self.run_attempt or run_trial)(request))
                 self._running[key] = runner
                 try:
                     result = await runner

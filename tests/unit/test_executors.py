@@ -1,0 +1,133 @@
+"""The executor layer without a cluster: the --executor spelling, a missing Ray, the task's resources
+as Ray's, the trial bundle's one-rename install (and what it refuses), and the gateway link's token."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import sys
+import tarfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from benchflow.errors import ConfigError, InfraError
+from benchflow.executors import preflight
+from benchflow.executors.gateway_link import GatewayLink, LinkAddress, RemoteModelAccess
+from benchflow.executors.ray_executor import resources
+from benchflow.executors.trial_bundle import install, pack
+from benchflow.jobs.config_file import build_run_spec
+
+UPSTREAM_KEY = "sk-proj-UPSTREAMSECRET" + "z" * 30
+
+
+@pytest.mark.parametrize("value", ["in-process", "ray", "ray://head.example:10001"])
+def test_the_executor_spellings_are_accepted(value: str) -> None:
+    assert build_run_spec(None, fields={"executor": value}, source="bench run").executor == value
+
+
+@pytest.mark.parametrize("value", ["rayy", "ray://", "ray://head", "kubernetes"])
+def test_another_spelling_is_one_line_naming_the_choices(value: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_run_spec(None, fields={"executor": value}, source="bench run")
+    assert str(err.value).startswith("bench run: executor: --executor") and "ray://HOST:PORT" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_run_config_names_the_executor(tmp_path: Path) -> None:
+    config = tmp_path / "run.yaml"
+    config.write_text("executor: ray\nconcurrency: 8\n")
+    assert build_run_spec(config).executor == "ray"
+
+
+def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(ConfigError, match=r"pip install 'benchflow\[ray\]'"):
+        preflight(build_run_spec(None, fields={"executor": "ray"}))
+    preflight(build_run_spec(None))  # in-process never needs it
+
+
+@pytest.mark.parametrize("fields", [{"keep_sandbox": "always"}, {"checkpoints": "every-prompt"},
+                                    {"worker_concurrency": 2}])
+def test_what_a_cluster_node_cannot_keep_is_refused_up_front(fields: dict) -> None:
+    with pytest.raises(ConfigError, match="--executor ray: cannot be combined with"):
+        preflight(build_run_spec(None, fields={"executor": "ray", **fields}))
+
+
+def test_ray_resources_are_the_granted_sandbox() -> None:
+    task = SimpleNamespace(config=SimpleNamespace(sandbox=SimpleNamespace(cpus=4, memory_mb=8192, gpus=1)))
+    assert resources(task, None) == {"num_cpus": 4.0, "memory": 8192 * 2**20, "num_gpus": 1.0}
+    fit = SimpleNamespace(cpus=(4.0, 2.0), memory_mb=(8192, 4096))  # clamped to the host by the plan
+    assert resources(task, fit) == {"num_cpus": 2.0, "memory": 4096 * 2**20, "num_gpus": 1.0}
+
+
+def test_a_trial_folder_arrives_whole_in_one_rename(tmp_path: Path) -> None:
+    made = tmp_path / "node" / "t__1"
+    (made / "verifier").mkdir(parents=True)
+    (made / "result.json").write_text("{}")
+    (made / "verifier" / "reward.txt").write_text("1\n")
+    job = tmp_path / "job"
+    job.mkdir()
+    install(pack(made), job / "t__1")
+    assert (job / "t__1" / "verifier" / "reward.txt").read_text() == "1\n"
+    assert sorted(p.name for p in job.iterdir()) == ["t__1"]  # no staging folder left
+    with pytest.raises(InfraError, match="cannot move"):
+        install(pack(made), job / "t__1")  # never over an existing trial
+    assert sorted(p.name for p in job.iterdir()) == ["t__1"]
+
+
+def _tar(*members: tarfile.TarInfo) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for member in members:
+            tar.addfile(member, io.BytesIO(b"x" * member.size) if member.isfile() else None)
+    return buffer.getvalue()
+
+
+def _member(name: str, **fields) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    for key, value in fields.items():
+        setattr(info, key, value)
+    return info
+
+
+@pytest.mark.parametrize("member", [
+    _member("other/x", size=1),  # not the trial's folder
+    _member("t__1/../../escape", size=1),
+    _member("t__1/link", type=tarfile.SYMTYPE, linkname="/etc/passwd"),
+])
+def test_a_bundle_with_anything_outside_its_folder_is_refused(tmp_path: Path, member: tarfile.TarInfo) -> None:
+    blob = _tar(_member("t__1", type=tarfile.DIRTYPE), member)
+    with pytest.raises(InfraError):
+        install(blob, tmp_path / "t__1")
+    assert list(tmp_path.iterdir()) == []
+    assert not (tmp_path.parent / "escape").exists()
+
+
+async def test_the_gateway_link_answers_only_its_token_and_hands_out_the_trial_key(tmp_path: Path) -> None:
+    from benchflow.jobs.model_access import ModelAccess
+
+    spec = build_run_spec(None, fields={"agent_env": {"OPENAI_API_KEY": UPSTREAM_KEY}})
+    models = await ModelAccess.start(spec)
+    link = GatewayLink(models, "127.0.0.1")
+    try:
+        address = await link.start()
+        stranger = RemoteModelAccess(LinkAddress(address.host, address.port, "not-the-token"))
+        with pytest.raises(InfraError, match="wrong token"):
+            await asyncio.to_thread(stranger._call, {"op": "open", "trial": "t__1", "model": None, "url": "http://x"})
+        node = RemoteModelAccess(address)
+        opened = await asyncio.to_thread(node._call, {"op": "open", "trial": "t__1", "model": "gpt-4o-mini",
+                                                      "url": "http://127.0.0.1:5555"})
+        variables = opened["variables"]
+        assert variables["OPENAI_API_KEY"] != UPSTREAM_KEY and variables["OPENAI_API_KEY"]
+        assert variables["OPENAI_BASE_URL"].startswith("http://127.0.0.1:5555/")
+        assert UPSTREAM_KEY not in str(opened)
+        assert await asyncio.to_thread(node.budget_exhausted, "t__1") is None
+        closed = await asyncio.to_thread(node._call, {"op": "close", "trial": "t__1", "n_tool_calls": 0})
+        assert closed["llm_trajectory"] == "" and "usage" in closed["info"]
+        with pytest.raises(InfraError, match="bad trial name"):
+            await asyncio.to_thread(node._call, {"op": "open", "trial": "../x", "model": None, "url": "http://x"})
+    finally:
+        await link.stop()
+        await models.stop()
