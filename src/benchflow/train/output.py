@@ -43,7 +43,7 @@ def verl_schema() -> Any:
 
 def require_pyarrow() -> None:
     try:
-        import pyarrow  # noqa: F401
+        import pyarrow
         import pyarrow.parquet  # noqa: F401
     except ImportError:
         raise UserError("--format verl-sft writes parquet and needs pyarrow: pip install 'benchflow[train]'") from None
