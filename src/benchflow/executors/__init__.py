@@ -105,7 +105,7 @@ async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ())
         _refuse_too_big(await asyncio.to_thread(ray_cluster.largest_node, ray), tasks, resources)
         address = None
         if models is not None:
-            link = GatewayLink(models, await asyncio.to_thread(ray_cluster.link_host, ray))
+            link = GatewayLink(models, await asyncio.to_thread(ray_cluster.link_host, ray), ray_cluster.link_port())
             address = await link.start()
         yield RayExecutor(ray=ray, cluster=cluster, link=address)
     finally:

@@ -47,18 +47,19 @@ class LinkAddress:
 
 
 class GatewayLink:
-    """The driver's end: serves the job's ``ModelAccess`` to nodes on ``host`` (port picked by the OS)."""
+    """The driver's end: serves the job's ``ModelAccess`` to nodes on ``host``:``port`` (0: the OS picks)."""
 
-    def __init__(self, models: Any, host: str) -> None:
+    def __init__(self, models: Any, host: str, port: int = 0) -> None:
         self.models = models
         self.host = host
+        self.port = port
         self.token = secrets.token_urlsafe(32)
         self._server: asyncio.AbstractServer | None = None
         self._records = models.folder / "remote"
 
     async def start(self) -> LinkAddress:
         self._records.mkdir(mode=0o700, exist_ok=True)
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
         port = self._server.sockets[0].getsockname()[1]
         return LinkAddress(self.host, port, self.token)
 

@@ -58,6 +58,18 @@ def link_host(ray: Any) -> str:
     return "127.0.0.1" if others <= {mine, "127.0.0.1"} else mine
 
 
+def link_port() -> int:
+    """``$BENCHFLOW_RAY_GATEWAY_PORT`` (a port a firewall lets the nodes reach), else 0: any free port.
+
+    Raises:
+        ConfigError: not a port number.
+    """
+    value = os.environ.get("BENCHFLOW_RAY_GATEWAY_PORT", "0")
+    if not value.isdigit() or int(value) > 65535:
+        raise ConfigError(f"BENCHFLOW_RAY_GATEWAY_PORT={value!r}: give a port number (0-65535)")
+    return int(value)
+
+
 def largest_node(ray: Any) -> dict[str, float]:
     """The most CPUs, memory (bytes) and GPUs any one live node offers (each taken separately)."""
     best = {"CPU": 0.0, "memory": 0.0, "GPU": 0.0}
