@@ -42,7 +42,8 @@ def _pairs(store: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def arms_job(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("prefjobs")
-    return write_job(root, "arms", [_trial(t, a, m) for t in ("t1", "t2", "t3") for (a, m) in ARMS])
+    # fixed folder names: the pairs, and so the drawn votes, are the same on every run
+    return write_job(root, "arms", [_trial(t, a, m, suffix=f"{a}-{m}") for t in ("t1", "t2", "t3") for (a, m) in ARMS])
 
 
 def _make(bench, job: Path, tmp: Path, *extra: str) -> Path:
