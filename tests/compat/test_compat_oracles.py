@@ -111,7 +111,8 @@ def test_available_prebuilt_image_is_used_as_is(by_hand, tmp_path):
 
 
 def test_ctrf_partial_reward_for_the_do_nothing_agent(tmp_path, through_bench):
-    done = run_bench("run", str(COMPAT / "skillsbench-skills"), "-a", "nop", "--ca-bundle", "host",
+    # --task-skills: a no-skill run's image has no task skill (the skill-installed test would fail)
+    done = run_bench("run", str(COMPAT / "skillsbench-skills"), "-a", "nop", "--ca-bundle", "host", "--task-skills",
                      "--jobs-dir", str(tmp_path),
                      timeout=900)
     assert done.returncode in (0, 1), done.stderr[-3000:]

@@ -57,8 +57,11 @@ def seed_env(seed: int | None) -> dict[str, str]:
 
 
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
+    from benchflow.skills.policy import image_keeps_task_skills, policy_of
+
     spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
+                         bundled_skills=image_keeps_task_skills(policy_of(req.spec), req.task, req.agent),
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
                          mounts=None if req.models is None else req.models.mounts_for(trial, req.backend.capabilities))
     return req.fit.apply(spec) if req.fit is not None else spec

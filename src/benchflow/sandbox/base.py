@@ -110,6 +110,9 @@ class SandboxSpec:
     compose_file: Path | None = None
     """The task's ``environment/docker-compose.yaml``: its services run beside ``main`` (backends with
     ``Capabilities.multi_service``; the others refuse a spec that has one with more than ``main``)."""
+    bundled_skills: bool = True
+    """False (a no-skill run): the build leaves the task's ``environment/skills/`` out of the image
+    (the context and the Dockerfile's copies of it; :mod:`.bundled_skills`)."""
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchflow.errors import BuildError, TaskError
 
-from . import ca
+from . import bundled_skills, ca
 from .base import SandboxSpec
 from .docker_engine import call
 from .tarstream import spool
@@ -57,6 +57,8 @@ def image_tag(spec: SandboxSpec) -> str:
              "from": spec.base_image_override or ""}
     if spec.ca_bundle is not None:
         parts["ca"] = hashlib.sha256(ca.read_bundle(spec.ca_bundle)).hexdigest()
+    if _strips_skills(spec):
+        parts["skills"] = "left-out"
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
     name = re.sub(r"[^a-z0-9._-]+", "-", spec.name.lower()).strip("._-") or "task"
     return f"benchflow/{name[:100]}:{digest}"
@@ -96,14 +98,22 @@ def check_environment(spec: SandboxSpec) -> Path:
     return dockerfile
 
 
+def _strips_skills(spec: SandboxSpec) -> bool:
+    return not spec.bundled_skills and bundled_skills.present(spec.environment_dir)
+
+
 def context_tar(spec: SandboxSpec) -> io.BufferedIOBase:
-    """The build context as an uncompressed tar, Dockerfile rewritten, CA bundle added."""
+    """The build context as an uncompressed tar, Dockerfile rewritten, CA bundle added
+    (and, for a no-skill run, the task's ``skills/`` left out)."""
     from docker.utils.build import exclude_paths
 
     env = check_environment(spec).parent
     text = (env / spec.dockerfile).read_text(encoding="utf-8")
     if spec.base_image_override:
         text = rewrite_from(text, spec.base_image_override)
+    strip = _strips_skills(spec)
+    if strip:
+        text = bundled_skills.without_skill_copies(text)
     extra: dict[str, bytes] = {}
     if spec.ca_bundle is not None:
         extra[ca.CONTEXT_NAME] = ca.read_bundle(spec.ca_bundle)
@@ -115,7 +125,7 @@ def context_tar(spec: SandboxSpec) -> io.BufferedIOBase:
     buffer = spool()
     with tarfile.open(fileobj=buffer, mode="w") as archive:
         for rel in sorted(keep):
-            if rel in extra or IGNORED.intersection(Path(rel).parts):
+            if rel in extra or IGNORED.intersection(Path(rel).parts) or (strip and bundled_skills.in_folder(rel)):
                 continue
             archive.add(os.path.join(env, rel), arcname=rel, recursive=False)
         for rel, data in extra.items():

@@ -18,8 +18,10 @@ def sanitize(name: str) -> str:
 
 def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | None = "agent",
                   base_image_override: str | None = None, labels: Mapping[str, str] | None = None,
-                  ca_bundle: Path | None = None, mounts: Mapping[str, Path] | None = None) -> SandboxSpec:
-    """The spec of a loaded :class:`benchflow.tasks.Task`; ``digest`` defaults to the task's own."""
+                  ca_bundle: Path | None = None, mounts: Mapping[str, Path] | None = None,
+                  bundled_skills: bool = True) -> SandboxSpec:
+    """The spec of a loaded :class:`benchflow.tasks.Task`; ``digest`` defaults to the task's own;
+    ``bundled_skills=False`` leaves ``environment/skills/`` out of the image (a no-skill run)."""
     cfg = task.config.sandbox
     return SandboxSpec(
         name=sanitize(task.name), environment_dir=task.paths.environment_dir,
@@ -27,4 +29,5 @@ def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | N
         cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb), network_mode=cfg.network_mode,
         build_timeout_sec=float(cfg.build_timeout_sec), env=dict(cfg.env or {}), workdir=cfg.workdir,
         base_image_override=base_image_override, sandbox_user=sandbox_user, labels=dict(labels or {}),
-        ca_bundle=ca_bundle, mounts=dict(mounts or {}), compose_file=task.paths.compose_file)
+        ca_bundle=ca_bundle, mounts=dict(mounts or {}), compose_file=task.paths.compose_file,
+        bundled_skills=bundled_skills)

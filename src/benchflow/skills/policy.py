@@ -108,6 +108,19 @@ def sources(policy: SkillPolicy, task: Any) -> list[SkillSource]:
     return out
 
 
+def image_keeps_task_skills(policy: SkillPolicy, task: Any, agent: Any) -> bool:
+    """Whether the task's image may hold its ``environment/skills/`` (left out of a no-skill run's build).
+
+    Kept for a with-skill run, with ``--task-skills`` or a declared ``sandbox.skills_dir`` (not under
+    self-gen or ``--no-task-skills``), and for the oracle: the reference solution runs the task as authored.
+    """
+    if getattr(agent, "needs_oracle", False) or policy.mode == "with-skill":
+        return True
+    if policy.mode == "self-gen" or policy.task_skills is False:
+        return False
+    return bool(policy.task_skills or task.config.sandbox.skills_dir)
+
+
 def record(policy: SkillPolicy, task: Any, agent: Any) -> dict[str, Any]:
     """The skill policy keys of ``config.json`` (contracts §3.2)."""
     try:

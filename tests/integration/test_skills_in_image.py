@@ -1,0 +1,45 @@
+"""A no-skill run's image has no task skills; a with-skill run has them, and the deployed ones where
+the agent looks (``tests/fixtures/tasks/skills-in-image``: its verifier scores 0.5 for the task's skills
+baked anywhere in the image, 0.5 for a skill in an agent's skills folder, 0 when the rest of the build
+context is missing)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURE_TASKS, ROOT, run_bench
+
+pytestmark = pytest.mark.docker
+
+TASK = FIXTURE_TASKS / "skills-in-image"
+EXTRA_SKILLS = ROOT / "tests" / "fixtures" / "skills" / "extra-skills"
+
+
+def _reward(tmp_path: Path, name: str, *flags: str) -> tuple[float, str]:
+    jobs = tmp_path / name
+    done = run_bench("run", str(TASK), "-s", "docker", "--jobs-dir", str(jobs), *flags)
+    assert done.returncode in (0, 1), done.stderr
+    trial = next(jobs.rglob("result.json")).parent
+    result = json.loads((trial / "result.json").read_text())
+    assert result["error"] is None, result["error"]
+    stdout = trial / "verifier" / "test-stdout.txt"
+    return result["rewards"]["reward"], stdout.read_text() if stdout.is_file() else ""
+
+
+def test_no_skill_run_builds_without_the_task_skills(tmp_path: Path) -> None:
+    reward, seen = _reward(tmp_path, "no-skill", "-a", "nop")
+    assert reward == 0.0, seen  # built (the Dockerfile's COPY skills ... was dropped), nothing baked or deployed
+
+
+def test_with_skill_run_keeps_them_and_deploys_where_the_agent_looks(tmp_path: Path) -> None:
+    reward, seen = _reward(tmp_path, "with-skill", "-a", "nop", "--skills-dir", str(EXTRA_SKILLS))
+    assert reward == 1.0, seen
+    assert "/.agents/skills/tallier/SKILL.md" in seen
+
+
+def test_the_oracle_runs_the_task_as_authored(tmp_path: Path) -> None:
+    reward, seen = _reward(tmp_path, "oracle")
+    assert reward == 0.5, seen
