@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import random
 import secrets
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,18 @@ def make_pairs(jobs: list[Path], opts: PairsOptions) -> PairsReport:
         raise UserError(f"no two outputs of one task version from different agents or models among "
                         f"{len(found)} output(s); nothing to pair" + (f" ({notes[0]})" if notes else ""))
 
+    try:
+        return _write(opts, bundle, found, planned, seed, rubric, frozen, notes, jobs)
+    except BaseException:
+        # everything written so far is new (checked above): leave nothing half made behind
+        for made in (bundle, opts.store):
+            shutil.rmtree(made, ignore_errors=True)
+        opts.out.unlink(missing_ok=True)
+        raise
+
+
+def _write(opts: PairsOptions, bundle: Path, found: list[Found], planned: list, seed: int,
+           rubric: dict[str, Any] | None, frozen: bytes | None, notes: list[str], jobs: list[Path]) -> PairsReport:
     used = sorted({i for p in planned for i in (p.left, p.right)}
                   | {i for i, f in enumerate(found) if f.kind == "golden" and opts.golden == "bar"})
     outputs: dict[int, Output] = {}

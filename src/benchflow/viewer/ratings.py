@@ -10,6 +10,7 @@ left out with a note.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,9 @@ MAX_BYTES = 8 * 1024 * 1024
 def _candidates(folder: Path) -> list[Path]:
     found = [folder / NAME]
     try:
-        found += sorted(child / NAME for child in folder.iterdir() if child.is_dir() and not child.is_symlink())
+        with os.scandir(folder) as entries:  # trial folders (<task>__<id>) are skipped without a stat each
+            found += sorted(folder / e.name / NAME for e in entries
+                            if "__" not in e.name and not e.name.startswith(".") and e.is_dir(follow_symlinks=False))
     except OSError:
         pass
     return [p for p in found if p.is_file() and not p.is_symlink()]
