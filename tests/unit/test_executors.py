@@ -131,3 +131,21 @@ async def test_the_gateway_link_answers_only_its_token_and_hands_out_the_trial_k
     finally:
         await link.stop()
         await models.stop()
+
+
+def test_bench_run_says_which_extra_to_install_and_exits_2(tmp_path: Path) -> None:
+    from tests.conftest import run_bench
+    from tests.taskgen import PASS_IF_HELLO, make_task
+
+    shadow = tmp_path / "shadow" / "ray"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('no ray here')\n")  # ahead of site-packages
+    task = make_task(tmp_path / "tasks", "t", test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(task), "-s", "local", "--executor", "ray", "--jobs-dir", str(jobs),
+                     env={"PYTHONPATH": str(tmp_path / "shadow")})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1].endswith("pip install 'benchflow[ray]'")
+    assert not jobs.exists()  # refused before a job folder was made
+    bad = run_bench("run", str(task), "--executor", "kubernetes", "--jobs-dir", str(jobs))
+    assert bad.returncode == 2 and "--executor 'kubernetes': give in-process, ray" in bad.stderr
