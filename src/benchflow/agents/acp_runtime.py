@@ -242,16 +242,29 @@ class _AcpRun:
         except Exception as exc:  # noqa: BLE001
             raise _StepError("model selection", exc) from exc
         for text in ctx.prompts:
-            self.client.record({"type": "user_message", "text": text})
-            self.activity.touch()
-            try:
-                response = await conn.prompt(session_id=self.session_id, prompt=[text_block(text)])
-            except Exception as exc:  # noqa: BLE001
-                raise _StepError("session/prompt", exc) from exc
-            self.outcome.n_prompts += 1
-            self._add_usage(response.usage)
-            if response.stop_reason == "cancelled":
+            if not await self._prompt(conn, text):
                 return
+        while ctx.follow_up is not None:
+            try:
+                text = await ctx.follow_up(self.client.merger.last_reply())
+            except Exception as exc:  # noqa: BLE001 - e.g. the simulated user's model call failed
+                raise _StepError("the simulated user's reply", exc) from exc
+            finally:
+                self.activity.touch()  # the user's thinking time is not the agent's idleness
+            if text is None or not await self._prompt(conn, text):
+                return
+
+    async def _prompt(self, conn: Any, text: str) -> bool:
+        """One ``session/prompt``; False once the agent answered ``cancelled``."""
+        self.client.record({"type": "user_message", "text": text})
+        self.activity.touch()
+        try:
+            response = await conn.prompt(session_id=self.session_id, prompt=[text_block(text)])
+        except Exception as exc:  # noqa: BLE001
+            raise _StepError("session/prompt", exc) from exc
+        self.outcome.n_prompts += 1
+        self._add_usage(response.usage)
+        return response.stop_reason != "cancelled"
 
     async def _load(self, conn: Any, session_id: str) -> Any:
         """``session/load`` of an earlier conversation, refused when the agent did not advertise

@@ -10,7 +10,7 @@ raising: the verifier still scores the workspace afterwards.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -56,6 +56,9 @@ class AgentContext:
     """An ACP session id to reload (``session/load``) instead of starting a new session: the
     conversation of an earlier agent phase in this sandbox (a branch child, a checkpoint retry).
     An agent that does not advertise ``loadSession`` fails the phase with the reason."""
+    follow_up: Callable[[str], Awaitable[str | None]] | None = None
+    """After the last prompt, asked with the agent's last message for the next prompt in the same
+    session (a simulated user, :mod:`benchflow.jobs.sim_user`); None ends the conversation."""
 
 
 class TrajectorySink(Protocol):

@@ -44,6 +44,16 @@ class TrajectoryMerger:
         return [tid for tid, i in self._tool_index.items()
                 if self.events[i].get("status") in ("pending", "in_progress", None)]
 
+    def last_reply(self) -> str:
+        """The agent's message text since the last prompt (``user_message``)."""
+        parts: list[str] = []
+        for event in reversed(self.events):
+            if event.get("type") == "user_message":
+                break
+            if event.get("type") == "agent_message":
+                parts.append(str(event.get("text", "")))
+        return "".join(reversed(parts))
+
     def add(self, event: Mapping[str, Any]) -> None:
         kind = event.get("type")
         if kind in CHUNK_TYPES:

@@ -153,9 +153,10 @@ def setup_failure(req: TrialRequest, failure: SessionSetupError, state: TrialSta
 
 async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, prompts: list[str],
                        sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float], *,
-                       resume_session: str | None = None) -> None:
+                       resume_session: str | None = None, follow_up: Any = None) -> None:
     """Install (unless layered), open model access, deploy skills, run the agent on ``prompts``
-    (continuing the ACP session ``resume_session`` when given), copy its logs and artifacts out."""
+    (continuing the ACP session ``resume_session`` when given; after them, ``follow_up`` gives the
+    next prompts, see :mod:`.sim_user`), copy its logs and artifacts out."""
     timeout = agent_timeout(req)
     ctx = AgentContext(
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
@@ -165,6 +166,7 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         user=req.spec.sandbox_user, host_login=req.spec.host_login, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
         oracle_env={**dict(req.task.config.oracle.env or {}), **state.egress_env, **seed_env(req.seed)},
         mcp_servers=list(req.task.config.sandbox.mcp_servers), resume_session=resume_session,
+        follow_up=follow_up,
     )
     t = time.monotonic()
     req.on_phase(paths.name, "install")

@@ -40,7 +40,8 @@ def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[s
 def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agent: str, is_control: bool,
                  environment: str, started_at: dt.datetime, prompts: list[str], timeout_sec: float | None,
                  attempt: int, seed: int | None, sandbox_fit: dict[str, Any] | None = None,
-                 skills: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+                 skills: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
+                 scenes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``config.json`` for one trial of ``spec`` (the ``RunSpec``), written before it starts;
     ``skills`` holds the skill policy keys (``benchflow.skills.policy.record``), ``provenance`` the
     ``source``/``dataset_name``/``dataset_version`` of fetched tasks (``Plan.provenance``)."""
@@ -51,7 +52,7 @@ def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agen
         environment=environment, sandbox_fit=sandbox_fit, base_image_override=spec.base_image_override,
         timeout_sec=timeout_sec,
         concurrency=spec.concurrency, agent_idle_timeout_sec=spec.agent_idle_timeout_sec,
-        started_at=str(started_at), attempt=attempt, seed=seed, benchflow_version=__version__,
+        started_at=str(started_at), attempt=attempt, seed=seed, benchflow_version=__version__, scenes=scenes,
     ).to_json()
 
 

@@ -30,14 +30,15 @@ from .layout import trial_name
 from .phases import (
     TrialState,
     agent_layer,
-    agent_phase,
     environment_phase,
     record_phase,
     setup_failure,
     verifier_phase,
 )
 from .record import build_config
+from .scenes import run_scenes, scene_record, wants_scenes
 from .separate_verifier import separate_verifier_phase, wants_separate
+from .sim_user import converse
 from .steps import run_steps
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
@@ -60,7 +61,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
         started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
         sandbox_fit=req.fit.record() if req.fit is not None else None, skills=_skills(req),
-        provenance=req.provenance))
+        provenance=req.provenance, scenes=scene_record(req)))
     atomic.write_json(paths.prompts, prompts)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
@@ -89,8 +90,10 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                             await run_steps(req, session.sandbox, paths, sink, state, timing)
                         elif state.error is None and checkpoints is not None:
                             await checkpoints.agent_phase(session.sandbox, sink, state, timing)
-                        elif state.error is None:
-                            await agent_phase(req, session.sandbox, paths, prompts, sink, state, timing)
+                        elif state.error is None and wants_scenes(req):
+                            await run_scenes(req, session.sandbox, paths, sink, state, timing)
+                        elif state.error is None:  # the agent phase, with the task's simulated user if any
+                            await converse(req, session.sandbox, paths, prompts, sink, state, timing)
                     if state.verifier_allowed and not req.task.config.steps:
                         verify = separate_verifier_phase if wants_separate(req) else verifier_phase
                         await verify(req, session.sandbox, paths, state, timing)

@@ -146,6 +146,11 @@ class TrialConfig(Record):
                                            "registry skill path, $HOME unexpanded); null when none deployed.")
     include_task_skills: bool | None = Field(None, description="--task-skills: the task's environment/skills "
                                              "were deployed too.")
+    scenes: list[dict[str, Any]] | None = Field(None, description="A multi-role task's scenes as run: "
+                                                "[{name, skills_dir, roles: [{name, agent, model, reasoning_effort, "
+                                                "timeout_sec, idle_timeout_sec, skills_dir, capabilities, env_keys}], "
+                                                "turns: [{role, has_prompt}]}]; [] for a task without scenes, null in "
+                                                "records written before it was recorded.")
 
 
 class CheckpointRetry(Block):

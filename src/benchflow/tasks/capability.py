@@ -2,9 +2,9 @@
 
 A backend describes itself as data (``Capabilities`` in ``benchflow.sandbox.base``);
 this module compares a task's demands against it. Things no backend of this
-build runs (multi-step tasks, Windows, TPUs, a separate verifier sandbox,
-multi-role scenes) are refused on every backend: failing closed is better than
-a run that silently ignores part of the task.
+build runs (Windows, TPUs, a scene handoff other than sequential/shared, a
+simulated user's unknown stop rule) are refused on every backend: failing closed
+is better than a run that silently ignores part of the task.
 """
 
 from __future__ import annotations
@@ -111,9 +111,21 @@ def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list
     workdir = (cfg.sandbox.workdir or "").rstrip("/")
     if workdir in UNSAFE_WORKDIRS:
         issues.append(f"sandbox.workdir '{workdir}' is a system folder; use a folder such as /app")
-    multi_role = any(len(scene["roles"]) > 1 for scene in task.scenes)
-    if multi_role or task.document.get("user") or task.user_persona:
-        issues.append("scenes/user: multi-role scenes and simulated users are not run by this build")
+    issues.extend(_scene_issues(task))
     if not caps.resource_limits and (cfg.sandbox.cpus != 1 or cfg.sandbox.memory_mb != 2048):
         warnings.append(f"sandbox.cpus/memory_mb are not enforced {on}")
     return issues, warnings
+
+
+def _scene_issues(task: Task) -> list[str]:
+    """Scenes and the simulated user as this build runs them (``benchflow.jobs.scenes``, ``.sim_user``)."""
+    from benchflow.errors import TaskError
+    from benchflow.jobs.scenes import scene_issues
+    from benchflow.jobs.sim_user import user_plan
+
+    issues = scene_issues(task)
+    try:
+        user_plan(task)
+    except TaskError as exc:
+        issues.append(str(exc).removeprefix("task.md: "))
+    return issues
