@@ -66,8 +66,8 @@ def pairs(
 @import_cmd.command(help="Check every vote in the file, then add the new ones to the store.")
 def import_(
     store: Path = typer.Argument(..., metavar="STORE", help=STORE_HELP),
-    votes: Path = typer.Option(..., "--votes", help="Votes as JSON lines or CSV (see docs/collector-store.md and "
-                               "benchflow.preferences.votes_file for the fields). Required."),
+    votes: Path = typer.Option(..., "--votes", help="Votes as JSON lines or CSV (see docs/tasks/human-preferences.md for "
+                               "the fields). Required."),
     source: str | None = typer.Option(None, "--source", help="The tool that collected them, recorded on each "
                                          "vote."),
     skip_unknown: bool = typer.Option(False, "--skip-unknown", help="Leave out votes on outputs the store doesn't "
