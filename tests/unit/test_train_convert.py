@@ -228,7 +228,8 @@ def test_bad_options_are_one_line_user_errors(jobs: Path, tmp_path: Path) -> Non
     for options, words in [
         ({"format": "nope"}, "--format"), ({"group_advantage": "ppo"}, "grpo or loo"),
         ({"group_by": "task,color"}, "'color'"), ({"pairs": tmp_path / "p.jsonl"}, "branch-tree only"),
-        ({"subagent_rows": True}, "subagent"), ({"format": "branch-tree"}, "no branch records"),
+        ({"subagent_rows": True, "format": "openenv-episodes"}, "subagent"),
+        ({"format": "branch-tree"}, "no branch records"),
         ({"context_policy": "message-window"}, "--tokenizer"),
     ]:
         with pytest.raises(UserError, match=words) as caught:
@@ -261,3 +262,43 @@ def test_message_window_with_a_local_tokenizer(tmp_path: Path) -> None:
                                     max_length=120))["ok"]
     assert not validate(ValidateOptions(path=out, format="trl-sft", tokenizer=str(tokenizer_path),
                                         max_length=20))["ok"]
+
+
+def _subagent_rollout() -> list[dict]:
+    """A parent that spawns a subagent with the Task tool; the subagent's two calls come between the parent's."""
+    parent_open = [{"role": "system", "content": "You are the main agent."}, {"role": "user", "content": "Fix the bug."}]
+    task_call = {"id": "toolu_task", "type": "function",
+                 "function": {"name": "Task", "arguments": json.dumps({"description": "look", "prompt": "Find the bug."})}}
+    sub_open = [{"role": "system", "content": "You are a search subagent."}, {"role": "user", "content": "Find the bug."}]
+    grep = {"id": "toolu_grep", "type": "function", "function": {"name": "bash", "arguments": "{\"command\": \"grep -rn bug\"}"}}
+    return [
+        exchange(parent_open, {"role": "assistant", "content": None, "tool_calls": [task_call]}, index=0),
+        exchange(sub_open, {"role": "assistant", "content": None, "tool_calls": [grep]}, index=1),
+        exchange([*sub_open, {"role": "assistant", "content": None, "tool_calls": [grep]},
+                  {"role": "tool", "tool_call_id": "toolu_grep", "content": "a.py:3: bug"}],
+                 {"role": "assistant", "content": "It is in a.py line 3."}, index=2),
+        exchange([*parent_open, {"role": "assistant", "content": None, "tool_calls": [task_call]},
+                  {"role": "tool", "tool_call_id": "toolu_task", "content": "It is in a.py line 3."}],
+                 {"role": "assistant", "content": "Fixed a.py."}, index=3),
+    ]
+
+
+def test_subagent_conversations_are_rows_of_their_own_only_when_asked(tmp_path: Path) -> None:
+    root = tmp_path / "jobs"
+    write_job(root, "job-s", [rollout("sub", 1.0, suffix="s0000001", llm_exchanges=_subagent_rollout())])
+    out = tmp_path / "rows.jsonl"
+    for mode in ("rollout", "exchange"):
+        convert(ConvertOptions(source=root, out=out, row_mode=mode))
+        parent_only = rows(out)
+        assert all("subagent" not in r for r in parent_only)
+        assert all(r["messages"][0]["content"] == "You are the main agent." for r in parent_only)
+        assert len(parent_only) == (1 if mode == "rollout" else 2)
+    doc = convert(ConvertOptions(source=root, out=out, subagent_rows=True))
+    parent, sub = rows(out)
+    assert "subagent" not in parent and parent["messages"][-1]["content"] == "Fixed a.py."
+    assert sub["subagent"] == {"thread": 1, "tool_call_id": "toolu_task", "tool_name": "Task"}
+    assert [m["role"] for m in sub["messages"]] == ["system", "user", "assistant", "tool", "assistant"]
+    assert sub["messages"][-1]["content"] == "It is in a.py line 3."
+    assert doc["subagent_rows"] == 1 and doc["rows_written"] == 2
+    convert(ConvertOptions(source=root, out=out, subagent_rows=True, row_mode="exchange"))
+    assert [r.get("subagent", {}).get("thread", 0) for r in rows(out)] == [0, 1, 1, 0]

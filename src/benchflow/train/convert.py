@@ -7,7 +7,9 @@ below ``--min-reward`` (or none) → ``skipped_below_min_reward``; no
 ``llm_trajectory.jsonl`` → ``skipped_no_llm_trajectory``; no model call
 answered 200 → ``skipped_provider_error``. ``--row-mode rollout`` makes one row
 from the last successful call (its messages hold the whole conversation);
-``exchange`` one row per successful call.
+``exchange`` one row per successful call. Rows hold the parent agent's
+conversation; ``--subagent-rows`` adds each subagent's (:mod:`.threads`), tagged
+``subagent: {thread, tool_call_id, tool_name}`` with the parent's spawning call.
 
 ``--format branch-tree`` reads branched trials instead, a row per branch child
 (:mod:`.branch`), and writes ``--pairs``.
@@ -42,6 +44,7 @@ from .source import (
     read_rollout,
     trial_folders,
 )
+from .threads import split
 
 BRANCH_ONLY = ("pairs", "pairs_any_request", "include_oracle")
 
@@ -83,6 +86,7 @@ class Stats:
     exchanges_seen: int = 0
     rows_written: int = 0
     rows_with_tool_calls: int = 0
+    subagent_rows: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     counts: rules.Counts = field(default_factory=rules.Counts)
     sources: Counter[str] = field(default_factory=Counter)
@@ -95,6 +99,8 @@ class Stats:
             "redacted": options.redact, "group_advantage": options.group_advantage,
             "rollouts_seen": self.rollouts_seen, "exchanges_seen": self.exchanges_seen,
             "rows_written": self.rows_written, "rows_with_tool_calls": self.rows_with_tool_calls}
+        if options.subagent_rows:
+            doc["subagent_rows"] = self.subagent_rows
         for reason in sorted(self.skipped):
             doc[f"skipped_{reason}"] = self.skipped[reason]
         doc.update({"tool_call_ids_rewritten": self.counts.tool_call_ids_rewritten,
@@ -117,9 +123,8 @@ def check_options(o: ConvertOptions) -> None:
         raise UserError(f"--context-policy {o.context_policy!r}: use full or message-window")
     if o.context_policy == "message-window" and (o.format != "trl-sft" or not o.tokenizer or not o.max_length):
         raise UserError("--context-policy message-window needs --format trl-sft, --tokenizer and --max-length")
-    if o.subagent_rows:
-        raise UserError("--subagent-rows: this gateway records no subagent conversations apart from the "
-                        "parent's (every call is call_purpose agent), so there are no subagent rows to write")
+    if o.subagent_rows and o.format in ("openenv-episodes", "branch-tree"):
+        raise UserError(f"--subagent-rows: --format {o.format} writes one row per rollout or child; use a row format")
     if o.format == "openenv-episodes" and o.row_mode == "exchange":
         raise UserError("--format openenv-episodes writes one episode per rollout; drop --row-mode exchange")
     if o.group_advantage is not None and o.group_advantage not in advantage.METHODS:
@@ -147,15 +152,24 @@ def _skip_reason(rollout: Rollout, o: ConvertOptions, selected: set[str] | None)
     return None
 
 
-def _exchanges(rollout: Rollout, o: ConvertOptions, stats: Stats) -> list[tuple[int, dict[str, Any]]]:
+def _exchanges(rollout: Rollout, o: ConvertOptions,
+               stats: Stats) -> list[tuple[int, dict[str, Any], dict[str, Any] | None]]:
+    """(index, exchange, subagent tag) of the calls to make rows of: the parent agent's conversation,
+    and with ``--subagent-rows`` each subagent's too (see :mod:`.threads`)."""
     path = rollout.trial.llm_trajectory
-    if o.row_mode == "rollout":
+    if o.row_mode == "rollout" and not o.subagent_rows:  # the parent's last call ends the rollout
         lines, index, exchange = last_model_call(path)
         stats.exchanges_seen += lines
-        return [] if exchange is None else [(index, exchange)]
+        return [] if exchange is None else [(index, exchange, None)]
     found = read_exchanges(path)
     stats.exchanges_seen += len(found)
-    return [(i, e) for i, e in found if e is not None and is_ok_call(e)]
+    threads = split([(i, e) for i, e in found if e is not None and is_ok_call(e)])
+    out = []
+    for number, thread in enumerate(threads if o.subagent_rows else threads[:1]):
+        tag = None if number == 0 else {"thread": number, **(thread.spawned_by or {})}
+        calls = thread.exchanges[-1:] if o.row_mode == "rollout" else thread.exchanges
+        out += [(index, exchange, tag) for index, exchange in calls]
+    return out if o.row_mode == "rollout" else sorted(out, key=lambda item: item[0])  # exchanges: call order
 
 
 def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str, Any], windower: Any):
@@ -164,7 +178,7 @@ def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str,
         stats.skipped["provider_error"] += 1
         return
     source_path = f"{rollout.rel}/trajectory/llm_trajectory.jsonl"
-    for index, exchange in exchanges:
+    for index, exchange, subagent in exchanges:
         found = conversation(exchange)
         if found is None:
             stats.skipped["no_answer"] += 1
@@ -181,7 +195,10 @@ def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str,
         if not messages or messages[-1]["role"] != "assistant":
             stats.skipped["no_answer"] += 1
             continue
-        yield Sample(rollout, index, messages, tools, source_path, dict(extra))
+        row_extra = dict(extra) | ({"subagent": subagent} if subagent is not None else {})
+        if subagent is not None:
+            stats.subagent_rows += 1
+        yield Sample(rollout, index, messages, tools, source_path, row_extra)
 
 
 def convert(o: ConvertOptions) -> dict[str, Any]:
