@@ -175,12 +175,43 @@ def test_run_sft_launches_prime_rl_and_records_train_run_json(tmp_path: Path) ->
     assert json.loads((work / "train-run.json").read_text())["exit_code"] == 7
 
 
-def test_run_sft_refuses_hf_publishing_in_one_line(tmp_path: Path) -> None:
+def test_run_sft_publishes_the_model_and_its_record_to_the_hub_double(tmp_path: Path) -> None:
+    from tests.doubles.hf_hub_double import HfHubDouble
+
+    checkout, env = _checkout(tmp_path)
+    config = tmp_path / "sft.toml"
+    config.write_text('[model]\nname = "Qwen/Qwen3-0.6B"\n[data]\nbatch_size = 8\n')
+    work = tmp_path / "run-7"
+    args = ("train", "run", "sft", "--config", str(config), "--work-dir", str(work), "--prime-rl-dir", str(checkout),
+            "--publish-model", "acme/sft-model", "--model-tag", "v1", "--model-card", "auto",
+            "--publish-artifacts", "acme/sft-runs", "--hf-prefix", "runs")
+    with HfHubDouble() as hub:
+        hub_env = {**env, "HF_ENDPOINT": hub.url, "HF_TOKEN": hub.token, "HF_HOME": str(tmp_path / "hf-home")}
+        done = run_bench(*args, env=hub_env)
+        assert done.returncode == 0, done.stderr
+        model = hub.files("acme/sft-model", repo_type="model")
+        runs = hub.files("acme/sft-runs")
+        assert any(k.startswith("v1/") and k.endswith("model.safetensors") for k in model), model.keys()
+        card = model["v1/README.md"].decode()
+        assert "base_model: Qwen/Qwen3-0.6B" in card
+        record = json.loads(runs["runs/run-7/train-run.json"])
+        assert record["exit_code"] == 0
+        assert hub.token.encode() not in hub.all_request_bytes().replace(b"Bearer " + hub.token.encode(), b"")
+    manifest = json.loads((work / "train-run.json").read_text())
+    assert manifest["published"]["model"]["repo"] == "acme/sft-model"
+    assert manifest["published"]["artifacts"]["path"] == "runs/run-7"
+
+
+def test_run_sft_publishing_flags_are_checked_before_training(tmp_path: Path) -> None:
     checkout, env = _checkout(tmp_path)
     config = tmp_path / "sft.toml"
     config.write_text("")
-    done = run_bench("train", "run", "sft", "--config", str(config), "--prime-rl-dir", str(checkout),
-                     "--work-dir", str(tmp_path / "w"), "--publish-model", "org/model", env=env)
-    assert done.returncode == 2 and "bench hub" in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    base = ("train", "run", "sft", "--config", str(config), "--prime-rl-dir", str(checkout),
+            "--work-dir", str(tmp_path / "w"))
+    for extra, words in ((("--model-tag", "v1"), "needs --publish-model"),
+                         (("--publish-model", "not a repo"), "not a Hugging Face repo id"),
+                         (("--publish-model", "org/model"), "HF_TOKEN")):
+        done = run_bench(*base, *extra, env={**env, "HF_TOKEN": ""})
+        assert done.returncode == 2 and words in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "argv.json").exists()

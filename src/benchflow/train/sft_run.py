@@ -28,8 +28,8 @@ from typing import Any
 from benchflow.errors import UserError
 from benchflow.util import atomic
 
-PUBLISH_REASON = ("HF publishing ({flag}) belongs to `bench hub` (issue #17), which is not in this BenchFlow yet; "
-                  "run without it and upload the output dir yourself")
+from . import sft_publish
+
 TRUNCATION_MODES = ("off", "keep-first-user", "custom-trainer-pretokenized")
 
 
@@ -93,9 +93,6 @@ def _lookup(config: dict[str, Any], dotted: str) -> Any:
 
 
 def _check(o: SftOptions) -> None:
-    for flag, value in o.publishing.items():
-        if value:
-            raise UserError(PUBLISH_REASON.format(flag=flag))
     if o.backend != "prime-rl":
         raise UserError(f"--backend {o.backend!r}: only prime-rl is supported")
     if o.compat_profile is not None:
@@ -217,6 +214,7 @@ def _run(argv: list[str], cwd: Path, log: Path, follow: bool) -> int:
 def run_sft(o: SftOptions) -> int:
     """Launch the run, write ``<work-dir>/train-run.json``; returns the trainer's exit code."""
     _check(o)
+    publishing = sft_publish.check(o.publishing)
     work = o.work_dir
     manifest = work / "train-run.json"
     if manifest.exists() and not o.force:
@@ -234,10 +232,16 @@ def run_sft(o: SftOptions) -> int:
     log = work / "logs" / "trainer.log"
     started = datetime.now().isoformat(timespec="seconds")
     code = _run(argv, checkout, log, o.follow)
-    atomic.write_json(manifest, {
+    record = {
         "kind": "benchflow.train-run", "schema_version": 1, "backend": o.backend,
         "config": str(o.config.resolve()), "config_sha256": _sha256(o.config), "data": data_name,
         "data_sha256": data_hash, "command": argv, "cwd": str(checkout), "settings": settings,
         "output_dir": str(output_dir), "log": str(log.resolve()), "dry_run": o.dry_run, "started_at": started,
-        "finished_at": datetime.now().isoformat(timespec="seconds"), "exit_code": code})
+        "finished_at": datetime.now().isoformat(timespec="seconds"), "exit_code": code}
+    atomic.write_json(manifest, record)
+    if publishing and code == 0 and not o.dry_run:
+        record["published"] = sft_publish.publish(publishing, record, manifest, output_dir, config)
+        atomic.write_json(manifest, record)
+        if record["published"].get("error"):
+            sys.stderr.write(f"publish: FAILED: {record['published']['error']}. The run and {manifest} are kept.\n")
     return code
