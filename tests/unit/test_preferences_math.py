@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from benchflow.collector.records import Vote
 from benchflow.preferences import bradley_terry as bt
 from benchflow.preferences.agreement import agreement
@@ -59,3 +62,18 @@ def test_auto_cluster_follows_what_varies() -> None:
     assert _cluster_for("auto", games("a", "xy")) == "task"
     assert _cluster_for("auto", games("a", "x")) == "vote"
     assert _cluster_for("task", games("ab", "xy")) == "task"
+
+
+_GAMES = st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("abcd"), st.sampled_from([0.0, 0.5, 1.0])),
+                  min_size=1, max_size=40)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_GAMES, st.randoms(use_true_random=False))
+def test_ratings_ignore_vote_order_and_which_side_was_shown(games, rnd) -> None:
+    base = bt.to_elo(bt.fit("abcd", games))
+    flipped = [(b, a, 1.0 - s) for a, b, s in games]
+    rnd.shuffle(flipped)
+    again = bt.to_elo(bt.fit("abcd", flipped))
+    assert all(math.isclose(base[p], again[p], abs_tol=0.05) for p in "abcd")
+    assert math.isclose(sum(base.values()) / 4, 1500, abs_tol=1e-6)
