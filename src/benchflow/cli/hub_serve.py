@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import typer
 
@@ -20,8 +19,10 @@ def serve(
                                      help="Database URL: sqlite:///PATH or postgresql://USER@HOST:PORT/DB (a "
                                           "password goes in PGPASSWORD or ~/.pgpass, not here) [default: "
                                           "sqlite:///$XDG_DATA_HOME/benchflow/hub/hub.sqlite3]"),
-    blobs: Path | None = typer.Option(None, "--blobs", help="Folder for task archives, run bundles and "
-                                         "trajectories [default: $XDG_DATA_HOME/benchflow/hub/blobs]"),
+    blobs: str | None = typer.Option(None, "--blobs", help="Folder for task archives, run bundles and "
+                                        "trajectories, or az://CONTAINER for an Azure Blob Storage container "
+                                        "(connection from AZURE_STORAGE_CONNECTION_STRING) [default: "
+                                        "$XDG_DATA_HOME/benchflow/hub/blobs]"),
     create_token: str | None = typer.Option(None, "--create-token", metavar="USER",
                                                help="Print a new API token for USER (created if new) and exit"),
 ) -> None:

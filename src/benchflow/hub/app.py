@@ -24,7 +24,7 @@ from benchflow.errors import UserError
 
 from . import captures, ingest, pages, store, tokens
 from .archives import BadArchive, archive_digest
-from .blobs import CHUNK, FilesystemBlobStore, TooLarge, check_key, receive
+from .blobs import CHUNK, BlobStore, TooLarge, check_key, receive
 from .names import TASK_NAME, DatasetRef, parse_ref
 
 META_FIELDS = ("description", "license", "kind", "source_repo", "source_commit", "exporter")
@@ -34,7 +34,7 @@ MAX_PER_PAGE = 500
 @dataclass
 class Hub:
     engine: Engine
-    blobs: FilesystemBlobStore
+    blobs: BlobStore
     max_upload: int = 4 << 30
 
 

@@ -3,8 +3,8 @@
 Blobs are content-addressed: the key is ``sha256:<hex>`` of the bytes, so a
 blob written twice is stored once and a key names exactly one content. A
 store implements :class:`BlobStore`; :class:`FilesystemBlobStore` is the
-default (``--blobs DIR``). Another backend (S3-compatible, Azure Blob) is a
-class with the same four methods.
+default (``--blobs DIR``); :class:`.blobs_azure.AzureBlobStore` keeps them in
+an Azure Blob Storage container (``--blobs az://CONTAINER``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,9 @@ class BlobStore(Protocol):
 
     def local_path(self, key: str) -> Path:
         """A local file holding the blob, for checks that read it as a file (a remote store downloads it)."""
+
+    def spool_dir(self) -> Path:
+        """A local folder for uploads being received and hashed."""
 
 
 def check_key(key: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from benchflow.errors import UserError
@@ -14,7 +15,7 @@ def data_home() -> Path:
     return Path(base) / "benchflow" / "hub"
 
 
-def open_hub(db: str | None, blobs: Path | None):
+def open_hub(db: str | None, blobs: str | Path | None):
     """The hub's engine (upgraded to the latest schema step) and blob store.
 
     Raises:
@@ -28,6 +29,7 @@ def open_hub(db: str | None, blobs: Path | None):
 
     from .app import Hub
     from .blobs import FilesystemBlobStore
+    from .blobs_azure import SCHEME as AZURE
     from .database import engine_for
     from .migrations import upgrade
 
@@ -39,6 +41,13 @@ def open_hub(db: str | None, blobs: Path | None):
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
         raise UserError(f"--db: cannot open the hub database ({reason}); check the URL and that the server runs") \
             from exc
+    if str(blobs or "").startswith(AZURE):
+        from .blobs_azure import AzureBlobStore
+
+        container = str(blobs)[len(AZURE):]
+        if not re.fullmatch(r"[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])?", container):
+            raise UserError(f"--blobs {blobs}: not an Azure container name (3-63 lowercase letters, digits, '-')")
+        return Hub(engine=engine, blobs=AzureBlobStore(container, home / "blob-scratch"))
     return Hub(engine=engine, blobs=FilesystemBlobStore(blobs or home / "blobs"))
 
 
