@@ -76,6 +76,8 @@ def scene_issues(task: Any) -> list[str]:
     if not task.scenes:
         return []
     issues = []
+    if task.config.steps:
+        issues.append("scenes: a multi-step task runs its steps, not scenes; drop one of the two")
     for scene in task.scenes:
         for key, value in handoff(task, scene["name"]).items():
             allowed = _HANDOFF_ALLOWED.get(key)
