@@ -4,10 +4,12 @@ warm daemon's start of a one-task ``bench run`` against a cold start.
 (a) N trials (default 64) of a task whose oracle sleeps S s (default 5), one row per mode, same
     machine, same run: ``in-process -j 8`` and ``2 shards x 4`` (``-j 8 --worker-concurrency 4``).
     Target: every mode within 10% of in-process. A mode is one function in ``MODES`` returning the
-    ``bench run`` flags (and environment) it adds; add a row by adding a function.
+    ``bench run`` flags (and environment) it adds; add a row by adding a function. The Ray row
+    (``2-node Ray x 4``: a local two-node cluster, ``--executor ray``) needs ``benchflow[ray]``.
 (b) The start of a one-task ``bench run``: from launching the command to its first progress line
     (plan made, job folder open, the sandbox about to be made) and to the end, cold (in-process)
-    and attached to a warm ``bench daemon`` (``BENCHFLOW_DAEMON=auto``); median of the repeats,
+    and attached to a warm ``bench daemon`` (``BENCHFLOW_DAEMON=auto``), without and with
+    ``--prepare 1`` (the sandbox of the next identical call started ahead); median of the repeats,
     each a fresh job. Target: warm start <= 0.3 s.
 
 Needs a Docker engine (scripts/docker-engine.sh). The daemon runs in a private runtime folder.
@@ -18,6 +20,7 @@ Usage: .venv/bin/python benchmarks/scale_out.py [--trials 64] [--sleep 5] [--rep
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import statistics
@@ -46,15 +49,28 @@ def shards_2x4(_tmp: Path) -> tuple[list[str], dict[str, str]]:
     return ["-j", "8", "--worker-concurrency", "4", "--worker-start-stagger-sec", "0"], {}
 
 
+def ray_2x4(_tmp: Path) -> tuple[list[str], dict[str, str]]:
+    """A two-node Ray cluster on this machine (4 CPUs each, started before the clock, shut down at
+    exit): every trial a Ray task, ``-j 8 --executor ray``."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "include_dashboard": False})
+    atexit.register(cluster.shutdown)
+    cluster.add_node(num_cpus=4)
+    cluster.wait_for_nodes()
+    return ["-j", "8", "--executor", "ray"], {"RAY_ADDRESS": cluster.address}
+
+
 MODES: dict[str, Callable[[Path], tuple[list[str], dict[str, str]]]] = {
     "in-process -j 8": in_process,
     "2 shards x 4": shards_2x4,
+    "2-node Ray x 4": ray_2x4,
 }
 """Row name -> (extra ``bench run`` flags, extra environment). The first row is the baseline."""
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([PYTHON, "-m", "benchflow.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PYTHON, "-m", "benchflow.cli", *args], check=False, capture_output=True, text=True,
                           env={**os.environ, "NO_COLOR": "1", **(env or {})})
 
 
@@ -98,27 +114,50 @@ def one_start(task_dir: Path, jobs: Path, env: dict[str, str]) -> tuple[float, f
     return (first if first is not None else float("nan")), end
 
 
-def daemon_rows(tmp: Path, repeats: int) -> list[tuple[str, float, float]]:
-    task = make_tasks(tmp / "one", 1, 0) / "t000"
-    runtime = Path(tempfile.mkdtemp(prefix="benchflow-bench-rt-"))
-    env = {"XDG_RUNTIME_DIR": str(runtime)}
-    rows = []
-    one_start(task, tmp / "cold-warmup", {})
-    cold = [one_start(task, tmp / "cold", {}) for _ in range(repeats)]
-    rows.append(("cold (in-process)", statistics.median(c[0] for c in cold), statistics.median(c[1] for c in cold)))
-    started = bench("daemon", "start", env=env)
+def _median_row(name: str, runs: list[tuple[float, float]]) -> tuple[str, float, float]:
+    return name, statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs)
+
+
+def start_daemon(*flags: str) -> dict[str, str] | None:
+    """A daemon in a private runtime folder; the environment that attaches to it (None: it did not start)."""
+    env = {"XDG_RUNTIME_DIR": tempfile.mkdtemp(prefix="benchflow-bench-rt-")}
+    started = bench("daemon", "start", *flags, env=env)
     if started.returncode != 0:
         print(f"bench daemon start failed: {started.stdout}{started.stderr}", file=sys.stderr)
-        return rows
+        return None
+    return env
+
+
+def wait_prepared(env: dict[str, str]) -> None:
+    """Until the daemon's sandbox for the next identical call is up (it starts in the background)."""
+    deadline = time.monotonic() + 60
+    while "0 prepared" in bench("daemon", "status", env=env).stdout and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def daemon_rows(tmp: Path, repeats: int) -> list[tuple[str, float, float]]:
+    """Cold, warm and warm with ``--prepare 1``, interleaved in every repeat so load changes hit all three."""
+    task = make_tasks(tmp / "one", 1, 0) / "t000"
+    warm, prepared = start_daemon(), start_daemon("--prepare", "1")
+    modes = {"cold (in-process)": ({}, None)}  # name -> (environment of the run, daemon to wait for)
+    if warm is not None:
+        modes["warm (BENCHFLOW_DAEMON=auto)"] = ({**warm, "BENCHFLOW_DAEMON": "auto"}, None)
+    if prepared is not None:
+        modes["warm, start --prepare 1"] = ({**prepared, "BENCHFLOW_DAEMON": "auto"}, prepared)
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in modes}
     try:
-        attached = {**env, "BENCHFLOW_DAEMON": "auto"}
-        one_start(task, tmp / "warm-warmup", attached)
-        warm = [one_start(task, tmp / "warm", attached) for _ in range(repeats)]
-        rows.append(("warm (BENCHFLOW_DAEMON=auto)", statistics.median(w[0] for w in warm),
-                     statistics.median(w[1] for w in warm)))
+        for env, _ in modes.values():  # warm-up: bytecode, image, the first prepared sandbox
+            one_start(task, tmp / "warmup", env)
+        for _ in range(repeats):
+            for name, (env, daemon) in modes.items():
+                if daemon is not None:
+                    wait_prepared(daemon)
+                runs[name].append(one_start(task, tmp / "runs", env))
     finally:
-        bench("daemon", "stop", env=env)
-    return rows
+        for daemon in (warm, prepared):
+            if daemon is not None:
+                bench("daemon", "stop", env=daemon)
+    return [_median_row(name, rows) for name, rows in runs.items()]
 
 
 def main() -> None:
