@@ -79,3 +79,18 @@ def label_from_log(root: Path, *, write: bool) -> tuple[dict[str, Any], bool, st
             write_json(sidecar.label, doc)
     ok, detail = label_file_matches(sidecar, state)
     return doc, ok, detail
+
+
+def trial_assessment(trial_dir: Path) -> dict[str, Any] | None:
+    """A trial's ``assessment/`` sidecar for ``bench view``: the label rebuilt from the log, whether the log
+    verifies, and its summary line; None when the trial has no sidecar."""
+    from benchflow.assess.verify import verify
+
+    sidecar = trial_dir / "assessment"
+    if not (sidecar / "events.jsonl").is_file():
+        return None
+    report = verify(sidecar)
+    if report.state is None:
+        return {"verified": False, "failures": report.failures(), "label": None, "summary": None}
+    return {"verified": report.ok, "failures": report.failures(), "label": label_document(report.state),
+            "summary": summary_line(report.state, verified=report.ok)}

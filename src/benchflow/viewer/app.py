@@ -11,7 +11,7 @@ Endpoints (all GET unless noted)::
     /api/overview                       what was opened; job list; confirm bar settings; preference
                                         ratings (ratings.v1.json) near the jobs, see ratings.py
     /api/job?id=J                       benchflow.job document, each trial with its "id"
-    /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review
+    /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review, human assessment
     /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events
     /api/compare?a=J&b=J                benchflow.comparison document
     /api/outcomes?id=J[&id=J2…][&part=pareto|outcomes|training]
@@ -222,6 +222,9 @@ class Viewer:
         from benchflow.results.review import review_detail
 
         doc["review"] = review_detail(TrialPaths(path))
+        from benchflow.assess.show import trial_assessment
+
+        doc["human_assessment"] = trial_assessment(path)
         return doc
 
     def _page(self, path: Path, kind: str, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:

@@ -216,7 +216,7 @@
       ? el("div", {class: "side-by-side"}, original, el("div", {class: "card", id: "regrade"}, el("h2", {text: "Regrade"}), details("", doc.regrade)))
       : original;
     const files = Object.entries(doc.verifier_files || {});
-    return el("div", {}, top, reviewCard(doc.review),
+    return el("div", {}, top, reviewCard(doc.review), assessmentCard(doc.human_assessment),
       el("h2", {text: "Verifier output"}),
       files.length ? files.map(([name, text]) => el("div", {class: "card verifier-file"}, el("div", {class: "label", text: name}),
                                                   textBlock(text, {label: name})))
@@ -236,6 +236,18 @@
         r.gates ? details("Gates", r.gates) : null, r.criteria ? details("Criteria", r.criteria) : null) : null,
       i ? el("div", {}, el("h2", {text: "Integrity"}), kv([["Verdict", badge(i.verdict)], ["Mode", i.mode]]),
         i.flags.length ? details("Flags", i.flags) : null) : null);
+  }
+
+  /* The blind pairwise assessment sidecar (bench assess): the label the log calls for and whether the log
+     verifies; it never changes the reward. */
+  function assessmentCard(a) {
+    if (!a) return null;
+    const label = a.label || {};
+    return el("div", {class: "card", id: "assessment"}, el("h2", {text: "Human assessment"}),
+      kv([["Label", label.revision == null ? "pending" : (label.label == null ? "withheld" : String(label.label))],
+          ["Revision", label.revision == null ? null : label.revision + " (" + label.state + ")"],
+          ["Log", a.verified ? badge("verified") : badge("NOT verified")], ["Summary", a.summary]]),
+      a.failures && a.failures.length ? details("Failed checks", a.failures) : null);
   }
 
   /** A value as a table when it is a list of records, a key/value list for an object, text otherwise. */
