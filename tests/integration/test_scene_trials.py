@@ -16,7 +16,11 @@ import yaml
 
 from tests.conftest import run_bench
 from tests.doubles.fake_model_server import FakeModelServer
-from tests.integration.test_agent_pipeline import PYTHON_IMAGE, UPSTREAM_KEY, fake_agent_file
+from tests.integration.test_agent_pipeline import (
+    PYTHON_IMAGE,
+    UPSTREAM_KEY,
+    fake_agent_file,
+)
 
 
 def scene_task(root: Path, front: dict, body: str, check: str) -> Path:

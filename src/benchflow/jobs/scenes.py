@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
-import time
 from typing import Any
 
 from benchflow.agents.base import AgentOutcome
