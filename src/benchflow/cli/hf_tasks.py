@@ -114,7 +114,9 @@ def report_publish(job_dir: Path, request: Any) -> None:
     from benchflow.hf.publish import publish_job
 
     report = publish_job(job_dir, request)
-    where = f"hf://datasets/{report.repo}/{report.path_in_repo}"
+    where = " and ".join(w for w in (f"hf://datasets/{report.repo}/{report.path_in_repo}" if report.repo else "",
+                                     f"hf://buckets/{report.bucket}/{report.path_in_repo}" if report.bucket else "")
+                         if w)
     if report.error:
         typer.echo(f"publish: FAILED for {where}: {report.error}. The job is kept at {job_dir}.", err=True)
         return

@@ -176,6 +176,7 @@ def run_command(
     worker_start_stagger_sec: O.WorkerStartStagger = None,
     executor: O.Executor = None,
     publish_hf: O.PublishHf = None,
+    publish_bucket: O.PublishBucket = None,
     hf_prefix: O.HfPrefix = None,
     hf_public_read_check: O.HfPublicReadCheck = False,
     eval_results_model: O.EvalResultsModel = None,
@@ -286,7 +287,7 @@ def run_command(
 
     publish = publish_request(publish_hf, prefix=hf_prefix, public_read_check=hf_public_read_check,
                               eval_model=eval_results_model, eval_dataset=eval_results_dataset,
-                              eval_task=eval_results_task)
+                              eval_task=eval_results_task, bucket=publish_bucket)
     execute(spec, dry_run, publish)
 
 

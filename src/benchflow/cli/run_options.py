@@ -110,6 +110,7 @@ AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", 
 
 # Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
 PublishHf = Annotated[Optional[str], typer.Option("--publish-hf", hidden=True, help="Upload final eval artifacts to a HF dataset repo")]
+PublishBucket = Annotated[Optional[str], typer.Option("--publish-bucket", hidden=True, help="Upload final eval artifacts to a HF bucket")]
 HfPrefix = Annotated[Optional[str], typer.Option("--hf-prefix", hidden=True, help="Path prefix in the HF repo")]
 HfPublicReadCheck = Annotated[bool, typer.Option("--hf-public-read-check", hidden=True, help="Verify public HF reads after upload")]
 EvalResultsModel = Annotated[Optional[str], typer.Option("--eval-results-model", hidden=True, help="HF model repo to open a community eval-results PR on")]

@@ -1,9 +1,11 @@
-"""``bench run --publish-hf REPO``: push a finished job's artifacts, redacted, to a Hugging Face dataset repo.
+"""``bench run --publish-hf REPO`` / ``--publish-bucket BUCKET``: a finished job's artifacts, redacted, on a
+Hugging Face dataset repo and/or storage bucket.
 
 What is uploaded is exactly what ``bench bundle --no-workspace`` would put in
 its zip (every text file through the redactor, binaries holding a secret shape
 left out, ``bundle.json`` listing it all), unpacked under
-``[<hf-prefix>/]<job name>/`` in the repo, as one commit. With
+``[<hf-prefix>/]<job name>/`` in the repo, as one commit, and in the bucket
+(``--publish-bucket``, one batch of the same files). With
 ``--eval-results-model/-dataset/-task`` a ``.eval_results/<job>.yaml`` entry
 (the Hub's eval-results format: the job's solve rate on that benchmark task)
 is proposed to the model repo as a pull request. ``--hf-public-read-check``
@@ -38,15 +40,17 @@ class EvalResultsTarget:
 class PublishRequest:
     """The run's publish flags, checked before the run starts (:func:`publish_request`)."""
 
-    repo: str
+    repo: str | None
     prefix: str = ""
     public_read_check: bool = False
     eval_results: EvalResultsTarget | None = None
+    bucket: str | None = None
+    """``--publish-bucket``: the same files into a Hugging Face storage bucket."""
 
 
 @dataclass
 class PublishReport:
-    repo: str
+    repo: str | None
     path_in_repo: str
     files: int = 0
     masked: int = 0
@@ -54,13 +58,14 @@ class PublishReport:
     commit_url: str | None = None
     public_read: bool | None = None
     eval_results_pr: str | None = None
+    bucket: str | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
 def publish_request(repo: str | None, *, prefix: str | None = None, public_read_check: bool = False,
                     eval_model: str | None = None, eval_dataset: str | None = None,
-                    eval_task: str | None = None) -> PublishRequest | None:
+                    eval_task: str | None = None, bucket: str | None = None) -> PublishRequest | None:
     """The checked request, or None when nothing is to be published.
 
     Raises:
@@ -69,12 +74,18 @@ def publish_request(repo: str | None, *, prefix: str | None = None, public_read_
     given = {"--eval-results-model": eval_model, "--eval-results-dataset": eval_dataset,
              "--eval-results-task": eval_task}
     if repo is None:
-        needing = [flag for flag, value in {"--hf-prefix": prefix, **given}.items() if value] + (
+        needing = [flag for flag, value in given.items() if value] + (
             ["--hf-public-read-check"] if public_read_check else [])
         if needing:
             raise ConfigError(f"{needing[0]}: needs --publish-hf REPO (the dataset repo the artifacts go to)")
-        return None
-    client.check_repo_id(repo, "--publish-hf")
+        if prefix and bucket is None:
+            raise ConfigError("--hf-prefix: needs --publish-hf REPO or --publish-bucket BUCKET")
+        if bucket is None:
+            return None
+    else:
+        client.check_repo_id(repo, "--publish-hf")
+    if bucket is not None:
+        client.check_repo_id(bucket, "--publish-bucket")
     eval_target = None
     if any(given.values()):
         missing = [flag for flag, value in given.items() if not value]
@@ -88,19 +99,24 @@ def publish_request(repo: str | None, *, prefix: str | None = None, public_read_
     if prefix and (".." in clean.parts or clean.as_posix() == "."):
         raise ConfigError(f"--hf-prefix {prefix!r}: must be a folder path inside the repo, e.g. runs/2026")
     if client.token() is False:
-        raise ConfigError("--publish-hf: set HF_TOKEN in the environment to a token with write access "
+        raise ConfigError(f"{'--publish-hf' if repo else '--publish-bucket'}: set HF_TOKEN in the environment to a token with write access "
                           "(it is read only from there, never from a flag)")
     return PublishRequest(repo=repo, prefix="" if not prefix else clean.as_posix(),
-                          public_read_check=public_read_check, eval_results=eval_target)
+                          public_read_check=public_read_check, eval_results=eval_target, bucket=bucket)
 
 
 def publish_job(job_dir: str | Path, request: PublishRequest) -> PublishReport:
     """Upload the job's redacted artifacts; every failure ends up in ``report.error``, never raised."""
     job = Path(job_dir)
     base = f"{request.prefix}/{job.name}" if request.prefix else job.name
-    report = PublishReport(repo=request.repo, path_in_repo=base)
+    report = PublishReport(repo=request.repo, path_in_repo=base, bucket=request.bucket)
     try:
-        _upload(job, request, report)
+        with tempfile.TemporaryDirectory(prefix="benchflow-publish-") as tmp:
+            folder = _stage(job, Path(tmp), report)
+            if request.repo is not None:
+                _upload(job, folder, request, report)
+            if request.bucket is not None:
+                _upload_bucket(folder, request, report)
         if request.eval_results is not None:
             report.eval_results_pr = _propose_eval_results(job, request, report)
         if request.public_read_check:
@@ -110,30 +126,44 @@ def publish_job(job_dir: str | Path, request: PublishRequest) -> PublishReport:
     return report
 
 
-def _upload(job: Path, request: PublishRequest, report: PublishReport) -> None:
+def _stage(job: Path, tmp: Path, report: PublishReport) -> Path:
+    """The redacted files of ``bench bundle --no-workspace``, unpacked under ``tmp/upload``."""
     from benchflow.results.bundle import bundle
 
-    with tempfile.TemporaryDirectory(prefix="benchflow-publish-") as tmp:
-        zip_path = Path(tmp) / "bundle.zip"
-        manifest = bundle(job, zip_path, workspace=False)
-        report.masked, report.left_out = manifest.masked_total, len(manifest.left_out)
-        folder = Path(tmp) / "upload"
-        with zipfile.ZipFile(zip_path) as archive:
-            for member in archive.infolist():
-                rel = PurePosixPath(member.filename)
-                if member.is_dir() or rel.is_absolute() or ".." in rel.parts or len(rel.parts) < 2:
-                    continue
-                target = folder.joinpath(*rel.parts[1:])
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(archive.read(member))
-                report.files += 1
-        api = client.api()
-        with client.hub_errors(f"--publish-hf {request.repo}"):
-            api.create_repo(request.repo, repo_type="dataset", exist_ok=True)
-            info = api.upload_folder(repo_id=request.repo, repo_type="dataset", folder_path=str(folder),
-                                     path_in_repo=report.path_in_repo,
-                                     commit_message=f"BenchFlow job {job.name}: redacted artifacts")
-        report.commit_url = getattr(info, "commit_url", None) or str(info)
+    zip_path = tmp / "bundle.zip"
+    manifest = bundle(job, zip_path, workspace=False)
+    report.masked, report.left_out = manifest.masked_total, len(manifest.left_out)
+    folder = tmp / "upload"
+    with zipfile.ZipFile(zip_path) as archive:
+        for member in archive.infolist():
+            rel = PurePosixPath(member.filename)
+            if member.is_dir() or rel.is_absolute() or ".." in rel.parts or len(rel.parts) < 2:
+                continue
+            target = folder.joinpath(*rel.parts[1:])
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(archive.read(member))
+            report.files += 1
+    return folder
+
+
+def _upload(job: Path, folder: Path, request: PublishRequest, report: PublishReport) -> None:
+    api = client.api()
+    with client.hub_errors(f"--publish-hf {request.repo}"):
+        api.create_repo(request.repo, repo_type="dataset", exist_ok=True)
+        info = api.upload_folder(repo_id=request.repo, repo_type="dataset", folder_path=str(folder),
+                                 path_in_repo=report.path_in_repo,
+                                 commit_message=f"BenchFlow job {job.name}: redacted artifacts")
+    report.commit_url = getattr(info, "commit_url", None) or str(info)
+
+
+def _upload_bucket(folder: Path, request: PublishRequest, report: PublishReport) -> None:
+    """The same files into a storage bucket (the library sends them through the Hub's Xet storage)."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file())
+    api = client.api()
+    with client.hub_errors(f"--publish-bucket {request.bucket}"):
+        api.create_bucket(request.bucket, exist_ok=True)
+        api.batch_bucket_files(request.bucket, add=[
+            (str(path), f"{report.path_in_repo}/{path.relative_to(folder).as_posix()}") for path in files])
 
 
 def _propose_eval_results(job: Path, request: PublishRequest, report: PublishReport) -> str | None:
