@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import ca, local_exec, local_leftovers, local_ns, local_probe
+from benchflow.sandbox import bundled_skills, ca, local_exec, local_leftovers, local_ns, local_probe
 from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
     Backend,
@@ -156,22 +156,31 @@ class LocalSandbox:
         dockerfile = env_dir / spec.dockerfile
         if not dockerfile.is_file():
             return ImagePlan(base="host")
-        plan = parse_dockerfile(dockerfile.read_text(errors="replace"), path=str(dockerfile),
-                                base_image_override=spec.base_image_override)
+        text = dockerfile.read_text(errors="replace")
+        if self._leaves_out_skills():
+            text = bundled_skills.without_skill_copies(text)
+        plan = parse_dockerfile(text, path=str(dockerfile), base_image_override=spec.base_image_override)
         if (spec.name, plan.base) not in _WARNED_FROM:
             _WARNED_FROM.add((spec.name, plan.base))
             log.warning("%s: FROM %s is recorded; the local sandbox uses the host's system folders in its place",
                         spec.name, plan.base or "(none)")
         return plan
 
+    def _leaves_out_skills(self) -> bool:
+        """A no-skill run: the task's ``environment/skills/`` stays out of the image (:mod:`.bundled_skills`)."""
+        return not self.spec.bundled_skills and bundled_skills.present(self.spec.environment_dir)
+
     async def build(self) -> None:
         if self._image is not None:
             return
         plan = self.plan()
         bundle = ca.read_bundle(self.spec.ca_bundle) if self.spec.ca_bundle is not None else None
-        self._image = await ensure_image(plan, cache_key=self.spec.cache_key, context=self.spec.environment_dir,
+        strip = self._leaves_out_skills()
+        self._image = await ensure_image(plan, cache_key=self.spec.cache_key + ("\0no-task-skills" if strip else ""),
+                                         context=self.spec.environment_dir,
                                          cache_root=cache_root(), build_network=self.spec.build_network,
-                                         timeout=self.spec.build_timeout_sec, ca_bundle=bundle)
+                                         timeout=self.spec.build_timeout_sec, ca_bundle=bundle,
+                                         leave_out=(bundled_skills.FOLDER,) if strip else ())
 
     # -- start / stop --------------------------------------------------------------------------
 

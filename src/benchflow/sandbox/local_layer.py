@@ -117,8 +117,10 @@ def _passwd_entry(layer: Path, user: str) -> tuple[int, int, str]:
 
 class _Builder:
     def __init__(self, plan: ImagePlan, context: Path | None, work: Path, *, network: str,
-                 deadline: float, ca_bundle: bytes | None) -> None:
+                 deadline: float, ca_bundle: bytes | None, leave_out: tuple[str, ...] = ()) -> None:
         self.plan, self.context, self.work = plan, context, work
+        self.leave_out = leave_out
+        """Top-level context entries no COPY/ADD takes (a no-skill run's ``skills``)."""
         self.upper, self.ovl_work = work / "layer", work / "ovl-work"
         self.stage = work / "stage"
         self.network, self.deadline = network, deadline
@@ -229,7 +231,7 @@ class _Builder:
                     archive.extractall(payload, filter="tar")
                 mode = "dir"
             elif src.is_dir():
-                shutil.copytree(src, payload, symlinks=True, dirs_exist_ok=True)
+                shutil.copytree(src, payload, symlinks=True, dirs_exist_ok=True, ignore=self._ignore)
                 mode = "dir"
             else:
                 shutil.copy2(src, payload / src.name)
@@ -245,6 +247,17 @@ class _Builder:
         await self._in_layer(["sh", "-c", _COPY_SCRIPT, "sh", mode, f"{STAGE_MOUNT}/{payload.name}", step.dest],
                              f"{kind} {' '.join(step.sources)} {step.dest}", "/", network="none")
 
+    def _left_out(self, path: Path) -> bool:
+        try:
+            parts = path.relative_to(self.context.resolve()).parts if self.context else ()
+        except ValueError:
+            return False
+        return bool(parts) and parts[0] in self.leave_out
+
+    def _ignore(self, folder: str, names: list[str]) -> set[str]:
+        """For ``copytree``: the left-out entries when copying the context's top folder."""
+        return {n for n in names if self._left_out(Path(folder).resolve() / n)}
+
     def _sources(self, step: CopyStep) -> list[Path]:
         kind = "ADD" if step.extract else "COPY"
         if self.context is None:
@@ -253,7 +266,7 @@ class _Builder:
         root = self.context.resolve()
         for pattern in step.sources:
             matches = sorted(root.glob(pattern)) if any(c in pattern for c in "*?[") else [root / pattern]
-            matches = [m for m in matches if os.path.lexists(m)]
+            matches = [m for m in matches if os.path.lexists(m) and not self._left_out(m)]
             if not matches:
                 raise BuildError(f"{kind} {pattern}: not found in the build context {self.context}")
             for match in matches:
@@ -302,8 +315,10 @@ def cap_args() -> list[str]:
 
 
 async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None, cache_root: Path,
-                       build_network: str, timeout: float, ca_bundle: bytes | None = None) -> LocalImage:
-    """The image for ``plan``: found in the cache, or built once (concurrent builders wait on a lock)."""
+                       build_network: str, timeout: float, ca_bundle: bytes | None = None,
+                       leave_out: tuple[str, ...] = ()) -> LocalImage:
+    """The image for ``plan``: found in the cache, or built once (concurrent builders wait on a lock).
+    ``leave_out``: top-level context entries no COPY/ADD takes (``cache_key`` must tell the two apart)."""
     key = image_key(cache_key, plan, ca_bundle)
     plain = LocalImage(key=key, base=plan.base, env=dict(plan.env), workdir=plan.workdir, user=plan.user)
     if not plan.has_layer_steps:
@@ -324,7 +339,7 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
         work = target.parent / f"{key}.tmp-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         builder = _Builder(plan, context, work, network=build_network,
-                           deadline=time.monotonic() + timeout, ca_bundle=ca_bundle)
+                           deadline=time.monotonic() + timeout, ca_bundle=ca_bundle, leave_out=leave_out)
         try:
             await builder.build()
         except BaseException:
