@@ -40,7 +40,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import bundled_skills, ca, local_exec, local_leftovers, local_ns, local_probe
+from benchflow.sandbox import (
+    bundled_skills,
+    ca,
+    local_exec,
+    local_leftovers,
+    local_ns,
+    local_probe,
+)
 from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
     Backend,

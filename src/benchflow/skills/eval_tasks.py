@@ -40,8 +40,8 @@ def _shell(check: Check) -> str:
 def verifier_script(case: EvalCase) -> str:
     lines = ["#!/bin/sh", f"# bench skills eval: the checks of case {case.id}", "mkdir -p /logs/verifier",
              "cd /app 2>/dev/null || true", "passed=0",
-             'check() { if (sh -c "$2") >/dev/null 2>&1; then passed=$((passed + 1)); echo "PASS $1"; '
-             'else echo "FAIL $1"; fi; }']
+             ('check() { if (sh -c "$2") >/dev/null 2>&1; then passed=$((passed + 1)); echo "PASS $1"; '
+              'else echo "FAIL $1"; fi; }')]
     for check in case.checks:
         lines.append(f"check {shlex.quote(check.description)} {shlex.quote(_shell(check))}")
     lines.append(f"awk -v p=\"$passed\" 'BEGIN {{ printf \"%.6g\\n\", p / {len(case.checks)} }}' "
