@@ -61,7 +61,7 @@ def test_a_two_role_scene_runs_each_turn_with_its_own_prompt_in_one_workspace(tm
     reviewer = script({"op": "save_history", "path": "reviewer.json"},
                       {"op": "tool", "id": "r", "run": "echo reviewed >> draft.txt"})
     front = {"agents": {"roles": {"writer": {"agent": "fake-acp", "env": {"FAKE_ACP_SCRIPT": writer}},
-                                  "reviewer": {"agent": "fake-acp", "timeout_sec": 90,
+                                  "reviewer": {"agent": "fake-reviewer", "timeout_sec": 90,
                                                "env": {"FAKE_ACP_SCRIPT": reviewer}}}},
              "scenes": [{"name": "review", "turns": ["writer", {"role": "reviewer",
                                                                 "prompt": "Append a line 'reviewed'."}]}],
@@ -71,8 +71,11 @@ def test_a_two_role_scene_runs_each_turn_with_its_own_prompt_in_one_workspace(tm
             "## role:reviewer\n\nYou review drafts.\n")
     scene_task(tmp_path / "tasks" / "scene", front, body, SCENE_CHECK)
     jobs = tmp_path / "jobs"
+    (tmp_path / "agents").mkdir()  # the reviewer is another registry agent, installed beside the run's
+    fake_agent_file(tmp_path / "agents", name="fake-reviewer")
     done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs),
-                     "-a", str(fake_agent_file(tmp_path)), "--retry-attempts", "0")
+                     "-a", str(fake_agent_file(tmp_path)), "--retry-attempts", "0",
+                     env={"BENCHFLOW_AGENTS_DIR": str(tmp_path / "agents")})
     assert done.returncode == 0, done.stderr + done.stdout
     trial = next(jobs.rglob("result.json")).parent
     result = json.loads((trial / "result.json").read_text())
@@ -82,13 +85,15 @@ def test_a_two_role_scene_runs_each_turn_with_its_own_prompt_in_one_workspace(tm
         "name": "review", "skills_dir": None,
         "roles": [{"name": "writer", "agent": "fake-acp", "model": None, "reasoning_effort": None, "timeout_sec": None,
                    "idle_timeout_sec": None, "skills_dir": None, "capabilities": [], "env_keys": ["FAKE_ACP_SCRIPT"]},
-                  {"name": "reviewer", "agent": "fake-acp", "model": None, "reasoning_effort": None,
+                  {"name": "reviewer", "agent": "fake-reviewer", "model": None, "reasoning_effort": None,
                    "timeout_sec": 90, "idle_timeout_sec": None, "skills_dir": None, "capabilities": [],
                    "env_keys": ["FAKE_ACP_SCRIPT"]}],
         "turns": [{"role": "writer", "has_prompt": False}, {"role": "reviewer", "has_prompt": True}]}]
     turns = [json.loads((trial / "turns" / name / "turn.json").read_text()) for name in ("01-writer", "02-reviewer")]
-    assert [(t["scene"], t["role"], t["status"]) for t in turns] == [("review", "writer", "finished"),
-                                                                     ("review", "reviewer", "finished")]
+    assert [(t["scene"], t["role"], t["agent"], t["status"]) for t in turns] == [
+        ("review", "writer", "fake-acp", "finished"), ("review", "reviewer", "fake-reviewer", "finished")]
+    assert (trial / "turns" / "02-reviewer" / "agent" / "fake_reviewer.txt").is_file()
+    assert not (trial / "turns" / "02-reviewer" / "agent" / "install-stdout.txt").exists()  # its own image layer
     own = [json.loads(line) for line in (trial / "turns" / "02-reviewer" / "trajectory" / "acp_trajectory.jsonl")
            .read_text().splitlines()]
     assert [e["text"] for e in own if e["type"] == "user_message"] == [turns[1]["prompt"]]

@@ -33,7 +33,7 @@ from typing import Any
 
 from benchflow.agents.base import AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
-from benchflow.errors import BenchError, ConfigError
+from benchflow.errors import BenchError
 from benchflow.util import atomic
 
 from .layout import StepPaths, TrialPaths
@@ -136,6 +136,22 @@ def _player(req: TrialRequest, role: dict[str, Any]) -> tuple[Any, str | None, s
     return agent, model, effort
 
 
+def role_agents(req: TrialRequest) -> list[Any]:
+    """The other agents the roles of a scene task name (each installed as a layer of its own where the
+    backend builds layers); a name that does not resolve is left to its turn to report."""
+    if not wants_scenes(req):
+        return []
+    out: dict[str, Any] = {}
+    for role in req.task.roles.values():
+        name = role.get("agent")
+        if name and name != req.agent.name and name not in out:
+            try:
+                out[name] = _player(req, role)[0]
+            except BenchError:
+                continue
+    return list(out.values())
+
+
 def scene_record(req: TrialRequest) -> list[dict[str, Any]]:
     """``config.json`` ``scenes``: every scene with its roles as they are played and its turns."""
     out = []
@@ -212,7 +228,10 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
     mode, order = composition(task)
     base = resolve_prompts(task.instruction, [], extra_instruction=req.spec.extra_instruction)[0]
     scene_prompts = {s["name"]: s.get("prompt") for s in task.scenes}
-    installed = {req.agent.name} if state.installed_by_layer else set()
+    from .agent_layer import wants_layer
+
+    installed = {a.name for a in (req.agent, *role_agents(req))
+                 if state.installed_by_layer and wants_layer(a, req.backend)}
     done: list[dict[str, Any]] = []
     outcomes: list[AgentOutcome] = []
     stop = False
@@ -235,7 +254,7 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
         started = dt.datetime.now()
         try:
             agent, model, effort = _player(req, turn.config)
-        except (ConfigError, BenchError) as exc:
+        except BenchError as exc:
             turn_state.error, turn_state.error_category = f"role {turn.role}: {exc}", "agent_integration"
         else:
             turn_state.installed_by_layer = agent.name in installed

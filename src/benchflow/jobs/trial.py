@@ -10,6 +10,7 @@ unfinished (no result.json) so a resume reruns it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import logging
 import time
@@ -36,7 +37,7 @@ from .phases import (
     verifier_phase,
 )
 from .record import build_config
-from .scenes import run_scenes, scene_record, wants_scenes
+from .scenes import role_agents, run_scenes, scene_record, wants_scenes
 from .separate_verifier import separate_verifier_phase, wants_separate
 from .sim_user import converse
 from .steps import run_steps
@@ -69,8 +70,13 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     checkpoints = run_checkpoints(req, paths, prompts)  # --checkpoints, --retry-from-checkpoint
     spec = sandbox_spec(req, name)
 
-    async def install_layer(base: Any) -> Any:
-        return await agent_layer(req, base, spec, paths, state)
+    layered = [a for a in (req.agent, *role_agents(req)) if wants_layer(a, req.backend)]
+
+    async def install_layer(base: Any) -> Any:  # each agent of the trial (a scene's roles too), one layer each
+        for agent in layered:
+            base = await agent_layer(req if agent is req.agent else dataclasses.replace(req, agent=agent),
+                                     base, spec, paths, state)
+        return base
 
     def on_step(step: str) -> None:
         req.on_phase(name, step)
@@ -79,7 +85,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     try:
         t = time.monotonic()
         async with sandbox_session(req.backend, spec, on_step=on_step,
-                                   prepare=install_layer if wants_layer(req.agent, req.backend) else None,
+                                   prepare=install_layer if layered else None,
                                    ) as session:
             await environment_phase(req, session.sandbox, paths, state)
             timing["environment_setup"] = time.monotonic() - t
