@@ -26,12 +26,14 @@ STEPS = [{"op": "tool", "id": "stamp",
 def test_lift_of_the_skill_over_the_baseline(tmp_path: Path) -> None:
     agent = fake_agent_file(tmp_path, env={"FAKE_ACP_SCRIPT": json.dumps({"prompts": [STEPS]})})
     jobs = tmp_path / "jobs"
-    done = run_bench("skills", "eval", str(SKILL), "--agent", str(agent), "--sandbox", "docker",
+    done = run_bench("skills", "eval", str(SKILL), "--agent", str(agent), "--agent", "nop", "--sandbox", "docker",
                      "--concurrency", "3", "--jobs-dir", str(jobs), "--export-gepa", "--json", timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "case words-only left out" in done.stderr
     report = json.loads(done.stdout)
-    [row] = report["results"]
+    row, nop = report["results"]
+    assert nop["label"] == "nop" and nop["lift"]["pass_rate_delta"] == 0.0  # does nothing either way
+    assert nop["with_skill"]["pass_rate"] == nop["baseline"]["pass_rate"] == 0.0
     cases = {c["id"]: c for c in row["cases"]}
     assert {k: (c["with_skill"], c["baseline"]) for k, c in cases.items()} == {
         "1": (1.0, 0.0), "2": (1.0, 1.0), "3": (0.5, 0.5)}
@@ -53,7 +55,7 @@ def test_lift_of_the_skill_over_the_baseline(tmp_path: Path) -> None:
     assert trace["score"] == 1.0 and "PASS" in trace["feedback"] and trace["trajectory"]
     assert (eval_dir / "gepa" / "skill.md").read_text() == (SKILL / "SKILL.md").read_text()
     summary = json.loads((eval_dir / "gepa" / "summary.json").read_text())
-    assert summary["lifts"][0]["lift"] == pytest.approx(1 / 3)
+    assert [lift["lift"] for lift in summary["lifts"]] == [pytest.approx(1 / 3), 0.0]
 
 
 def test_no_evals_file_is_a_one_line_exit_2(tmp_path: Path) -> None:
