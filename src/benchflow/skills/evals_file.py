@@ -189,6 +189,8 @@ def load(skill_dir: Path) -> EvalSet:
         raise ConfigError(f"{file}: no case has a check the sandbox can run (plain-sentence expectations need a "
                           "judge); add e.g. {\"type\": \"file_exists\", \"path\": \"out.txt\"} to a case")
     custom = skill_dir / "evals" / "Dockerfile"
+    if custom.is_symlink():
+        raise ConfigError(f"{custom}: a link; make it a regular file")
     return EvalSet(skill_name=_skill_name(data, skill_dir), skill_dir=skill_dir, file=file, cases=scored,
                    unscored=[c for c in cases if not c.checks], image=image, timeout_sec=int(timeout),
-                   dockerfile=custom if custom.is_file() and not custom.is_symlink() else None)
+                   dockerfile=custom if custom.is_file() else None)
