@@ -109,3 +109,16 @@ def test_last_reply_is_the_agent_text_since_the_last_prompt():
                   {"type": "tool_call", "tool_call_id": "t"}, {"type": "agent_message", "text": "the pin?"}):
         merger.add(event)
     assert merger.last_reply() == "What is the pin?"
+
+
+def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the_user(tmp_path):
+    from benchflow.jobs.scenes import run_issues
+    from benchflow.jobs.spec import RunSpec
+
+    task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - turns: [writer]\nuser: {model: scripted}\n"))
+    issues, warnings = run_issues(task, RunSpec(agent="claude-agent-acp", checkpoints="every-prompt",
+                                                harness="native", prompts=["@instruction"]))
+    assert [i.split(":")[0] for i in issues] == ["--checkpoints", "user"]
+    assert warnings and "--prompt" in warnings[0]
+    assert run_issues(task, RunSpec(agent="oracle", checkpoints="every-prompt")) == ([], [])
+    assert run_issues(task, RunSpec(agent="claude-agent-acp")) == ([], [])

@@ -258,6 +258,7 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
 def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
     from benchflow.tasks.capability import runtime_issues, separate_verifier_issues
 
+    from .scenes import run_issues as scene_run_issues
     from .steps import has_oracle
 
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)
@@ -276,6 +277,9 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
         if plan.spec.verifier_sandbox == "separate":
             issues = list(dict.fromkeys([*issues, *separate_verifier_issues(planned.task, forced=True)]))
+        card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
+        card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
+        issues, warnings = scene_run_issues(planned.task, plan.spec)  # --checkpoints, --harness native
         card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
         if ok:

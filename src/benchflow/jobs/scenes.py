@@ -95,6 +95,27 @@ def scene_issues(task: Any) -> list[str]:
     return issues
 
 
+def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
+    """(refusals, warnings) of the run card for a scene or simulated-user task under ``spec`` (a RunSpec)."""
+    from .sim_user import user_plan
+
+    if spec.agent in ("oracle", "nop"):
+        return [], []
+    issues, warnings = [], []
+    if task.scenes and spec.checkpoints:
+        issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "
+                      "follow; leave --checkpoints out")
+    if task.scenes and spec.prompts:
+        warnings.append("--prompt does not apply to scene turns; each turn's prompt comes from the task")
+    try:
+        has_user = user_plan(task) is not None
+    except BenchError:
+        has_user = False  # the runtime check reports it
+    if has_user and spec.harness == "native":
+        issues.append("user: the simulated user answers in the agent's ACP session; run with --harness acp")
+    return issues, warnings
+
+
 def compose(parts: dict[str, str | None], mode: str, order: list[str]) -> str:
     """The turn's prompt from its parts (see the module docstring)."""
     if mode == "append":
