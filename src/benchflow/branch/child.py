@@ -1,5 +1,9 @@
 """One branch child: [restore the snapshot] → agent phase → [nested snapshot] → verifier phase → record.
 
+The agent phase runs behind the child's own network set-up (:func:`benchflow.jobs.agent_network.agent_network`):
+the cloud-metadata proof and, for an ``allowlist`` task, an egress proxy bridged into the restored
+sandbox, exactly like an ordinary trial (``network.json`` and ``egress.jsonl`` in the child's folder).
+
 No lifecycle code of its own: the child reuses the public trial phases
 (:mod:`benchflow.jobs.phases`) on a sandbox someone else's ``sandbox_session``
 holds, and writes its folder in the usual trial layout plus ``observation.json``.
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchflow.agents.trajectory import AcpTrajectoryFile
+from benchflow.jobs.agent_network import agent_network
 from benchflow.jobs.phases import TrialState, agent_phase, record_phase, verifier_phase
 from benchflow.jobs.trial import unexpected_category
 from benchflow.jobs.trial_request import TrialRequest
@@ -98,7 +103,10 @@ async def _attempt(run: ChildRun, sandbox: Sandbox, restore: Callable[[], Awaita
             timing["environment_setup"] = time.monotonic() - t0
         state.sandbox_id = sandbox.sandbox_id
         await clear_agent_logs(sandbox)
-        await agent_phase(req, sandbox, paths, run.prompts, sink, state, timing, resume_session=run.resume_session)
+        async with agent_network(req, sandbox, paths, state):  # a restored sandbox is a new one: its own proxy
+            if state.error is None:
+                await agent_phase(req, sandbox, paths, run.prompts, sink, state, timing,
+                                  resume_session=run.resume_session)
         run.session_id = state.outcome.session_id if state.outcome is not None else None
         if before_verify is not None:
             await before_verify()

@@ -21,6 +21,7 @@ from typing import Any
 
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.jobs.agent_layer import wants_layer
+from benchflow.jobs.agent_network import agent_network
 from benchflow.jobs.layout import TrialPaths
 from benchflow.jobs.phases import (
     TrialState,
@@ -147,8 +148,10 @@ async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop:
     """Send parent prompts ``start..stop`` in one agent phase per stretch between ``--checkpoints``,
     keeping a snapshot after each checkpoint prompt (at most ``--checkpoint-keep``, oldest deleted)."""
     points = checkpoint_after(bt.spec.checkpoints, len(bt.prompts))
-    await send_prompts(bt.req, sandbox, bt.paths, bt.prompts, start, stop, points, bt.spec.checkpoint_keep,
-                       bt.tree, sink, state, timing)
+    async with agent_network(bt.req, sandbox, bt.paths, state):  # metadata block, allowlist proxy
+        if state.error is None:
+            await send_prompts(bt.req, sandbox, bt.paths, bt.prompts, start, stop, points,
+                               bt.spec.checkpoint_keep, bt.tree, sink, state, timing)
 
 
 async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, dirty: bool) -> None:
@@ -171,8 +174,9 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, 
         outcomes = await asyncio.gather(*(one(n) for n in todo))
         stopped = bt.spec.stop_on_child_failure and not all(outcomes)
     else:
-        for node in todo:
-            ok = await _child(bt, sandbox, fork, node, ref if dirty else None)
+        for i, node in enumerate(todo):
+            again = i + 1 < len(todo) or (fork == ROOT_FORK and bt.spec.parent == "continue")
+            ok = await _child(bt, sandbox, fork, node, ref, fresh=not dirty, spare=again)
             dirty = True
             if not ok and bt.spec.stop_on_child_failure:
                 stopped = True
@@ -182,13 +186,31 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, 
 
 
 async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str) -> bool:
-    async with sandbox_session(bt.req.backend, bt.session_spec()) as session:
-        return await _child(bt, session.sandbox, fork, node, ref)
+    """A child in a sandbox of its own: started straight from the snapshot where the backend can
+    (``start_from_snapshot``), else started from the task image and restored."""
+    direct = bt.req.backend.capabilities.start_from_snapshot
+
+    async def from_snapshot(box: Sandbox) -> Sandbox:
+        await box.restore(ref)
+        return box
+
+    async with sandbox_session(bt.req.backend, bt.session_spec(),
+                               prepare=from_snapshot if direct else None) as session:
+        return await _child(bt, session.sandbox, fork, node, ref, fresh=direct)
 
 
-async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None) -> bool:
+async def prepare_spare(sandbox: Sandbox, ref: str) -> None:
+    """Have the backend start the next restore's sandbox ahead, where it can (``prepare_restore``)."""
+    ahead = getattr(sandbox, "prepare_restore", None)
+    if ahead is not None:
+        await ahead(ref)
+
+
+async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str, *, fresh: bool,
+                 spare: bool = False) -> bool:
     """Run one child (or only its nested fork when the child itself finished earlier); True when it
-    ended with a reward or a verifier verdict."""
+    ended with a reward or a verifier verdict. ``fresh``: the sandbox is at ``ref`` already (a
+    retry restores all the same); ``spare``: another restore of ``ref`` follows, started ahead."""
     tree = bt.tree
     spec_child = next(c for c in bt.spec.children if c.label == node)
     parent_node = tree.tree.fork(fork).parent_node
@@ -217,10 +239,17 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
         if nested_ref:
             await run_fork(bt, sandbox, nested_id, nested_ref[0], dirty=True)
 
-    async def restore() -> None:
-        await sandbox.restore(ref)
+    at_ref = fresh
 
-    obs = await run_child(run, sandbox, restore=restore if ref is not None else None,
+    async def restore() -> None:
+        nonlocal at_ref
+        if not at_ref:
+            await sandbox.restore(ref)
+        at_ref = False
+        if spare:
+            await prepare_spare(sandbox, ref)
+
+    obs = await run_child(run, sandbox, restore=restore,
                           before_verify=snapshot_nested, after_verify=nested_fork,
                           retries=bt.spec.child_retries, previous=done_before)
     if replay:

@@ -50,6 +50,9 @@ class Capabilities(BaseModel):
     retained_snapshots: bool = False
     """Whether a snapshot can outlive its sandbox (``snapshot(retain=True)``, ``bench branch
     --retain-snapshots`` and ``--from-checkpoint``)."""
+    start_from_snapshot: bool = False
+    """Whether ``restore(ref)`` on a sandbox built but not started starts it straight from the
+    snapshot (an isolated branch child then starts once, not twice)."""
     gpus: bool = False
     """Whether it can give a task GPUs."""
     multi_service: bool = False
