@@ -160,3 +160,30 @@ def test_a_turn_naming_an_undeclared_role_is_a_one_line_error(tmp_path: Path) ->
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "names role 'editor'" in lines[0] and "agents.roles" in lines[0], done.stderr
     assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").rglob("config.json"))
+
+
+@pytest.mark.docker
+def test_a_run_config_gives_the_scene_to_a_task_without_one(tmp_path: Path) -> None:
+    agent = str(fake_agent_file(tmp_path))
+    first = script({"op": "save_history", "path": "first.json"},
+                   {"op": "tool", "id": "a", "run": "echo one >> log.txt"})
+    second = script({"op": "save_history", "path": "second.json"},
+                    {"op": "tool", "id": "b", "run": "echo two >> log.txt"})
+    check = ('import json\nassert open("log.txt").read() == "one\\ntwo\\n"\n'
+             'assert json.load(open("first.json")) == ["Start the log."]\n'
+             'assert json.load(open("second.json")) == ["Finish the log."]\n')
+    scene_task(tmp_path / "tasks" / "plain", {}, "## prompt\n\nKeep a log.\n", check)
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"agent": agent, "scenes": [{"name": "pair", "roles": [
+        {"name": "first", "agent": agent, "env": {"FAKE_ACP_SCRIPT": first}},
+        {"name": "second", "agent": agent, "env": {"FAKE_ACP_SCRIPT": second}}],
+        "turns": [{"role": "first", "prompt": "Start the log."}, {"role": "second", "prompt": "Finish the log."}]}]}))
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs), "--config", str(config),
+                     "--retry-attempts", "0")
+    assert done.returncode == 0, done.stderr + done.stdout
+    trial = next(jobs.rglob("result.json")).parent
+    assert json.loads((trial / "result.json").read_text())["rewards"]["reward"] == 1.0
+    recorded = json.loads((trial / "config.json").read_text())["scenes"]
+    assert [r["name"] for r in recorded[0]["roles"]] == ["first", "second"]
+    assert recorded[0]["turns"] == [{"role": "first", "has_prompt": True}, {"role": "second", "has_prompt": True}]

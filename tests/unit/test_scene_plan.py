@@ -122,3 +122,32 @@ def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the
     assert warnings and "--prompt" in warnings[0]
     assert run_issues(task, RunSpec(agent="oracle", checkpoints="every-prompt")) == ([], [])
     assert run_issues(task, RunSpec(agent="claude-agent-acp")) == ([], [])
+
+
+def test_run_config_scenes_replace_the_task_scenes_and_keep_its_role_prompts(tmp_path):
+    from benchflow.jobs.scene_config import parse_run_scenes, with_run_scenes
+
+    task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - name: s\n    turns: [writer]\n",
+                                "## prompt\nBuild it.\n\n## role:writer\nYou write.\n"))
+    scenes = parse_run_scenes("run.yaml", [{"name": "pair", "roles": [
+        {"name": "writer", "agent": "./mine.toml", "model": "m1"}, {"name": "critic", "agent": "codex-acp"}]}])
+    view = with_run_scenes(task, scenes)
+    assert [s["name"] for s in view.scenes] == ["pair"]
+    assert view.scenes[0]["turns"] == [{"role": "writer", "prompt": None}, {"role": "critic", "prompt": None}]
+    assert view.roles["writer"] == {**task.roles["writer"], "agent": "./mine.toml", "model": "m1", "env": {}}
+    assert view.roles["writer"]["prompt"] == "You write." and view.roles["critic"]["agent"] == "codex-acp"
+    assert with_run_scenes(task, None) is task
+
+
+@pytest.mark.parametrize("scenes, message", [
+    ([{"roles": [{"name": "a", "agent": "x"}], "turns": ["b"]}], "scenes[0]: a turn names role 'b'"),
+    ([{"roles": [{"name": "a", "agent": "x", "colour": 1}]}], "scenes[0].roles.0.colour"),
+    ("writer", "scenes: expected a list"),
+])
+def test_bad_run_config_scenes_are_one_line_config_errors(scenes, message):
+    from benchflow.errors import ConfigError
+    from benchflow.jobs.scene_config import parse_run_scenes
+
+    with pytest.raises(ConfigError) as caught:
+        parse_run_scenes("run.yaml", scenes)
+    assert message in str(caught.value) and "\n" not in str(caught.value)

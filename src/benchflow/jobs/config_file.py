@@ -50,7 +50,7 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "skill_creator_dir": ("skill_creator_dir", str), "verifier_sandbox": ("verifier_sandbox", str),
     "separate_verifier": ("verifier_sandbox", "separate"),
     "separate_verifier_include": ("separate_verifier_include", list),
-    "integrity": ("integrity", str), "reviewer": ("reviewer", dict),
+    "integrity": ("integrity", str), "reviewer": ("reviewer", dict), "scenes": ("scenes", "scenes"),
 }
 
 
@@ -67,6 +67,10 @@ def _convert(source: str, key: str, value: Any, kind: Any) -> Any:
         return None
     if kind == "separate":
         return "separate" if value else None
+    if kind == "scenes":
+        from .scene_config import parse_run_scenes
+
+        return parse_run_scenes(source, value)
     if kind == "duration":
         try:
             return parse_duration(value) or 0.0  # 0 / none: off

@@ -97,10 +97,12 @@ def scene_issues(task: Any) -> list[str]:
 
 def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
     """(refusals, warnings) of the run card for a scene or simulated-user task under ``spec`` (a RunSpec)."""
+    from .scene_config import with_run_scenes
     from .sim_user import user_plan
 
     if spec.agent in ("oracle", "nop"):
         return [], []
+    task = with_run_scenes(task, spec.scenes)
     issues, warnings = [], []
     if task.scenes and spec.checkpoints:
         issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "

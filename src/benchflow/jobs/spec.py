@@ -87,6 +87,8 @@ class RunSpec(BaseModel):
     """Host variables tasks may read through ``${NAME}`` (names only; the values are secrets of the run)."""
     prompts: list[str] = Field(default_factory=list)
     """Prompts to send; ``@instruction`` is the task prompt (default: the task prompt alone)."""
+    scenes: list[dict[str, Any]] | None = None
+    """A run config's ``scenes`` (normalized by ``scene_config.parse_run_scenes``): they replace each task's."""
     extra_instruction: str | None = None
     sandbox: str | None = None
     """Backend name; None picks docker when an engine answers, else local."""

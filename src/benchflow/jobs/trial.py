@@ -37,6 +37,7 @@ from .phases import (
     verifier_phase,
 )
 from .record import build_config
+from .scene_config import with_run_scenes
 from .scenes import role_agents, run_scenes, scene_record, wants_scenes
 from .separate_verifier import separate_verifier_phase, wants_separate
 from .sim_user import converse
@@ -50,6 +51,8 @@ log = logging.getLogger(__name__)
 
 async def run_trial(req: TrialRequest) -> dict[str, Any]:
     """Run one attempt and write its folder; returns the result document."""
+    if req.spec.scenes:  # a run config's scenes replace the task's
+        req = dataclasses.replace(req, task=with_run_scenes(req.task, req.spec.scenes))
     name = req.name or trial_name(req.task.name, uuid.uuid4().hex[:8])
     paths = req.job.trial(name)
     paths.make_dirs()
