@@ -151,3 +151,15 @@ def test_bad_run_config_scenes_are_one_line_config_errors(scenes, message):
     with pytest.raises(ConfigError) as caught:
         parse_run_scenes("run.yaml", scenes)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_run_config_role_key_is_not_stored_with_the_run():
+    from benchflow.jobs.scene_config import parse_run_scenes
+    from benchflow.jobs.spec import RunSpec
+
+    key = "sk-proj-" + "k" * 40
+    scenes = parse_run_scenes("run.yaml", [{"roles": [{"name": "a", "agent": "x",
+                                                       "env": {"OPENAI_API_KEY": key, "STYLE": "terse"}}]}])
+    stored = RunSpec(scenes=scenes).redacted()
+    assert stored["scenes"][0]["roles"][0]["env"] == {"STYLE": "terse"}
+    assert key not in str(stored)

@@ -272,6 +272,9 @@ class RunSpec(BaseModel):
         data["agent_env"] = drop_secrets(self.agent_env)
         if self.reviewer and isinstance(self.reviewer.get("agent_env"), dict):
             data["reviewer"] = {**self.reviewer, "agent_env": drop_secrets(self.reviewer["agent_env"])}
+        if self.scenes:  # a run config's role env may hold keys too
+            data["scenes"] = [{**scene, "roles": [{**role, "env": drop_secrets(role.get("env"))}
+                                                  for role in scene["roles"]]} for scene in self.scenes]
         return data
 
     @property
