@@ -5,7 +5,10 @@ Run after the agent phase and before the verifier's files are uploaded:
 
 1. Every process of the agent user is frozen, then killed. First, as the agent user,
    ``kill -STOP -1; kill -KILL -1``: the kernel signals every process that user may signal in one
-   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). Then, as root, a
+   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). The root fence
+   script runs it through ``setpriv`` (else ``runuser``, else ``su``), so it costs no exec round
+   trip of its own; an image with none of them, or a full process table, leaves it to the root
+   loop that follows, which is the guarantee on its own. Then, as root, a
    loop over ``/proc`` stops every agent process it finds, kills them once a whole pass finds them
    all stopped, and repeats until none is left (or gives up: the trial's verification then fails
    as an error, never runs beside a live agent). The loop uses shell builtins only, so it works in
@@ -49,6 +52,11 @@ case "$u" in
 esac
 [ "$uid" = 0 ] && uid=
 if [ -n "$uid" ]; then
+  if command -v setpriv >/dev/null 2>&1; then
+    setpriv --reuid="$uid" --regid="$gid" --clear-groups /bin/sh -c '__STOP_ALL__' 2>/dev/null
+  elif command -v runuser >/dev/null 2>&1; then runuser -u "$u" -- /bin/sh -c '__STOP_ALL__' 2>/dev/null
+  elif command -v su >/dev/null 2>&1; then su -s /bin/sh -c '__STOP_ALL__' "$u" </dev/null >/dev/null 2>&1
+  fi
   round=0; frozen=0
   while :; do
     round=$((round + 1)); seen=0; moving=0
@@ -105,7 +113,7 @@ print("\n".join(sys.path + site.getsitepackages()))' 2>/dev/null
   done | while IFS= read -r f; do echo "startup $f"; done
 fi
 exit 0
-""".replace("__ROUNDS__", str(FENCE_ROUNDS))
+""".replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL)
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
@@ -154,7 +162,6 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
         VerifierError: category ``verifier_infra`` when the agent's processes could not all be
             stopped, or ``/logs/verifier`` could not be made.
     """
-    await stop_agent_processes(sandbox, agent_user)
     args = [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
             PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir]
     result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args], stdin=_TRUSTED_PLUGINS.read_bytes(),
