@@ -187,3 +187,25 @@ def test_a_run_config_gives_the_scene_to_a_task_without_one(tmp_path: Path) -> N
     recorded = json.loads((trial / "config.json").read_text())["scenes"]
     assert [r["name"] for r in recorded[0]["roles"]] == ["first", "second"]
     assert recorded[0]["turns"] == [{"role": "first", "has_prompt": True}, {"role": "second", "has_prompt": True}]
+
+
+@pytest.mark.docker
+def test_a_failed_turn_ends_the_scene_and_the_workspace_is_still_scored(tmp_path: Path) -> None:
+    failing = script({"op": "tool", "id": "w", "write": {"path": "draft.txt", "content": "half\n"}}, {"op": "error"})
+    never = script({"op": "tool", "id": "r", "write": {"path": "late.txt", "content": "x"}})
+    front = {"agents": {"roles": {"writer": {"agent": "fake-acp", "env": {"FAKE_ACP_SCRIPT": failing}},
+                                  "reviewer": {"agent": "fake-acp", "env": {"FAKE_ACP_SCRIPT": never}}}},
+             "scenes": [{"name": "review", "turns": ["writer", "reviewer"]}]}
+    check = 'import os\nassert open("draft.txt").read() == "half\\n" and not os.path.exists("late.txt")\n'
+    scene_task(tmp_path / "tasks" / "broken", front, "## prompt\n\nWrite.\n", check)
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs),
+                     "-a", str(fake_agent_file(tmp_path)), "--retry-attempts", "0")
+    assert "Traceback" not in done.stderr, done.stderr
+    trial = next(jobs.rglob("result.json")).parent
+    result = json.loads((trial / "result.json").read_text())
+    assert result["error"].startswith("scene review turn 1 (role writer): ACP error"), result["error"]
+    assert result["rewards"]["reward"] == 1.0  # the verifier saw the writer's half draft and no reviewer work
+    statuses = [json.loads((trial / "turns" / n / "turn.json").read_text())["status"]
+                for n in ("01-writer", "02-reviewer")]
+    assert statuses == ["failed", "not_run"]

@@ -17,8 +17,9 @@ scene > role > base), ``append`` joins every one present in ``order``. The
 task's ``agent.prompt_prefix`` is prepended as for any prompt, and the task's
 simulated user (:mod:`.sim_user`) answers after each turn.
 
-A turn whose agent fails (other than by running out of time) ends the scenes;
-the verifier scores the final workspace once either way. Each turn's files go
+A turn whose agent fails (other than by running out of time), or that spends
+its token or turn budget (``--token-budget``/``--turn-budget`` count per turn),
+ends the scenes; the verifier scores the final workspace once either way. Each turn's files go
 to ``turns/<NN>-<role>/`` (``turn.json``, ``agent/``, ``trajectory/``); the
 trial's ``acp_trajectory.jsonl`` has every turn, each after a ``turn_start``
 event.
@@ -36,6 +37,7 @@ from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import BenchError
 from benchflow.util import atomic
 
+from .agent_layer import wants_layer
 from .layout import StepPaths, TrialPaths
 from .phases import TrialState
 from .prompts import resolve_prompts
@@ -251,8 +253,6 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
     mode, order = composition(task)
     base = resolve_prompts(task.instruction, [], extra_instruction=req.spec.extra_instruction)[0]
     scene_prompts = {s["name"]: s.get("prompt") for s in task.scenes}
-    from .agent_layer import wants_layer
-
     installed = {a.name for a in (req.agent, *role_agents(req))
                  if state.installed_by_layer and wants_layer(a, req.backend)}
     done: list[dict[str, Any]] = []
@@ -294,8 +294,8 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
             installed.add(agent.name)
             record.update(agent=agent.name, model=model, reasoning_effort=effort)
         outcome = turn_state.outcome
-        ending = _ending(outcome) if turn_state.error is None or outcome is not None else "failed"
-        done.append({"index": turn.index, "role": turn.role, "agent": record["agent"], "ending": ending})
+        done.append({"index": turn.index, "role": turn.role, "agent": record["agent"],
+                     "ending": _ending(outcome) if outcome is not None else "failed"})
         if outcome is not None:
             outcomes.append(outcome)
         for key, value in turn_timing.items():
@@ -307,7 +307,7 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
             state.error = f"scene {turn.scene} turn {turn.index} (role {turn.role}): {turn_state.error}"
             state.error_category = turn_state.error_category
         timed_out = outcome is not None and (outcome.timed_out or outcome.idle_timed_out)
-        stop = bool(turn_state.error) and not timed_out
+        stop = (bool(turn_state.error) and not timed_out) or bool(turn_state.budget_stop)
         atomic.write_json(turn_paths.root / "turn.json", {
             **record, "status": "failed" if turn_state.error and not timed_out else
             ("timed_out" if timed_out else "finished"), "prompt": prompts[0],
