@@ -35,6 +35,7 @@ from typing import Any
 from benchflow.agents.base import AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import BenchError
+from benchflow.records.turns import TurnRecord
 from benchflow.util import atomic
 
 from .agent_layer import wants_layer
@@ -264,7 +265,7 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
                                   "role": turn.role, "agent": turn.config.get("agent")}
         if stop:
             turn_paths.root.mkdir(parents=True, exist_ok=True)
-            atomic.write_json(turn_paths.root / "turn.json", {**record, "status": "not_run"})
+            atomic.write_json(turn_paths.root / "turn.json", TurnRecord(**record, status="not_run").to_json())
             continue
         turn_paths.make_dirs()
         prompt = compose({"base": base, "role": turn.config.get("prompt"), "scene": scene_prompts.get(turn.scene),
@@ -308,15 +309,15 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
             state.error_category = turn_state.error_category
         timed_out = outcome is not None and (outcome.timed_out or outcome.idle_timed_out)
         stop = (bool(turn_state.error) and not timed_out) or bool(turn_state.budget_stop)
-        atomic.write_json(turn_paths.root / "turn.json", {
-            **record, "status": "failed" if turn_state.error and not timed_out else
-            ("timed_out" if timed_out else "finished"), "prompt": prompts[0],
-            "error": turn_state.error, "error_category": turn_state.error_category,
-            "n_tool_calls": outcome.n_tool_calls if outcome else None,
-            "n_prompts": outcome.n_prompts if outcome else None,
-            "session_id": outcome.session_id if outcome else None,
-            "timing": {k: round(v, 1) for k, v in turn_timing.items()},
-            "started_at": str(started), "finished_at": str(dt.datetime.now())})
+        atomic.write_json(turn_paths.root / "turn.json", TurnRecord(
+            **record, status="failed" if turn_state.error and not timed_out else
+            ("timed_out" if timed_out else "finished"), prompt=prompts[0],
+            error=turn_state.error, error_category=turn_state.error_category,
+            n_tool_calls=outcome.n_tool_calls if outcome else None,
+            n_prompts=outcome.n_prompts if outcome else None,
+            session_id=outcome.session_id if outcome else None,
+            timing={k: round(v, 1) for k, v in turn_timing.items()},
+            started_at=str(started), finished_at=str(dt.datetime.now())).to_json())
     state.outcome = _combined(outcomes, stopped=stop)
     await _artifacts(req, sandbox, paths, state)
 

@@ -20,6 +20,7 @@ from .branch import Observation, TreeRecord
 from .job import EvaluationRecord, JobSummary, RunCardRecord
 from .review import ClaimVerdict, ReviewReport, ScoringRevision
 from .steps import StepRecord
+from .turns import TurnRecord
 from .trial import TrialConfig, TrialResult, TrialTiming
 
 SCHEMA_DIR = Path(__file__).with_name("schema")
@@ -34,6 +35,7 @@ MODELS: dict[str, type] = {
     "tree": TreeRecord,
     "observation": Observation,
     "step": StepRecord,
+    "turn": TurnRecord,
     "review-report": ReviewReport,
     "scoring-revision": ScoringRevision,
     "claim-verdict": ClaimVerdict,
@@ -43,6 +45,7 @@ MODELS: dict[str, type] = {
 FILES = {"result": "result.json", "config": "config.json", "timing": "timing.json", "summary": "summary.json",
          "evaluation": "evaluation.json", "run-card": "run-card.json",
          "tree": "tree.json", "observation": "observation.json", "step": "step.json",
+         "turn": "turns/<NN>-<role>/turn.json",
          "review-report": "review_report.json", "scoring-revision": "scoring/<attempt>.json",
          "claim-verdict": "integrity/claim_verdict.json"}
 """Schema name -> the file it describes."""
