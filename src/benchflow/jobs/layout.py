@@ -22,6 +22,8 @@ The job folder is the database; every later command reads it back::
           tree.json    bench branch: forks, children, snapshots
           branches/<fork>/children/<node>/   one child: observation.json + the folders above
           steps/<NN>-<name>/   a multi-step task's step: step.json + agent/ verifier/ artifacts/ setup/
+          turns/<NN>-<role>/   a scene's turn: turn.json + agent/ trajectory/ [simulated-user.json]
+          simulated-user.json  the simulated user's rounds (trajectory/user_llm_trajectory.jsonl: its model calls)
 
 A trial folder without ``result.json`` never finished running (a killed or
 interrupted run). Resume reuses a task when one of its trials has a
