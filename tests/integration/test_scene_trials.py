@@ -144,6 +144,7 @@ def test_the_simulated_user_gives_the_private_fact_the_agent_needs(tmp_path: Pat
     assert result["agent_result"]["n_prompts"] == 3
     user = json.loads((trial / "simulated-user.json").read_text())
     assert len(user["rounds"]) == 2 and user["stopped_by"] == "rounds"
+    assert all(r["usage"]["n_input_tokens"] > 0 for r in user["rounds"])  # metered by the gateway
     exchanges = (trial / "trajectory" / "user_llm_trajectory.jsonl").read_text().splitlines()
     assert len(exchanges) == 2
     assert "4417" not in (trial / "prompts.json").read_text()

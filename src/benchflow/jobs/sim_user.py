@@ -108,12 +108,17 @@ class SimulatedUser:
             self.stopped_by = "rounds"
             return None
         self._transcript.append(f"Agent: {agent_message.strip() or '(no message)'}")
-        reply = self._scripted() if self.plan.scripted else await self._ask(agent_message)
+        usage: dict[str, Any] | None = None
+        if self.plan.scripted:
+            reply = self._scripted()
+        else:
+            reply, usage = await self._ask()
         if reply is None or (self.plan.until_satisfied and satisfied(reply)):
             self.stopped_by = "satisfied" if reply is not None else "script_ended"
             return None
         self._transcript.append(f"You: {reply}")
-        self.rounds.append({"round": len(self.rounds) + 1, "agent_message": agent_message, "reply": reply})
+        self.rounds.append({"round": len(self.rounds) + 1, "agent_message": agent_message, "reply": reply,
+                            **({"usage": usage} if usage else {})})
         return reply
 
     def _scripted(self) -> str | None:
@@ -121,7 +126,7 @@ class SimulatedUser:
         n = len(self.rounds)
         return lines[n] if n < len(lines) else None
 
-    async def _ask(self, agent_message: str) -> str:
+    async def _ask(self) -> tuple[str, dict[str, Any]]:
         from benchflow.errors import VerifierError
         from benchflow.gateway import Upstreams
         from benchflow.verify.judge_model import ask_judge
@@ -138,10 +143,11 @@ class SimulatedUser:
         except VerifierError as exc:
             cause = str(exc).removeprefix("verifier crashed: ").removeprefix("judge ")
             raise AgentError(f"the simulated user's model call failed: {cause}", category="api_error") from None
-        return reply.text.strip()
+        return reply.text.strip(), reply.usage
 
     def summary(self) -> dict[str, Any]:
-        """``simulated-user.json``: the rule, every round's reply, why the conversation stopped."""
+        """``simulated-user.json``: the rule, every round's reply (and the model's usage for it), why the
+        conversation stopped."""
         return {"model": self.plan.model, "max_rounds": self.plan.max_rounds,
                 "until_satisfied": self.plan.until_satisfied, "rounds": self.rounds,
                 "stopped_by": self.stopped_by or ("rounds" if len(self.rounds) >= self.plan.max_rounds else None)}
