@@ -203,6 +203,19 @@ async def test_put_get_round_trip_keeps_large_files_modes_and_symlinks(sandbox, 
     assert (tmp_path / "one.sh").read_text() == "#!/bin/sh\necho ran\n"
 
 
+async def test_a_put_over_what_the_sandbox_already_read_is_seen(sandbox, tmp_path):
+    """The verifier's upload replaces files the sandbox has open or cached (gVisor's default
+    exclusive file access would keep showing the old ones)."""
+    seen = await sandbox.exec(["sh", "-c", "mkdir -p /late && echo old > /late/f && echo /late/* && cat /late/f"])
+    assert seen.stdout.split() == ["/late/f", "old"], seen.stdout + seen.stderr
+    (tmp_path / "f").write_text("new\n")
+    (tmp_path / "g").write_text("added\n")
+    await sandbox.put(tmp_path / "f", "/late/f")
+    await sandbox.put(tmp_path / "g", "/late/g")
+    after = await sandbox.exec(["sh", "-c", "echo /late/* && cat /late/f /late/g"])
+    assert after.stdout.split() == ["/late/f", "/late/g", "new", "added"], after.stdout + after.stderr
+
+
 async def test_non_root_user_cannot_read_root_only_paths(sandbox):
     made = await sandbox.exec(["sh", "-c", "mkdir -p /tmp/private && echo s3cret > /tmp/private/key "
                                            "&& chmod 700 /tmp/private && chmod 600 /tmp/private/key"])

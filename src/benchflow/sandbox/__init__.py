@@ -34,13 +34,20 @@ BACKENDS: dict[str, str] = {
     "docker": "benchflow.sandbox.docker_backend:BACKEND",
     "remote-docker": "benchflow.sandbox.docker_backend:REMOTE_BACKEND",
     "local": "benchflow.sandbox.local:BACKEND",
+    "podman": "benchflow.sandbox.docker_backend:PODMAN_BACKEND",
+    "docker+runsc": "benchflow.sandbox.docker_backend:GVISOR_BACKEND",
 }
 
 # The default --sandbox: the first of these that works here, else the last.
 DEFAULT_ORDER = ("docker", "local")
 
-# Names the CLI reference knows that this build does not provide.
-UNSUPPORTED = ("daytona", "modal", "apple-container", "agentcore")
+# Names the CLI reference knows that this build does not provide, with why.
+UNSUPPORTED = {
+    "daytona": "no Daytona backend yet",
+    "modal": "no Modal backend yet",
+    "agentcore": "no AWS AgentCore backend yet",
+    "apple-container": "Apple's container CLI runs only on macOS, and there is no backend for it yet",
+}
 
 
 def _registered() -> dict[str, str]:
@@ -72,7 +79,8 @@ def get_backend(name: str) -> Backend:
     if target is None:
         known = ", ".join(table)
         if name in UNSUPPORTED:
-            raise ConfigError(f"--sandbox {name}: not available in this build; use one of: {known}")
+            raise ConfigError(f"--sandbox {name}: not available in this build ({UNSUPPORTED[name]}); "
+                              f"use one of: {known}")
         raise ConfigError(f"--sandbox {name}: unknown sandbox; use one of: {known}")
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)

@@ -91,8 +91,10 @@ class DockerSandbox:
     """One container for one trial. See :class:`benchflow.sandbox.base.Sandbox`."""
 
     def __init__(self, spec: SandboxSpec, *, url: str | None, capabilities: Capabilities,
-                 backend: str = "docker", detached: bool = False) -> None:
+                 backend: str = "docker", detached: bool = False, runtime: str | None = None) -> None:
         self.spec = spec
+        self.runtime = runtime
+        """The engine's OCI runtime for this container (e.g. ``runsc``); None: the engine's default."""
         self.capabilities = capabilities
         self.backend = backend
         self.url = url
@@ -182,6 +184,9 @@ class DockerSandbox:
             await self.build()
         await self._build_pod()
         network, self.network_note = container_network(self.spec.network_mode, self.url)
+        if network != "none" and self.capabilities.network_for(self.spec.network_mode) == "no-network":
+            network, self.network_note = "none", (f"--sandbox {self.backend} gives a sandbox no network, so this "
+                                                  f"{self.spec.network_mode}-network task runs with none")
         if self.network_note:
             log.info("%s: %s", self.spec.name, self.network_note)
         from docker.errors import APIError
@@ -216,7 +221,8 @@ class DockerSandbox:
         binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in self.spec.mounts.items()}
         host_config = api.create_host_config(
             init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
-            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None, **pod, **hardening())
+            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None, runtime=self.runtime, **pod,
+            **hardening())
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
         created = api.create_container(
             self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),

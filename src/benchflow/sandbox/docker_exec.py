@@ -166,6 +166,19 @@ def kill_tree(api, container: str, pid: int | None, marker: str) -> None:
         pass
 
 
+def _kill_and_close(api, container: str, pid: int | None, marker: str, socks: list) -> None:
+    """After a cancelled exec: kill its tree, then close its stream, which an engine may hold
+    open for ever once the container is gone (dockerd with gVisor's runsc does), so that no
+    worker thread waits on it and keeps the process from exiting."""
+    kill_tree(api, container, pid, marker)
+    for sock in socks:
+        try:  # shutdown, unlike close, wakes a thread blocked reading the socket
+            raw_socket(sock).shutdown(socket.SHUT_RDWR)
+        except (OSError, AttributeError):
+            pass
+        close(sock)
+
+
 def _run_blocking(api, container, cmd, user, env, cwd, stdin: bytes | None, out: _Stream,
                   err: _Stream, header: PidHeader, box: list) -> int:
     exec_id, sock = start(api, container, cmd, user=user, env=env, cwd=cwd, stdin=stdin is not None)
@@ -219,7 +232,7 @@ async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd
         await asyncio.gather(worker, return_exceptions=True)
         code = TIMEOUT_RC
     except asyncio.CancelledError:
-        POOL.submit(kill_tree, api, container, header.pid, marker)
+        POOL.submit(_kill_and_close, api, container, header.pid, marker, box)
         raise
     except InfraError:
         raise

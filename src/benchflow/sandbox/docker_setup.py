@@ -88,9 +88,10 @@ case "$wd" in /) ;; *) chown -R "$user" "$wd" ;; esac
 
 READY = "__benchflow_setup__"
 
-KEEPALIVE = "while read -r _; do :; done"
+KEEPALIVE = "while read -r _; do :; done; while sleep 86400; do :; done"
 """Blocks on an open, silent stdin (the container has ``stdin_open``): needs no ``sleep``
-binary, and dies on SIGTERM at once (docker-init is PID 1, so there is no grace wait)."""
+binary, and dies on SIGTERM at once (docker-init is PID 1, so there is no grace wait). Podman
+closes that stdin when the start's attach connection closes; then ``sleep`` keeps it alive."""
 
 MAIN = f"""
 setup() {{ set -e
