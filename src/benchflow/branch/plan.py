@@ -48,6 +48,32 @@ def refuse_resume(agent: Any, harness: str, at_prompt: int, flag: str = "--resum
                             "--checkpoint-after-prompt 1 or more")
 
 
+def refuse_layers(spec: BranchSpec, tasks: list[Any]) -> None:
+    """``--snapshot-layers environment|both`` needs every task to declare its state; ``environment``
+    alone takes no sandbox snapshot, so its children run one after another in the parent's sandbox.
+
+    Raises:
+        BranchRefused: with the reason and the fix.
+    """
+    from .env_state import declared_state
+
+    flag = f"--snapshot-layers {spec.snapshot_layers}"
+    for planned in tasks:
+        if declared_state(planned.task.paths.task_dir) is None:
+            raise BranchRefused(f"{flag}: task {planned.name} declares no environment state (an environment.toml "
+                                "next to its task.md with [environment] state = {kind = \"sqlite\", paths = [...]}); "
+                                "add one or use --snapshot-layers sandbox")
+    if spec.snapshot_layers != "environment":
+        return
+    if spec.isolated or any(c.parent is not None for c in spec.children):
+        raise BranchRefused(f"{flag}: without a sandbox snapshot the children run one after another in the "
+                            "parent's sandbox, so --isolate-children, --concurrency > 1 and parent= children "
+                            "cannot work; use --snapshot-layers both")
+    if spec.retain_snapshots:
+        raise BranchRefused(f"{flag} takes no sandbox snapshot, so there is none to retain; drop "
+                            "--retain-snapshots or use --snapshot-layers both")
+
+
 def run_spec_for(spec: BranchSpec) -> RunSpec:
     """The ``RunSpec`` the trial phases and records read (one task at a time, like the reference)."""
     return RunSpec(tasks_dir=spec.tasks_dir, agent=spec.agent, model=spec.model,
@@ -84,14 +110,7 @@ def plan_branch(spec: BranchSpec) -> BranchPlan:
     if spec.resume_session:
         refuse_resume(agent, spec.harness, spec.at_prompt)
     if spec.snapshot_layers != "sandbox":
-        for planned in plan.tasks:
-            state = getattr(planned.task.config, "environment", None)
-            if not getattr(state, "state", None):
-                raise BranchRefused(f"--snapshot-layers {spec.snapshot_layers}: task {planned.name} declares no "
-                                    "environment state (an environment state manifest); use --snapshot-layers "
-                                    "sandbox")
-        raise BranchRefused(f"--snapshot-layers {spec.snapshot_layers}: environment state snapshots are not "
-                            "available in this build; use --snapshot-layers sandbox")
+        refuse_layers(spec, plan.tasks)
     n_prompts = max(len(t.prompts) for t in plan.tasks)
     if spec.at_prompt > n_prompts:
         raise BranchSpecError(f"--checkpoint-after-prompt {spec.at_prompt}: the parent has only {n_prompts} "

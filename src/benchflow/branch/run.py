@@ -151,6 +151,7 @@ async def _one(spec: BranchSpec, plan: BranchPlan, planned: Any, req: Any, paths
     from benchflow.jobs.trial_request import agent_timeout
     from benchflow.util import atomic
 
+    from .env_state import declared_state
     from .trial import BranchedTrial, run_branched_trial
 
     start_from, prompts = None, planned.prompts
@@ -168,6 +169,7 @@ async def _one(spec: BranchSpec, plan: BranchPlan, planned: Any, req: Any, paths
         atomic.write_json(paths.prompts, prompts)
     paths.result.unlink(missing_ok=True)  # unfinished until this run writes it again
     task_prompts = resolve_prompts(planned.task.instruction, [], prefix=planned.task.config.agent.prompt_prefix)
+    declared = declared_state(planned.task.paths.task_dir) if spec.snapshot_layers != "sandbox" else None
     bt = BranchedTrial(spec=spec, req=req, paths=paths, tree=tree, task_prompts=task_prompts,
-                       start_from=start_from)
+                       start_from=start_from, env_state=declared)
     return await run_branched_trial(bt)

@@ -17,6 +17,7 @@ import datetime as dt
 import logging
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from benchflow.agents.trajectory import AcpTrajectoryFile
@@ -38,7 +39,10 @@ from benchflow.sandbox.session import SessionSetupError, sandbox_session
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
 
+from . import env_state
+
 from .checkpoint import send_prompts
+from .env_state import DeclaredState
 from .child import ChildRun, run_child
 from .spec import BranchSpec, checkpoint_after
 from .tree import ROOT_FORK, TreeFile, child_paths, child_prompts, fork_id
@@ -57,6 +61,8 @@ class BranchedTrial:
     installed: bool = False
     start_from: str | None = None
     """A kept snapshot to restore first (``--from-checkpoint``)."""
+    env_state: DeclaredState | None = None
+    """The task's declared database state, captured at each fork (``--snapshot-layers environment|both``)."""
 
     @property
     def prompts(self) -> list[str]:
@@ -122,15 +128,17 @@ async def _branch(bt: BranchedTrial, sandbox: Sandbox, sink: AcpTrajectoryFile, 
             state.error_category = "agent_integration"
             return
     ref: str | None = None
-    if not tree.fork_done(ROOT_FORK):
-        ref = await sandbox.snapshot(retain=spec.retain_snapshots)
-        tree.set_fork(ROOT_FORK, snapshot=ref, snapshot_kept=spec.retain_snapshots, status="running",
+    forked = not tree.fork_done(ROOT_FORK)
+    if forked:
+        ref = await fork_point(bt, sandbox, ROOT_FORK)
+        tree.set_fork(ROOT_FORK, snapshot=ref, snapshot_kept=spec.retain_snapshots and ref is not None,
+                      status="running",
                       session_id=state.outcome.session_id if state.outcome is not None else None)
         await run_fork(bt, sandbox, ROOT_FORK, ref, dirty=False)
     if spec.parent != "continue":
         return
-    if ref is not None:
-        await sandbox.restore(ref)
+    if forked:
+        await back_to(bt, sandbox, ROOT_FORK, ref)
     state.error = state.error_category = None
     rest = bt.prompts[at:]
     if rest:
@@ -154,7 +162,30 @@ async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop:
                                bt.spec.checkpoint_keep, bt.tree, sink, state, timing)
 
 
-async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, dirty: bool) -> None:
+async def fork_point(bt: BranchedTrial, sandbox: Sandbox, fork: str) -> str | None:
+    """Take ``fork``'s snapshot: the declared environment state first (when asked), then the sandbox
+    (unless ``--snapshot-layers environment``); returns the sandbox snapshot's reference."""
+    if bt.env_state is not None:
+        await env_state.capture(sandbox, bt.env_state, state_folder(bt.paths, fork))
+    if bt.spec.snapshot_layers == "environment":
+        return None
+    return await sandbox.snapshot(retain=bt.spec.retain_snapshots)
+
+
+async def back_to(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | None) -> None:
+    """Put ``sandbox`` back as it was at ``fork``: the sandbox snapshot, then the declared state."""
+    if ref is not None:
+        await sandbox.restore(ref)
+    if bt.env_state is not None:
+        await env_state.restore(sandbox, bt.env_state, state_folder(bt.paths, fork))
+
+
+def state_folder(paths: TrialPaths, fork: str) -> Path:
+    """Where ``fork``'s declared environment state and its manifest are kept."""
+    return paths.root / "branches" / fork / "state"
+
+
+async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | None, *, dirty: bool) -> None:
     """Every unfinished child of ``fork``: in ``sandbox`` (restored between children) or, for an
     isolated fork, each in a sandbox of its own restored from ``ref``, ``--concurrency`` at a time."""
     tree = bt.tree
@@ -176,7 +207,7 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, 
     else:
         for i, node in enumerate(todo):
             again = i + 1 < len(todo) or (fork == ROOT_FORK and bt.spec.parent == "continue")
-            ok = await _child(bt, sandbox, fork, node, ref, fresh=not dirty, spare=again)
+            ok = await _child(bt, sandbox, fork, node, ref, fresh=not dirty, spare=again and ref is not None)
             dirty = True
             if not ok and bt.spec.stop_on_child_failure:
                 stopped = True
@@ -185,9 +216,10 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str, *, 
     tree.set_fork(fork, status=status)
 
 
-async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str) -> bool:
+async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str | None) -> bool:
     """A child in a sandbox of its own: started straight from the snapshot where the backend can
     (``start_from_snapshot``), else started from the task image and restored."""
+    assert ref is not None, "an isolated fork has a sandbox snapshot (plan_branch refuses it otherwise)"
     direct = bt.req.backend.capabilities.start_from_snapshot
 
     async def from_snapshot(box: Sandbox) -> Sandbox:
@@ -206,7 +238,7 @@ async def prepare_spare(sandbox: Sandbox, ref: str) -> None:
         await ahead(ref)
 
 
-async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str, *, fresh: bool,
+async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None, *, fresh: bool,
                  spare: bool = False) -> bool:
     """Run one child (or only its nested fork when the child itself finished earlier); True when it
     ended with a reward or a verifier verdict. ``fresh``: the sandbox is at ``ref`` already (a
@@ -227,11 +259,11 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
     run = ChildRun(req=bt.req, paths=paths, fork=fork, parent_node=parent_node, prompts=prompts,
                    prompt_source=tree.tree.node(node).prompt_source, installed=bt.installed,
                    resume_session=tree.tree.fork(fork).session_id if bt.spec.resume_session else None)
-    nested_ref: list[str] = []
+    nested_ref: list[str | None] = []
 
     async def snapshot_nested() -> None:
         if nested is not None and not tree.fork_done(nested_id):
-            nested_ref.append(await sandbox.snapshot(retain=bt.spec.retain_snapshots))
+            nested_ref.append(await fork_point(bt, sandbox, nested_id))
             tree.set_fork(nested_id, snapshot=nested_ref[0], snapshot_kept=bt.spec.retain_snapshots,
                           status="running", session_id=run.session_id)
 
@@ -244,9 +276,9 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
     async def restore() -> None:
         nonlocal at_ref
         if not at_ref:
-            await sandbox.restore(ref)
+            await back_to(bt, sandbox, fork, ref)
         at_ref = False
-        if spare:
+        if spare and ref is not None:
             await prepare_spare(sandbox, ref)
 
     obs = await run_child(run, sandbox, restore=restore,
