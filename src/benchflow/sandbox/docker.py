@@ -109,6 +109,10 @@ class DockerSandbox:
         self._workdir = "/root"
         self._state = State.NEW
         self._snapshots: list[str] = []
+        self._spare: tuple[str, DockerSandbox, asyncio.Future] | None = None
+        """A container started ahead from a snapshot (:meth:`prepare_restore`): (ref, its sandbox, its start)."""
+        self._removals: list[asyncio.Future] = []
+        """Replaced containers being removed in the background (``stop()`` waits for them)."""
         self._stop_task: asyncio.Future | None = None
         self._kept = False
         self.pod: docker_pod.DockerPod | None = None
@@ -344,12 +348,51 @@ class DockerSandbox:
         return ref
 
     async def restore(self, ref: str) -> None:
-        """Replace the container with a fresh one started from snapshot ``ref``."""
-        self._require_container()
-        old = self._container
-        await call(self._remove_container, old)
-        self.image, self._state = ref, State.NEW
+        """Replace the container with one started from snapshot ``ref``: the spare
+        :meth:`prepare_restore` started ahead when it is of ``ref``, else a new one. The replaced
+        container is removed in the background (``stop()`` waits for it; its owner labels let
+        cleanup find it after a crash). A sandbox built but not started yet starts from ``ref``."""
+        if self._state is State.NEW:
+            self.image = ref
+            await self.start()
+            return
+        old = self._require_container()
+        if self.pod is not None:  # the pod's siblings join the new container's network: remove first
+            await call(self._remove_container, old)
+        else:
+            self._removals.append(asyncio.ensure_future(call(self._remove_container, old)))
+        self._container, self._state = None, State.NEW
+        if await self._adopt_spare(ref):
+            return
+        self.image = ref
         await self.start()
+
+    async def prepare_restore(self, ref: str) -> None:
+        """Start a spare container from snapshot ``ref`` in the background, so that the next
+        ``restore(ref)`` only swaps containers (a branch's sequential children). No-op with a pod
+        of services or while a spare exists."""
+        if self.pod is not None or self._spare is not None or self._state is not State.STARTED:
+            return
+        spare = DockerSandbox(self.spec, url=self.url, capabilities=self.capabilities, backend=self.backend,
+                              detached=self.detached, runtime=self.runtime)
+        spare.image = ref
+        self._spare = (ref, spare, asyncio.ensure_future(spare.start()))
+
+    async def _adopt_spare(self, ref: str) -> bool:
+        """Make the spare of ``ref`` this sandbox's container; False when there is none (or it failed)."""
+        if self._spare is None or self._spare[0] != ref:
+            return False
+        _, spare, starting = self._spare
+        self._spare = None
+        try:
+            await asyncio.shield(starting)
+        except Exception as exc:  # noqa: BLE001 - the caller starts a new container instead
+            log.debug("%s: the spare container did not start: %s", self.spec.name, exc)
+            await spare.stop()
+            return False
+        self._container, self._workdir, self._state = spare._container, spare._workdir, State.STARTED
+        self.network_note = spare.network_note
+        return True
 
     async def keep(self) -> dict[str, object]:
         """Keep the container after this run (``--keep-sandbox``): renamed so cleanup leaves it.
@@ -358,6 +401,7 @@ class DockerSandbox:
         ``stop()`` becomes a no-op.
         """
         container = self._require_container()
+        await self._settle()
         await call(self.api.rename, container, f"{KEPT_PREFIX}{container[:12]}")
         self._kept = True
         return {"schema_version": 1, "backend": self.backend, "sandbox_id": container,
@@ -369,7 +413,7 @@ class DockerSandbox:
         if self._kept:
             return
         if self._stop_task is None:
-            self._stop_task = asyncio.ensure_future(call(self._stop_blocking))
+            self._stop_task = asyncio.ensure_future(self._stop_all())
         try:
             await asyncio.shield(self._stop_task)
         except asyncio.CancelledError:
@@ -377,6 +421,19 @@ class DockerSandbox:
             raise
         except Exception:  # noqa: BLE001 - already logged in _stop_blocking
             pass
+
+    async def _stop_all(self) -> None:
+        await self._settle()
+        await call(self._stop_blocking)
+
+    async def _settle(self) -> None:
+        """Remove the spare and wait for the replaced containers' removals."""
+        if self._spare is not None:
+            _, spare, starting = self._spare
+            self._spare = None
+            await asyncio.gather(starting, return_exceptions=True)
+            await spare.stop()
+        await asyncio.gather(*self._removals, return_exceptions=True)
 
     def _stop_blocking(self) -> None:
         self._state = State.STOPPED
