@@ -315,11 +315,19 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
             error=turn_state.error, error_category=turn_state.error_category,
             n_tool_calls=outcome.n_tool_calls if outcome else None,
             n_prompts=outcome.n_prompts if outcome else None,
+            total_tokens=_tokens(outcome), cost_usd=(outcome.usage or {}).get("cost_usd") if outcome else None,
             session_id=outcome.session_id if outcome else None,
             timing={k: round(v, 1) for k, v in turn_timing.items()},
             started_at=str(started), finished_at=str(dt.datetime.now())).to_json())
     state.outcome = _combined(outcomes, stopped=stop)
     await _artifacts(req, sandbox, paths, state)
+
+
+def _tokens(outcome: AgentOutcome | None) -> int | None:
+    """The turn's metered tokens (input, output and cache), or None when nothing was metered."""
+    usage = (outcome.usage or {}) if outcome is not None else {}
+    values = [usage[k] for k in _SUMMED[:4] if isinstance(usage.get(k), (int, float))]
+    return int(sum(values)) if values else None
 
 
 def _safe(name: str) -> str:

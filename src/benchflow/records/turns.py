@@ -24,6 +24,9 @@ class TurnRecord(Record):
     error_category: str | None = Field(None, description="The error's category (contracts §3.11).")
     n_tool_calls: int | None = Field(None, description="Tool calls the agent made in this turn.")
     n_prompts: int | None = Field(None, description="Prompts of the turn's session (1 plus the simulated user's).")
+    total_tokens: int | None = Field(None, description="Tokens the turn's agent used (input, output and cache), as "
+                                     "metered; null when not known.")
+    cost_usd: float | None = Field(None, description="What the turn's model calls cost, or null.")
     session_id: str | None = Field(None, description="The turn's ACP session.")
     timing: dict[str, float] = Field(default_factory=dict, description="Seconds per phase of this turn "
                                      "(agent_setup, agent_execution).")

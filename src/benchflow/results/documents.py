@@ -58,6 +58,12 @@ class TrialSummary(BaseModel):
     """The job folder name, when several jobs are read together."""
     steps: list[dict[str, Any]] | None = None
     """A multi-step task's steps (``result.json`` ``steps``: index, name, status, reward, min_reward)."""
+    turns: list[dict[str, Any]] | None = None
+    """A multi-role scene's turns (``turns/<NN>-<role>/turn.json``: index, scene, role, agent, model, status,
+    n_tool_calls, total_tokens, cost_usd, seconds, error, error_category, folder, has_trajectory, user_rounds,
+    user_stopped_by)."""
+    simulated_user: dict[str, Any] | None = None
+    """The trial's simulated user in brief (``simulated-user.json``: model, rounds, max_rounds, stopped_by)."""
     review: dict[str, Any] | None = None
     """The current rubric scoring revision (``result.json`` ``scoring``: current, attempt, status, rubric_reward,
     decision); beside ``reward``, never replacing it."""
@@ -124,6 +130,9 @@ class TrialDocument(BaseModel):
     files: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     trajectories: dict[str, list[Any]] | None = None
+    conversations: list[dict[str, Any]] = Field(default_factory=list)
+    """Every ``simulated-user.json`` in full (rounds with the agent's message and the user's reply, why it
+    stopped), each with its ``folder``: "." for the trial, ``turns/<NN>-<role>`` for a scene's turn."""
     branches: dict[str, Any] | None = None
     """A branched trial's ``benchflow.branch-view`` document (forks, children, rewards, advantages)."""
 

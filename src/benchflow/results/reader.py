@@ -37,6 +37,7 @@ from benchflow.records import (
 
 from .documents import TrialSummary
 from .review import integrity_of, review_of
+from .turns import read_turns, read_user
 from .outcome import (
     assessment_of,
     control_of,
@@ -70,8 +71,9 @@ def reward_of(result: TrialResult | dict[str, Any]) -> tuple[float | None, dict 
 
 
 def summarize(trial: TrialPaths, result: TrialResult | None, config: TrialConfig | None,
-              job: str | None = None) -> TrialSummary:
-    """A :class:`TrialSummary` from the records; ``result=None`` means unfinished."""
+              job: str | None = None, notes: list[str] | None = None) -> TrialSummary:
+    """A :class:`TrialSummary` from the records; ``result=None`` means unfinished (an unreadable turn or
+    simulated-user record is a note in ``notes``)."""
     finished = result is not None
     root = os.fspath(trial.root)
     r = result if result is not None else TrialResult(task_name=task_name_of(trial, None, config))
@@ -100,6 +102,7 @@ def summarize(trial: TrialPaths, result: TrialResult | None, config: TrialConfig
         n_attempts=1, job=job,
         steps=[step.model_dump(mode="json") for step in r.steps] if r.steps else None,
         review=review_of(result), integrity=integrity_of(trial),
+        turns=read_turns(trial, notes), simulated_user=read_user(trial, notes),
     ))
 
 
@@ -117,7 +120,7 @@ def read_trial_summary(trial: TrialPaths, notes: list[str] | None = None, job: s
     if result is None:
         config = read_optional(TrialConfig, os.path.join(root, CONFIG_NAME), notes if notes is not None else [],
                                name=name)
-    summary = summarize(trial, result, config, job)
+    summary = summarize(trial, result, config, job, notes)
     timing = result.timing.model_dump() if result is not None and result.timing is not None else None
     return summary, timing
 

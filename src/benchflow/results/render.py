@@ -117,6 +117,10 @@ def render_job(doc: JobDocument) -> str:
     for trial in doc.trials:
         if trial.steps:
             lines.append(f"{trial.name} steps: " + " · ".join(step_cells(trial.steps)))
+        if trial.turns:
+            lines.append(f"{trial.name} turns: " + " · ".join(turn_cells(trial.turns)))
+        if trial.simulated_user:
+            lines.append(f"{trial.name} simulated user: {user_text(trial.simulated_user)}")
     return "\n".join(line for line in lines if line is not None) + "\n"
 
 
@@ -133,6 +137,31 @@ def step_cells(steps: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def turn_cells(turns: list[dict[str, Any]]) -> list[str]:
+    """``01 writer (claude-agent-acp) finished``, ``02 reviewer (codex-acp) failed``, ``03 editor not run``."""
+    out = []
+    for turn in turns:
+        agent = f" ({turn['agent']})" if turn.get("agent") else ""
+        out.append(f"{turn['index']:02d} {turn['role']}{agent} {str(turn['status']).replace('_', ' ')}")
+    return out
+
+
+def user_text(user: dict[str, Any]) -> str:
+    """``2 of 3 rounds (model scripted), stopped: satisfied``."""
+    return (f"{user.get('rounds')} of {user.get('max_rounds')} rounds (model {user.get('model')}), "
+            f"stopped: {user.get('stopped_by') or '-'}")
+
+
+def turn_table(turns: list[dict[str, Any]]) -> str:
+    """One row per turn of a scene trial, the simulated user's rounds in the last column."""
+    rows = [[f"{t['index']:02d}", t.get("scene"), t.get("role"), t.get("agent") or "-", t.get("model") or "-",
+             t.get("status"), _dash(t.get("n_tool_calls")), _dash(t.get("total_tokens")), num(t.get("seconds"), 1),
+             "-" if t.get("user_rounds") is None else f"{t['user_rounds']} ({t.get('user_stopped_by') or '-'})",
+             t.get("folder")] for t in turns]
+    return table(("turn", "scene", "role", "agent", "model", "status", "tools", "tokens", "seconds", "user rounds",
+                  "folder"), rows)
+
+
 def render_trial(doc: TrialDocument) -> str:
     t = doc.summary
     lines = [f"Trial {doc.name}  ({doc.path})", f"task: {t.task_name}  agent: {t.agent}  model: {t.model}",
@@ -147,6 +176,16 @@ def render_trial(doc: TrialDocument) -> str:
         lines.append(f"see: bench explain {t.verifier_error_category or t.error_category}")
     if t.steps:
         lines.append("steps: " + " · ".join(step_cells(t.steps)))
+    if t.turns:
+        lines += ["turns:", *("  " + row for row in turn_table(t.turns).splitlines())]
+        lines += [f"turn {turn['index']:02d} error [{turn.get('error_category')}]: {turn['error']}"
+                  for turn in t.turns if turn.get("error")]
+    if t.simulated_user:
+        lines.append(f"simulated user: {user_text(t.simulated_user)}")
+    for talk in doc.conversations:
+        where = "" if talk["folder"] == "." else f" ({talk['folder']})"
+        for r in talk.get("rounds") or []:
+            lines.append(f"user round {r.get('round')}{where}: {_one_line(r.get('reply'))}")
     if t.review or t.integrity:
         from .review import integrity_text, review_text
 
@@ -160,6 +199,15 @@ def render_trial(doc: TrialDocument) -> str:
     lines += [f"note: {n}" for n in doc.notes]
     lines.append("files: " + ", ".join(doc.files[:50]) + (" …" if len(doc.files) > 50 else ""))
     return "\n".join(lines) + "\n"
+
+
+def _dash(value: Any) -> Any:
+    return "-" if value is None else value
+
+
+def _one_line(text: Any, cap: int = 160) -> str:
+    flat = " ".join(str(text or "").split())
+    return flat if len(flat) <= cap else flat[: cap - 1] + "…"
 
 
 def render_comparison(c: Comparison) -> str:

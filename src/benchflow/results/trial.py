@@ -14,6 +14,7 @@ from benchflow.records import TrialConfig, TrialResult, TrialTiming, Unreadable,
 from . import trajectory
 from .documents import TrialDocument
 from .reader import is_trial_dir, require_dir, summarize
+from .turns import conversations
 
 VERIFIER_TEXT_CAP = 64 * 1024
 """Bytes of each verifier file kept in the document (the tail is what explains a failure)."""
@@ -98,13 +99,16 @@ def load_trial(path: str | Path, *, verifier: bool = True, trajectories: bool = 
     trajs = None
     if trajectories:
         trajs = {"acp": trajectory.read_all(path, "acp"), "llm": trajectory.read_all(path, "llm")}
+    summary = summarize(trial, result, config, path.parent.name, notes)
+    branches, talks = _branches(trial, notes), conversations(trial, notes)
     return TrialDocument(
-        path=str(path), name=trial.name, summary=summarize(trial, result, config, path.parent.name),
+        path=str(path), name=trial.name, summary=summary,
         config=config.to_json() if config else None, result=result.to_json() if result else None,
         timing=timing.model_dump(mode="json") if timing else None, prompts=prompts, instruction=instruction,
         verifier_files=verifier_files(trial) if verifier else {}, reward_details=details,
-        regrade=regrade if isinstance(regrade, dict) else None, files=list_files(trial), notes=notes,
-        trajectories=trajs, branches=_branches(trial, notes),
+        regrade=regrade if isinstance(regrade, dict) else None, files=list_files(trial),
+        notes=list(dict.fromkeys(notes)),
+        trajectories=trajs, branches=branches, conversations=talks,
     )
 
 

@@ -1,0 +1,73 @@
+"""A scene trial read back: bench results / bench eval inspect show its turns and the simulated user's rounds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import run_bench
+from tests.fixtures.jobgen import TrialSpec, write_job
+
+WRITER = {"trial_name": "t", "index": 1, "scene": "review", "role": "writer", "agent": "claude-agent-acp",
+          "model": "claude-sonnet-4-6", "status": "finished", "n_tool_calls": 5, "n_prompts": 2,
+          "total_tokens": 4200, "cost_usd": 0.02, "timing": {"agent_setup": 1.5, "agent_execution": 10.0}}
+REVIEWER = {"trial_name": "t", "index": 2, "scene": "review", "role": "reviewer", "agent": "codex-acp",
+            "model": None, "status": "failed", "error": "the agent exited with status 1",
+            "error_category": "agent_integration", "n_tool_calls": 0, "timing": {"agent_execution": 2.0}}
+EDITOR = {"index": 3, "scene": "review", "role": "editor", "agent": "claude-agent-acp", "status": "not_run"}
+USER = {"model": "scripted", "max_rounds": 3, "until_satisfied": True, "stopped_by": "satisfied",
+        "rounds": [{"round": 1, "agent_message": "Which door?", "reply": "door_code: 4417"}]}
+
+
+def scene_job(root: Path) -> Path:
+    files = {"turns/01-writer/turn.json": json.dumps(WRITER), "turns/01-writer/simulated-user.json": json.dumps(USER),
+             "turns/01-writer/trajectory/acp_trajectory.jsonl": '{"type": "agent_message", "text": "hi"}\n',
+             "turns/02-reviewer/turn.json": json.dumps(REVIEWER),
+             "turns/02-reviewer/trajectory/acp_trajectory.jsonl": "",
+             "turns/03-editor/turn.json": json.dumps(EDITOR)}
+    return write_job(root, "job", [
+        TrialSpec("scene-task", suffix="aaaa0001", files=files),
+        TrialSpec("user-task", suffix="aaaa0002", files={"simulated-user.json": json.dumps(USER)}),
+        TrialSpec("plain-task", suffix="aaaa0003")])
+
+
+def test_bench_results_lists_each_scene_turn_and_the_user_rounds(tmp_path):
+    job = scene_job(tmp_path)
+    out = run_bench("results", str(job))
+    assert out.returncode == 0, out.stderr
+    assert ("scene-task__aaaa0001 turns: 01 writer (claude-agent-acp) finished · 02 reviewer (codex-acp) failed · "
+            "03 editor (claude-agent-acp) not run") in out.stdout
+    assert "user-task__aaaa0002 simulated user: 1 of 3 rounds (model scripted), stopped: satisfied" in out.stdout
+    assert "plain-task__aaaa0003 turns" not in out.stdout
+    doc = json.loads(run_bench("results", str(job), "--json").stdout)
+    rows = {t["task_name"]: t for t in doc["trials"]}
+    assert [(t["role"], t["status"], t["total_tokens"], t["seconds"]) for t in rows["scene-task"]["turns"]] == [
+        ("writer", "finished", 4200, 11.5), ("reviewer", "failed", None, 2.0), ("editor", "not_run", None, None)]
+    assert rows["scene-task"]["turns"][0]["user_rounds"] == 1 and rows["plain-task"]["turns"] is None
+    assert rows["user-task"]["simulated_user"] == {"model": "scripted", "rounds": 1, "max_rounds": 3,
+                                                   "stopped_by": "satisfied"}
+
+
+def test_inspecting_a_scene_trial_shows_the_turn_table_errors_and_replies(tmp_path):
+    trial = scene_job(tmp_path) / "scene-task__aaaa0001"
+    out = run_bench("eval", "inspect", str(trial))
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.strip().startswith("01 "))
+    assert row.split()[:10] == ["01", "review", "writer", "claude-agent-acp", "claude-sonnet-4-6", "finished", "5",
+                                "4200", "11.5", "1"]
+    assert "turn 02 error [agent_integration]: the agent exited with status 1" in out.stdout
+    assert "user round 1 (turns/01-writer): door_code: 4417" in out.stdout
+    doc = json.loads(run_bench("eval", "inspect", str(trial), "--json").stdout)
+    assert [t["folder"] for t in doc["summary"]["turns"]] == ["turns/01-writer", "turns/02-reviewer",
+                                                             "turns/03-editor"]
+    assert doc["conversations"] == [{"folder": "turns/01-writer", **USER}]
+
+
+def test_an_unreadable_turn_record_is_a_note_not_a_crash(tmp_path):
+    job = write_job(tmp_path, "job", [TrialSpec("scene-task", suffix="bbbb0001", files={
+        "turns/01-writer/turn.json": json.dumps(WRITER), "turns/02-reviewer/turn.json": "{not json",
+        "simulated-user.json": "[]"})])
+    out = run_bench("eval", "inspect", str(job / "scene-task__bbbb0001"), "--json")
+    doc = json.loads(out.stdout)
+    assert [t["role"] for t in doc["summary"]["turns"]] == ["writer"]
+    assert any("02-reviewer/turn.json" in note and "not valid JSON" in note for note in doc["notes"])
