@@ -3,32 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from tests.conftest import run_bench
 from tests.fixtures.jobgen import TrialSpec, write_job
-
-WRITER = {"trial_name": "t", "index": 1, "scene": "review", "role": "writer", "agent": "claude-agent-acp",
-          "model": "claude-sonnet-4-6", "status": "finished", "n_tool_calls": 5, "n_prompts": 2,
-          "total_tokens": 4200, "cost_usd": 0.02, "timing": {"agent_setup": 1.5, "agent_execution": 10.0}}
-REVIEWER = {"trial_name": "t", "index": 2, "scene": "review", "role": "reviewer", "agent": "codex-acp",
-            "model": None, "status": "failed", "error": "the agent exited with status 1",
-            "error_category": "agent_integration", "n_tool_calls": 0, "timing": {"agent_execution": 2.0}}
-EDITOR = {"index": 3, "scene": "review", "role": "editor", "agent": "claude-agent-acp", "status": "not_run"}
-USER = {"model": "scripted", "max_rounds": 3, "until_satisfied": True, "stopped_by": "satisfied",
-        "rounds": [{"round": 1, "agent_message": "Which door?", "reply": "door_code: 4417"}]}
-
-
-def scene_job(root: Path) -> Path:
-    files = {"turns/01-writer/turn.json": json.dumps(WRITER), "turns/01-writer/simulated-user.json": json.dumps(USER),
-             "turns/01-writer/trajectory/acp_trajectory.jsonl": '{"type": "agent_message", "text": "hi"}\n',
-             "turns/02-reviewer/turn.json": json.dumps(REVIEWER),
-             "turns/02-reviewer/trajectory/acp_trajectory.jsonl": "",
-             "turns/03-editor/turn.json": json.dumps(EDITOR)}
-    return write_job(root, "job", [
-        TrialSpec("scene-task", suffix="aaaa0001", files=files),
-        TrialSpec("user-task", suffix="aaaa0002", files={"simulated-user.json": json.dumps(USER)}),
-        TrialSpec("plain-task", suffix="aaaa0003")])
+from tests.fixtures.scene_trial import USER, WRITER, scene_job
 
 
 def test_bench_results_lists_each_scene_turn_and_the_user_rounds(tmp_path):

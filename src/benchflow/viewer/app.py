@@ -11,7 +11,8 @@ Endpoints (all GET unless noted)::
     /api/overview                       what was opened; job list; confirm bar settings; preference
                                         ratings (ratings.v1.json) near the jobs, see ratings.py
     /api/job?id=J                       benchflow.job document, each trial with its "id"
-    /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review, human assessment
+    /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review, human assessment;
+                                        a scene's turns each with the "id" of its own folder (its trajectory)
     /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events
     /api/compare?a=J&b=J                benchflow.comparison document
     /api/outcomes?id=J[&id=J2…][&part=pareto|outcomes|training]
@@ -210,7 +211,7 @@ class Viewer:
         totals = {kind: self._page(path, kind, 0, 0)[1] for kind in ("acp", "llm")}
         if path.is_file() or not is_trial_dir(path):  # a lone trajectory file, or a session with only trajectory/
             return {"kind": "benchflow.trial", "id": self.source.ident(path), "name": path.name,
-                    "path": str(path), "summary": None, "totals": totals}
+                    "path": str(path), "summary": None, "totals": totals, "turn": _turn_of(path)}
         doc = load_trial(path).model_dump(mode="json")
         doc.pop("trajectories", None)
         doc["id"] = self.source.ident(path)
@@ -218,6 +219,9 @@ class Viewer:
         from .branches import branch_tree
 
         doc["branches"] = branch_tree(path, self.source.ident)
+        for turn in (doc.get("summary") or {}).get("turns") or []:  # a scene's turn: its own trajectory page
+            folder = path / turn["folder"]
+            turn["id"] = self.source.ident(folder) if turn.get("has_trajectory") and folder.is_dir() else None
         from benchflow.jobs.layout import TrialPaths
         from benchflow.results.review import review_detail
 
@@ -286,6 +290,17 @@ class Viewer:
             if self.confirm.on_decision is not None:
                 self.confirm.on_decision(choice)
         return _json({"decision": self.confirm.decision})
+
+
+def _turn_of(path: Path) -> dict[str, Any] | None:
+    """A scene turn's folder (``turns/<NN>-<role>``): its turn.json, so the page can say which turn it shows."""
+    from benchflow.records import read_optional
+    from benchflow.records.turns import TurnRecord
+
+    if path.is_file() or path.parent.name != "turns":
+        return None
+    turn = read_optional(TurnRecord, path / "turn.json", [])
+    return turn.to_json() if turn is not None else None
 
 
 def _guard(handler: Callable[[Request], Any]) -> Callable[[Request], Any]:

@@ -21,6 +21,13 @@
         {key: "timing", label: "Timing", render: () => timingTab(doc)},
         {key: "record", label: "Config & result", render: () => recordTab(doc)});
     }
+    const turns = (doc.summary && doc.summary.turns) || [];
+    if (turns.length) tabs.push({key: "turns", label: "Turns (" + turns.length + ")", render: () => turnsTab(turns)});
+    const talks = doc.conversations || [];
+    if (talks.length) {
+      const n = talks.reduce((sum, t) => sum + (t.rounds || []).length, 0);
+      tabs.push({key: "user", label: "Simulated user (" + n + " rounds)", render: () => userTab(talks)});
+    }
     if (doc.branches) {
       const n = doc.branches.forks.reduce((sum, f) => sum + f.children.length, 0);
       tabs.push({key: "branches", label: "Branches (" + n + ")", render: () => branchesTab(doc.branches)});
@@ -40,6 +47,9 @@
   };
 
   function crumbs(id, overview) {
+    const turn = id.match(/^(?:(.*)\/)?turns\/[^/]+$/);  // a scene turn's folder: back to its trial's turns
+    if (turn) return el("div", {class: "crumbs"}, el("a", {href: link("trial", {id: turn[1] || ".", tab: "turns"}),
+                                                           id: "back-to-trial", text: "← trial"}));
     if (overview.kind !== "job" && overview.kind !== "jobs") return null;
     const parent = id.includes("/") ? id.slice(0, id.lastIndexOf("/")) : ".";
     const href = BF.lastJob && BF.lastJob.id === parent ? BF.lastJob.href : link("job", {id: parent});
@@ -48,6 +58,13 @@
 
   function header(doc) {
     const s = doc.summary;
+    const t = doc.turn;
+    if (!s && t) return el("div", {class: "card", id: "turn-header"},
+      el("h1", {}, "Turn " + String(t.index).padStart(2, "0") + " · " + t.role + " ", badge(t.status.replace(/_/g, " "), TURN_BADGE[t.status])),
+      el("div", {class: "muted", text: "scene " + t.scene + " · " + doc.path}),
+      el("div", {class: "stats"}, stat(t.agent || "—", "agent"), stat(t.model || "—", "model"),
+        stat(fmt.num(t.n_tool_calls), "tool calls"), stat(fmt.num(t.total_tokens), "tokens")),
+      t.error ? el("p", {class: "error-text", text: "Error (" + (t.error_category || "other") + "): " + t.error}) : null);
     if (!s) return el("div", {class: "card"}, el("h1", {text: doc.name}), el("p", {class: "muted", text: doc.path}));
     return el("div", {class: "card", id: "trial-header"},
       el("h1", {}, s.task_name, " ", badge(s.outcome)),
@@ -311,6 +328,35 @@
     }
     const roots = view.forks.filter((f) => f.parent_node === null);
     return el("div", {class: "card", id: "branch-tree"}, el("ul", {class: "tree"}, roots.map(fork)));
+  }
+
+  /* A scene's turns in order: who played each role, how it ended, and a link to its own trajectory. */
+  const TURN_BADGE = {finished: "completed", failed: "failed", timed_out: "errored", not_run: "pending"};
+
+  function turnsTab(turns) {
+    const head = ["turn", "scene", "role", "agent", "model", "status", "tool calls", "tokens", "seconds", "user rounds", "trajectory"];
+    const rows = turns.map((t) => {
+      const nn = String(t.index).padStart(2, "0");
+      return el("tr", {id: "turn-" + nn, "data-turn": t.index, "data-role": t.role},
+        el("td", {text: nn}), el("td", {text: t.scene}), el("td", {text: t.role}), el("td", {text: t.agent || "—"}),
+        el("td", {text: t.model || "—"}),
+        el("td", {}, badge(t.status.replace(/_/g, " "), TURN_BADGE[t.status]), t.error ? el("div", {class: "error-text", text: t.error}) : null),
+        el("td", {text: fmt.num(t.n_tool_calls)}), el("td", {text: fmt.num(t.total_tokens)}), el("td", {text: fmt.secs(t.seconds)}),
+        el("td", {text: t.user_rounds === null || t.user_rounds === undefined ? "—" : t.user_rounds + " (" + (t.user_stopped_by || "—") + ")"}),
+        el("td", {}, t.id ? el("a", {href: link("trial", {id: t.id, tab: "acp"}), text: "trajectory"}) : el("span", {class: "muted", text: t.folder})));
+    });
+    return el("div", {class: "card", id: "turns"}, el("h2", {text: "Turns"}),
+      el("table", {class: "data"}, el("thead", {}, el("tr", {}, head.map((h) => el("th", {text: h})))), el("tbody", {}, rows)));
+  }
+
+  /* Each simulated-user conversation: the agent's message and the user's reply, round by round. */
+  function userTab(talks) {
+    return el("div", {id: "simulated-user"}, talks.map((talk) => el("div", {class: "card conversation", "data-folder": talk.folder},
+      el("h2", {text: talk.folder === "." ? "Simulated user" : "Simulated user · " + talk.folder}),
+      kv([["Model", talk.model], ["Rounds", (talk.rounds || []).length + " of " + talk.max_rounds], ["Stopped", talk.stopped_by || "—"]]),
+      (talk.rounds || []).map((r) => el("div", {class: "round", "data-round": r.round},
+        el("div", {class: "label", text: "Round " + r.round + ": agent"}), textBlock(r.agent_message, {cls: "text", label: "agent message"}),
+        el("div", {class: "label", text: "Round " + r.round + ": user"}), textBlock(r.reply, {cls: "text", label: "reply"}))))));
   }
 
   function recordTab(doc) {
