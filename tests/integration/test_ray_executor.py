@@ -1,7 +1,8 @@
 """``bench run --executor ray`` on a real two-node Ray cluster on this machine (Ray's own cluster
 utilities: a head and a worker node, each its own raylet, both on this machine, sandboxes in this
 machine's Docker engine): trials land on both nodes and the driver alone writes the job folder;
-a node killed mid-run loses nothing; Ctrl-C then ``bench eval resume`` finishes the job; a
+a node killed mid-run loses nothing; Ctrl-C then ``bench eval resume`` finishes the job; the
+``ray://`` (Ray Client) spelling runs the job too; a
 model-calling agent (the scripted ACP double) on a node reaches the fake upstream only through
 the driver's gateway."""
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -38,17 +40,25 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     patch = pytest.MonkeyPatch()
     patch.setenv("BENCHFLOW_RAY_SCRATCH", str(scratch))  # the nodes' processes inherit it
     temp_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"bfray-{os.getpid()}"  # short: Ray's socket paths
+    client_port = _free_port()
     made = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 1, "include_dashboard": False, "temp_dir": str(temp_dir),
-        "_system_config": FAST_HEALTH_CHECKS})
+        "ray_client_server_port": client_port, "_system_config": FAST_HEALTH_CHECKS})
     try:
         made.add_node(num_cpus=1)
         made.wait_for_nodes()
         made.scratch = scratch / "benchflow-ray"
+        made.client_address = f"ray://127.0.0.1:{client_port}"
         yield made
     finally:
         made.shutdown()
         patch.undo()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _env(cluster, **extra: str) -> dict[str, str]:
@@ -108,6 +118,17 @@ def test_trials_land_on_both_nodes_and_only_the_driver_writes_the_job(cluster, t
     summary = json.loads((job / "summary.json").read_text())
     assert (summary["total"], summary["passed"]) == (4, 4)
     assert json.loads((job / "evaluation.json").read_text())["run_config"]["executor"] == "ray"
+
+
+def test_ray_client_address_runs_the_job_on_the_cluster(cluster, tmp_path: Path) -> None:
+    jobs = tmp_path / "jobs"
+    env = {key: value for key, value in _env(cluster).items() if key != "RAY_ADDRESS"}
+    done = run_bench("run", str(_tasks(tmp_path, "mn", 0)), "-s", "docker", "-j", "2",
+                     "--executor", cluster.client_address, "--jobs-dir", str(jobs), env=env, timeout=300)
+    assert done.returncode == 0, done.stderr + done.stdout
+    trials = _trials(_only_job(jobs))
+    assert sorted(c["task_name"] for c, _ in trials) == ["m", "n"]
+    assert all(c["executor"]["node_id"] in _node_ids(cluster) for c, _ in trials)
 
 
 def test_ctrl_c_cancels_the_cluster_trials_and_eval_resume_finishes_the_job(cluster, tmp_path: Path) -> None:

@@ -45,6 +45,8 @@ class RayExecutor:
     remote: bool = True
     _task: Any = None
     _folders: dict[Path, Any] = field(default_factory=dict)
+    _lost_on: dict[str, Any] = field(default_factory=dict)
+    """Job label -> backend of attempts whose worker died: their sandboxes are reaped again at close."""
 
     def __post_init__(self) -> None:
         self._task = self.ray.remote(run_attempt_on_node)
@@ -111,8 +113,17 @@ class RayExecutor:
                               outcome=None, verifier=None, error=error, error_category=category)
         atomic.write_json(paths.result, result)
         if req.labels.get("benchflow.job"):
+            self._lost_on[req.labels["benchflow.job"]] = req.backend
             await asyncio.to_thread(reap, req.backend, req.labels["benchflow.job"])
         return result
+
+    async def close(self) -> None:
+        """Reap once more what lost attempts left on the driver's engine: a dead node's worker can
+        outlive the loss by a while, and its sandbox is an orphan only once it is gone."""
+        from benchflow.sandbox.orphans import reap
+
+        for label, backend in self._lost_on.items():
+            await asyncio.to_thread(reap, backend, label)
 
 
 async def _settle(ref: Any, timeout_sec: float = 60.0) -> None:

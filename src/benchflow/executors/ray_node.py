@@ -24,6 +24,10 @@ from .gateway_link import LinkAddress, RemoteModelAccess
 from .trial_bundle import pack, unpack
 
 
+_REAPED: set[tuple[str, str]] = set()
+"""(backend, job) pairs this worker process has already cleared of dead attempts' sandboxes."""
+
+
 @dataclass
 class NodeWork:
     """Everything one attempt needs, as plain picklable values (no engine object crosses)."""
@@ -111,10 +115,12 @@ async def _run(work: NodeWork, task: Any, scratch: Path) -> dict[str, Any]:
         ca_bundle = atomic.write_bytes(scratch / "ca-bundle.pem", work.ca_bundle)
     models = RemoteModelAccess(work.link) if work.link is not None else None
     backend = get_backend(work.backend_name)
-    if work.labels.get("benchflow.job"):  # what an attempt of this job left here when its worker was killed
+    job_label = work.labels.get("benchflow.job")
+    if job_label and (work.backend_name, job_label) not in _REAPED:  # what killed attempts of the job left here
         from benchflow.sandbox.orphans import reap
 
-        await asyncio.to_thread(reap, backend, work.labels["benchflow.job"])
+        await asyncio.to_thread(reap, backend, job_label)
+        _REAPED.add((work.backend_name, job_label))
     request = TrialRequest(task=task, digest=work.digest, prompts=work.prompts, job=job, spec=work.spec,
                            agent=work.agent, backend=backend, backend_name=work.backend_name,
                            attempt=work.attempt, labels=work.labels, seed=work.seed, models=models, fit=work.fit,
