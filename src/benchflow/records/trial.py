@@ -151,6 +151,10 @@ class TrialConfig(Record):
                                                 "timeout_sec, idle_timeout_sec, skills_dir, capabilities, env_keys}], "
                                                 "turns: [{role, has_prompt}]}]; [] for a task without scenes, null in "
                                                 "records written before it was recorded.")
+    executor: dict[str, Any] | None = Field(None, description="Where the trial ran when not in the driver's "
+                                            "process (--executor ray): kind (ray), cluster, node_id, node_ip, "
+                                            "hostname; lost: true when the node died before it finished. "
+                                            "null for in-process trials.")
 
 
 class CheckpointRetry(Block):
