@@ -93,8 +93,38 @@ def scene_issues(task: Any) -> list[str]:
         issues.append(f"benchflow.prompt.order {order!r}: name only {', '.join(PARTS)}")
     for name, role in task.roles.items():
         agent = str(role.get("agent") or "")
-        if "/" in agent or agent.endswith(".toml") or agent.startswith("."):
+        if _is_file(agent):
             issues.append(f"agents.roles.{name}.agent {agent!r}: name a registry agent, not a file")
+    return issues
+
+
+def _is_file(agent: str) -> bool:
+    return "/" in agent or agent.endswith(".toml") or agent.startswith(".")
+
+
+def _resolved(name: str, harness: str) -> tuple[str | None, str | None]:
+    """(the agent's name, None), or (None, why ``name`` does not resolve under ``harness``: the registry's line)."""
+    from benchflow import agents
+
+    try:
+        return agents.resolve(name, harness=harness).name, None
+    except BenchError as exc:
+        return None, str(exc)
+
+
+def _role_agent_issues(task: Any, spec: Any) -> list[str]:
+    """A role its scenes play whose agent does not resolve: refused up front rather than at its turn."""
+    issues = []
+    harness = spec.harness or "acp"
+    own = {spec.agent, _resolved(spec.agent, harness)[0]} if spec.agent else set()
+    played = dict.fromkeys(turn["role"] for scene in task.scenes for turn in scene["turns"])
+    for role in played:
+        agent = str((task.roles.get(role) or {}).get("agent") or "")
+        if not agent or agent in own or (_is_file(agent) and not spec.scenes):
+            continue  # the run's own agent, or a task role naming a file (the runtime check refuses that)
+        problem = _resolved(agent, harness)[1]
+        if problem:
+            issues.append(f"role {role} (agent {agent}): {problem}")
     return issues
 
 
@@ -106,7 +136,7 @@ def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
     if spec.agent in ("oracle", "nop"):
         return [], []
     task = with_run_scenes(task, spec.scenes)
-    issues, warnings = [], []
+    issues, warnings = _role_agent_issues(task, spec), []
     if task.scenes and spec.checkpoints:
         issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "
                       "follow; leave --checkpoints out")
@@ -180,16 +210,22 @@ def role_agents(req: TrialRequest) -> list[Any]:
 
 def scene_record(req: TrialRequest) -> list[dict[str, Any]]:
     """``config.json`` ``scenes``: every scene with its roles as they are played and its turns."""
+    return scenes_as_run(req.task, req.spec, req.agent.name)
+
+
+def scenes_as_run(task: Any, spec: Any, agent_name: str) -> list[dict[str, Any]]:
+    """:func:`scene_record` of ``task`` (its scenes as the run gives them) under ``spec`` with the run's agent
+    ``agent_name``: also what a resumed run compares with a finished trial's record (``jobs.job.CHANGE_KEYS``)."""
     out = []
-    for scene in req.task.scenes:
+    for scene in task.scenes:
         roles = []
         for name in scene["roles"]:
-            cfg = req.task.roles.get(name) or {}
-            own = cfg.get("agent") in (None, req.agent.name)
+            cfg = task.roles.get(name) or {}
+            own = cfg.get("agent") in (None, agent_name)
             roles.append({"name": name, "agent": cfg.get("agent"),
-                          "model": cfg.get("model") or (req.spec.model if own else None),
+                          "model": cfg.get("model") or (spec.model if own else None),
                           "reasoning_effort": cfg.get("reasoning_effort") or
-                          (req.spec.reasoning_effort if own else None),
+                          (spec.reasoning_effort if own else None),
                           "timeout_sec": cfg.get("timeout_sec"), "idle_timeout_sec": cfg.get("idle_timeout_sec"),
                           "skills_dir": cfg.get("skills_dir") or scene.get("skills_dir"),
                           "capabilities": list(cfg.get("capabilities") or []),
