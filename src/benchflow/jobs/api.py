@@ -135,8 +135,12 @@ def _finished_result(trial: Any) -> dict[str, Any] | None:
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
     from benchflow.skills.policy import policy_of
 
+    from .scene_config import with_run_scenes
+    from .scenes import scenes_as_run
+
     return {**comparable_settings(spec, agent_name, planned.digest, planned.prompts),
-            "skill_mode": policy_of(spec).mode}
+            "skill_mode": policy_of(spec).mode,
+            "scenes": scenes_as_run(with_run_scenes(planned.task, spec.scenes), spec, agent_name)}
 
 
 async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: Any, backend: Any,

@@ -25,10 +25,11 @@ from .layout import JobPaths, TrialPaths, unit_key
 
 CHANGE_KEYS = ("task_digest", "agent", "model", "reasoning_effort", "sandbox_user", "agent_env",
                "prompts_sha256", "timeout_multiplier", "extra_instruction", "config_override",
-               "verifier_sandbox", "skill_mode")
-"""Settings a finished trial must share with this run to be reused."""
+               "verifier_sandbox", "skill_mode", "scenes")
+"""Settings a finished trial must share with this run to be reused (``scenes``: the scenes as played, which a
+run config's ``scenes`` change without changing the task's digest)."""
 
-CHANGE_DEFAULTS = {"verifier_sandbox": "task", "skill_mode": "no-skill"}
+CHANGE_DEFAULTS: dict[str, Any] = {"verifier_sandbox": "task", "skill_mode": "no-skill", "scenes": []}
 """What a trial recorded before a key was written ran with (so such trials are still reused)."""
 
 
