@@ -3,8 +3,9 @@
 Refused before anything starts (exit 2 for a bad flag, 1 for a run card that
 refuses): a backend without snapshots (``Capabilities.snapshots``), kept
 snapshots where they cannot outlive their sandbox, ``--snapshot-layers
-environment`` for a task that declares no environment state, and
-``--resume-session`` where no conversation can be reloaded.
+environment|both`` for a task that declares no environment state (and
+``environment`` with isolated or nested children, which need a sandbox
+snapshot), and ``--resume-session`` where no conversation can be reloaded.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ the snapshot) → with ``--parent continue``, restore once more, send the
 remaining prompts and verify → ``result.json``. A child with nested children
 is snapshotted after its agent phase, and its fork runs while its sandbox
 still exists. A rerun runs only what is unfinished.
+
+A fork's snapshot is the declared environment state (:mod:`.env_state`, with
+``--snapshot-layers environment|both``) and the sandbox snapshot (unless
+``environment``). Sequential children ask the backend to start the next
+restore's sandbox ahead (``prepare_restore``) while a child runs.
 """
 
 from __future__ import annotations
@@ -40,10 +45,9 @@ from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
 
 from . import env_state
-
 from .checkpoint import send_prompts
-from .env_state import DeclaredState
 from .child import ChildRun, run_child
+from .env_state import DeclaredState
 from .spec import BranchSpec, checkpoint_after
 from .tree import ROOT_FORK, TreeFile, child_paths, child_prompts, fork_id
 
