@@ -43,7 +43,6 @@ DEFAULT_ORDER = ("docker", "local")
 
 # Names the CLI reference knows that this build does not provide, with why.
 UNSUPPORTED = {
-    "daytona": "no Daytona backend yet",
     "modal": "no Modal backend yet",
     "agentcore": "no AWS AgentCore backend yet",
     "apple-container": "Apple's container CLI runs only on macOS, and there is no backend for it yet",

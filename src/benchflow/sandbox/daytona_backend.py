@@ -1,0 +1,166 @@
+"""The ``daytona`` backend: sandboxes in Daytona's cloud, through the ``daytona`` SDK.
+
+Credentials come from the environment only: ``DAYTONA_API_KEY`` and
+``DAYTONA_API_URL`` (default ``https://app.daytona.io/api``). Every sandbox
+carries the owner labels of the docker backend (``benchflow.owned``, job,
+trial, owning pid and host) plus ``benchflow.backend=daytona``, so
+``leftovers`` finds what a killed run left with one ``GET /sandbox?labels=…``
+and ``remove`` deletes it.
+
+What it can do (see docs/daytona.md): ``no-network`` is Daytona's
+``networkBlockAll`` and ``public`` its default; ``allowlist`` is refused (the
+trial's egress proxy is reached over a host socket mount, which a cloud
+sandbox has not, and Daytona's own allow list takes CIDR ranges, not the
+task's host names). Builds from the task's Dockerfile (Daytona builds them;
+:mod:`.daytona_build`) or a prebuilt image; cpus and memory are Daytona's
+quotas (whole CPUs, whole GiB). No snapshots, kept sandboxes, host mounts,
+GPUs or multi-service pods here.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime
+
+from benchflow.errors import SandboxUnavailable
+
+from . import docker_engine as eng
+from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+
+NAME = "daytona"
+KEY_ENV = "DAYTONA_API_KEY"
+URL_ENV = "DAYTONA_API_URL"
+DEFAULT_URL = "https://app.daytona.io/api"
+REQUEST_TIMEOUT_SEC = 30
+
+
+def settings() -> tuple[str, str]:
+    """(API URL, API key) from the environment.
+
+    Raises:
+        SandboxUnavailable: no key.
+    """
+    key = os.environ.get(KEY_ENV, "").strip()
+    if not key:
+        raise SandboxUnavailable(f"--sandbox {NAME} needs {KEY_ENV} (and {URL_ENV} for a self-hosted Daytona)")
+    return os.environ.get(URL_ENV, "").strip() or DEFAULT_URL, key
+
+
+def client():
+    """The SDK's synchronous client (its generated REST APIs are ``_sandbox_api``, ``_object_storage_api``)."""
+    from daytona import Daytona, DaytonaConfig
+
+    url, key = settings()
+    return Daytona(DaytonaConfig(api_key=key, api_url=url))
+
+
+class DaytonaBackend(Backend):
+    """See the module docstring."""
+
+    name = NAME
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=False, gpus=False,
+                            multi_service=False, build_from_dockerfile=True, resource_limits=True,
+                            host_mounts=False, image_layers=False, keep=False)
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import daytona  # noqa: F401
+        except ImportError:
+            return False, "the daytona SDK is not installed (pip install 'benchflow[daytona]')"
+        try:
+            url, _ = settings()
+            client()._sandbox_api.list_sandboxes(limit=1, _request_timeout=REQUEST_TIMEOUT_SEC)
+        except SandboxUnavailable as exc:
+            return False, str(exc)
+        except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
+            return False, f"Daytona at {os.environ.get(URL_ENV) or DEFAULT_URL} does not answer: {_why(exc)}"
+        return True, f"Daytona at {url}"
+
+    def configured(self) -> bool:
+        return bool(os.environ.get(KEY_ENV, "").strip())
+
+    def create(self, spec: SandboxSpec):
+        from .daytona_sandbox import DaytonaSandbox
+
+        labels = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
+        return DaytonaSandbox(spec, capabilities=self.capabilities, labels=labels)
+
+    def _items(self, labels: dict[str, str]) -> list:
+        import json
+
+        api, items, cursor = client()._sandbox_api, [], None
+        while True:
+            page = api.list_sandboxes(labels=json.dumps(labels), cursor=cursor, limit=200,
+                                      _request_timeout=REQUEST_TIMEOUT_SEC)
+            items.extend(page.items)
+            cursor = page.next_cursor
+            if not cursor:
+                return items
+
+    def exists(self, sandbox_id: str) -> bool:
+        from daytona_api_client.exceptions import NotFoundException
+
+        try:
+            box = client()._sandbox_api.get_sandbox(sandbox_id, _request_timeout=REQUEST_TIMEOUT_SEC)
+        except NotFoundException:
+            return False
+        return str(getattr(box.state, "value", box.state)) not in ("destroyed", "destroying")
+
+    def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
+        wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
+        try:
+            items = self._items(wanted)
+        except SandboxUnavailable:
+            return []
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxUnavailable(f"Daytona sandboxes cannot be listed: {_why(exc)}") from exc
+        return [_row(item) for item in items
+                if str(getattr(item.state, "value", item.state)) not in ("destroyed", "destroying")
+                and all(item.labels.get(k) == v for k, v in wanted.items())]
+
+    def remove(self, ids: list[str]) -> dict[str, str]:
+        from daytona_api_client.exceptions import NotFoundException
+
+        stayed: dict[str, str] = {}
+        try:
+            api = client()._sandbox_api
+        except SandboxUnavailable as exc:
+            return {sandbox_id: str(exc) for sandbox_id in ids}
+        for sandbox_id in ids:
+            try:
+                api.delete_sandbox(sandbox_id, _request_timeout=REQUEST_TIMEOUT_SEC)
+            except NotFoundException:
+                continue
+            except Exception as exc:  # noqa: BLE001
+                stayed[sandbox_id] = _why(exc)
+        return stayed
+
+
+def _why(exc: Exception) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def _row(item) -> OwnedSandbox:
+    labels = dict(item.labels or {})
+    alive = eng.owner_alive(labels)
+    pid = labels.get(eng.PID)
+    who = (f"live pid {pid}" if alive else f"gone (pid {pid})" if alive is False
+           else f"other host {labels.get(eng.HOST, '?')}" if pid else "none")
+    created = None
+    if item.created_at:
+        try:
+            created = datetime.fromisoformat(item.created_at.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            created = None
+    return OwnedSandbox(id=item.id, name=item.name, sandbox=NAME, engine=f"daytona {item.target}",
+                        state=str(getattr(item.state, "value", item.state)), image=item.snapshot or "built",
+                        created=eng.created_at(labels, created or time.time()) or 0.0, job=labels.get(eng.JOB),
+                        trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK), owner=who, owner_alive=alive,
+                        kept=False)
+
+
+BACKEND = DaytonaBackend()

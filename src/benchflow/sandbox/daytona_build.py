@@ -1,0 +1,87 @@
+"""What Daytona builds a sandbox from: a Dockerfile plus its build context in Daytona's object storage.
+
+Daytona builds a sandbox's image itself from ``build_info`` (the Dockerfile's
+text and the hashes of context archives it downloads from its object storage,
+each at ``<organization>/<hash>/context.tar``; the push credentials come from
+``GET /object-storage/push-access``). The whole ``environment/`` folder is one
+archive named by the sha256 of its contents, so an unchanged task reuses the
+archive and Daytona's cached build, and a changed one rebuilds.
+
+The archive is uploaded here with boto3's S3 client rather than the SDK's
+obstore uploader: obstore trusts only its built-in roots and refuses plain
+http, so it cannot reach an S3 endpoint behind a private CA or a test double,
+while boto3 honours ``AWS_CA_BUNDLE``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from pathlib import Path
+
+from benchflow.errors import BuildError
+
+from .base import SandboxSpec
+from .bundled_skills import in_folder, without_skill_copies
+
+
+def dockerfile_text(spec: SandboxSpec) -> str:
+    """The Dockerfile Daytona builds: the task's, or ``FROM`` its prebuilt image."""
+    if spec.image:
+        return f"FROM {spec.image}\n"
+    if spec.environment_dir is None:
+        raise BuildError(f"{spec.name}: no environment/ folder and no prebuilt image to build from")
+    path = Path(spec.environment_dir) / spec.dockerfile
+    if not path.is_file():
+        raise BuildError(f"{spec.name}: {path} does not exist")
+    text = path.read_text()
+    return text if spec.bundled_skills else without_skill_copies(text)
+
+
+def context_archive(spec: SandboxSpec) -> bytes | None:
+    """The build context as a reproducible tar (sorted, no times or owners); None when there is none."""
+    if spec.image or spec.environment_dir is None:
+        return None
+    root = Path(spec.environment_dir)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if not spec.bundled_skills and in_folder(rel.as_posix()):
+                continue
+            info = archive.gettarinfo(str(path), arcname=rel.as_posix())
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = 0
+            if info.isreg():
+                with path.open("rb") as handle:
+                    archive.addfile(info, handle)
+            else:
+                archive.addfile(info)
+    return buffer.getvalue()
+
+
+def context_hash(archive: bytes) -> str:
+    return hashlib.sha256(archive).hexdigest()[:32]
+
+
+def upload_context(object_storage_api, archive: bytes) -> str:
+    """Put ``archive`` into Daytona's object storage (once: it is content-addressed); its hash."""
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+
+    access = object_storage_api.get_push_access()
+    digest = context_hash(archive)
+    key = f"{access.organization_id}/{digest}/context.tar"
+    s3 = boto3.client("s3", endpoint_url=access.storage_url, aws_access_key_id=access.access_key,
+                      aws_secret_access_key=access.secret, aws_session_token=access.session_token,
+                      region_name=access.region, config=Config(s3={"addressing_style": "path"}))
+    try:
+        s3.head_object(Bucket=access.bucket, Key=key)
+        return digest
+    except ClientError:
+        pass
+    s3.put_object(Bucket=access.bucket, Key=key, Body=archive)
+    return digest

@@ -1,0 +1,70 @@
+"""The shell lines a Daytona sandbox runs: an argv turned into one session command.
+
+Daytona runs a session command as a line of its session's shell, so every
+command here is a fresh ``sh -c`` (an ``exec`` inside it never replaces the
+session's shell), carries a per-exec marker in its environment
+(``BENCHFLOW_EXEC_ID``, which ``setsid`` children keep) and reads its stdin
+from a file or ``/dev/null`` (never the session's input, which would block).
+A non-root user is reached through ``su`` (no login: the environment stays).
+
+A streaming command (``exec_stream``) reads its stdin through a relay: each
+write arrives as one base64 line on the command's input and a line ``.`` is
+end-of-file, because Daytona's input endpoint has no way to close stdin.
+
+A timeout or ``kill`` runs :data:`benchflow.sandbox.docker_exec.KILL_TREE` as
+root with the marker: every process carrying it is stopped, then killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import shlex
+from collections.abc import Mapping
+
+from .docker_exec import KILL_TREE
+
+MARKER = "BENCHFLOW_EXEC_ID"
+EOF_LINE = b".\n"
+RELAY = 'while IFS= read -r l; do [ "$l" = . ] && break; printf %s "$l" | base64 -d; done'
+ROOT_USERS = (None, "root", "0")
+
+
+def argv(cmd: list[str], *, cwd: str, env: Mapping[str, str] | None, user: str | None) -> list[str]:
+    """``cmd`` in ``cwd`` with ``env`` added, as ``user`` (None or root: root)."""
+    if not cmd:
+        raise ValueError("exec needs a command (an argv list)")
+    inner = ["env", *(f"{key}={value}" for key, value in (env or {}).items()), *cmd]
+    enter = 'cd "$0" && exec "$@"'
+    if user in ROOT_USERS:
+        return ["sh", "-c", enter, cwd, *inner]
+    return ["su", "-s", "/bin/sh", "-c", enter, "--", str(user), cwd, *inner]
+
+
+def command_line(words: list[str], marker: str, *, stdin_path: str | None = None) -> str:
+    """One session command: ``words`` with the marker set and stdin from ``stdin_path`` (or nothing)."""
+    return f"{MARKER}={marker} {shlex.join(words)} < {shlex.quote(stdin_path or '/dev/null')}"
+
+
+def streaming_line(words: list[str], marker: str) -> str:
+    """One session command whose stdin is the relay of base64 lines from the command's input."""
+    return f"{MARKER}={marker} sh -c {shlex.quote(RELAY + ' | ' + shlex.join(words))}"
+
+
+def kill_line(marker: str) -> str:
+    """Stop, then kill, every process carrying ``marker`` (run as root, output ignored)."""
+    return shlex.join(["sh", "-c", KILL_TREE, "sh", "", marker]) + " < /dev/null"  # no root pid: the marker alone
+
+
+def relay_chunk(data: bytes) -> str:
+    """What one write to a streaming command's stdin is sent as."""
+    return base64.b64encode(data).decode("ascii") + "\n"
+
+
+def capped(text: str, cap: int) -> tuple[str, bool]:
+    """``text`` cut at ``cap`` bytes with a note saying how much was dropped; and whether it was cut."""
+    data = text.encode("utf-8", errors="replace")
+    if len(data) <= cap:
+        return text, False
+    dropped = len(data) - cap
+    kept = data[:cap].decode("utf-8", errors="replace")
+    return kept + f"\n[output truncated: {dropped} more bytes not shown (cap {cap} bytes)]\n", True

@@ -1,0 +1,304 @@
+"""One Daytona sandbox for one trial, through the ``daytona`` SDK (its generated API clients).
+
+``build`` uploads the build context (:mod:`.daytona_build`); ``start`` creates
+the sandbox with ``POST /sandbox`` (labels, env, cpu/memory, ``networkBlockAll``
+for ``no-network``) and learns its id before anything else can fail, so a
+failed or cancelled start deletes it; then the setup script of the docker
+backend runs (agent user, ``/logs``). Every command is a session command in a
+session of its own (:mod:`.daytona_commands`), polled until it ends; files go
+as one tar through the toolbox's upload/download endpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
+
+from . import daytona_commands as cmds
+from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .copyout import CopyReport, copy_out_tar
+from .daytona_build import context_archive, dockerfile_text, upload_context
+from .docker_setup import SETUP, resolve_workdir
+from .tarstream import pack
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT_SEC = 600.0
+POLL_SEC = 0.1
+TIMEOUT_RC = 124
+DRAIN_AFTER_KILL_SEC = 5.0
+
+
+class DaytonaSandbox:
+    """See the module docstring. ``labels`` are the owner labels written on the sandbox."""
+
+    def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.capabilities = capabilities
+        self.labels = dict(labels)
+        self._id: str | None = None
+        self._client = None
+        self._box = None
+        self._context: list[str] | None = None
+        self._workdir: str | None = None
+        self._stopped = False
+        self._stop_task: asyncio.Future | None = None
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self._id
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir or resolve_workdir(self.spec.workdir, None)
+
+    def _refuse_what_it_cannot_do(self) -> None:
+        if self.spec.mounts:
+            raise CapabilityError(f"{self.spec.name}: a Daytona sandbox runs in Daytona's cloud and cannot "
+                                  "mount this machine's folders")
+        if self.spec.compose_file is not None:
+            raise CapabilityError(f"{self.spec.name}: the Daytona sandbox runs one container, not a "
+                                  "docker-compose environment")
+        if self.capabilities.network_for(self.spec.network_mode) is None:
+            raise CapabilityError(f"{self.spec.name}: network mode {self.spec.network_mode!r} is not enforced "
+                                  "by the Daytona sandbox (see docs/daytona.md)")
+
+    async def build(self) -> None:
+        """Upload the build context (content-addressed: once per digest). Daytona builds at start."""
+        if self._context is not None:
+            return
+        self._refuse_what_it_cannot_do()
+        dockerfile_text(self.spec)  # a missing Dockerfile fails here, before anything is created
+        archive = await asyncio.to_thread(context_archive, self.spec)
+        if archive is None:
+            self._context = []
+            return
+        from .daytona_backend import client
+
+        def push() -> str:
+            return upload_context(client()._object_storage_api, archive)
+
+        try:
+            self._context = [await asyncio.to_thread(push)]
+        except Exception as exc:  # noqa: BLE001 - any transport or storage failure is a build failure
+            raise BuildError(f"{self.spec.name}: uploading the build context to Daytona failed: {exc}") from exc
+
+    async def start(self) -> None:
+        if self._box is not None:
+            return
+        if self._stopped:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        try:
+            await self.build()
+            await self._create()
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _create(self) -> None:
+        from daytona import AsyncDaytona, DaytonaConfig
+        from daytona_api_client_async import CreateBuildInfo, CreateSandbox
+
+        from .daytona_backend import settings
+
+        url, key = settings()
+        self._client = AsyncDaytona(DaytonaConfig(api_key=key, api_url=url))
+        request = CreateSandbox(
+            name=f"bf-{self.spec.name[:40]}-{secrets.token_hex(4)}", user="root", env=dict(self.spec.env),
+            labels=self.labels, cpu=max(1, round(self.spec.cpus)), memory=max(1, -(-self.spec.memory_mb // 1024)),
+            network_block_all=self.spec.network_mode == "no-network", auto_stop_interval=0,
+            build_info=CreateBuildInfo(dockerfile_content=dockerfile_text(self.spec),
+                                       context_hashes=list(self._context or [])))
+        api = self._client._sandbox_api  # the SDK's generated REST client; daytona.create hides the id
+        response = await api.create_sandbox(request)
+        self._id = response.id
+        self._box = await self._client.get(response.id)
+        try:
+            await self._box.wait_for_sandbox_start(timeout=self.spec.build_timeout_sec + START_TIMEOUT_SEC)
+        except Exception as exc:  # noqa: BLE001 - the SDK's errors name the state and its reason
+            state = getattr(self._box, "state", "?")
+            raise BuildError(f"{self.spec.name}: the Daytona sandbox did not start ({state}): {exc}",
+                             log_tail=str(getattr(self._box, "error_reason", "") or "")) from exc
+
+    async def _setup(self) -> None:
+        image_wd = None
+        if self.spec.workdir is None:  # a session's shell starts in the image's WORKDIR
+            image_wd = (await self._run_line("pwd < /dev/null", timeout=60))[1].strip() or None
+        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
+        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/")
+        if not done.success:
+            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
+                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+
+    def _require(self):
+        if self._box is None or self._stopped:
+            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+        return self._box
+
+    async def _run_line(self, line: str, *, timeout: float | None, marker: str | None = None,
+                        wait_after_kill: bool = True) -> tuple[int | None, str, str]:
+        """Run one session command to its end: (exit code or None on timeout, stdout, stderr)."""
+        from daytona import SessionExecuteRequest
+
+        box = self._require()
+        session = f"bf-{secrets.token_hex(6)}"
+        try:
+            await box.process.create_session(session)
+            started = await box.process.execute_session_command(
+                session, SessionExecuteRequest(command=line, run_async=True))
+            code = await self._wait(session, started.cmd_id, timeout)
+            if code is None and marker is not None:
+                await self.kill(marker)
+                if wait_after_kill:
+                    await self._wait(session, started.cmd_id, DRAIN_AFTER_KILL_SEC)
+            logs = await box.process.get_session_command_logs(session, started.cmd_id)
+            return code, logs.stdout or "", logs.stderr or ""
+        except (InfraError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - transport or API failure mid-exec
+            raise InfraError(f"exec in Daytona sandbox {self._id}: {exc}") from exc
+        finally:
+            if not self._stopped:
+                asyncio.ensure_future(self._forget(session))
+
+    async def _forget(self, session: str) -> None:
+        try:
+            await self._box.process.delete_session(session)
+        except Exception:  # noqa: BLE001 - the sandbox may be gone; the session goes with it
+            pass
+
+    async def _wait(self, session: str, command_id: str, timeout: float | None) -> int | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            command = await self._box.process.get_session_command(session, command_id)
+            if command.exit_code is not None:
+                return command.exit_code
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(POLL_SEC)
+
+    async def kill(self, marker: str) -> None:
+        """Kill every process of the exec ``marker`` (its whole tree, setsid children too)."""
+        await self._run_line(cmds.kill_line(marker), timeout=30)
+
+    async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
+                   cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
+                   output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
+        self._require()
+        marker = secrets.token_hex(8)
+        words = cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user)
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = f"/tmp/.bf-stdin-{marker}"
+            await self._upload(stdin, stdin_path)
+        try:
+            code, out, err = await self._run_line(cmds.command_line(words, marker, stdin_path=stdin_path),
+                                                  timeout=timeout, marker=marker)
+        finally:
+            if stdin_path is not None and not self._stopped:
+                await self._run_line(f"rm -f {stdin_path}", timeout=30)
+        stdout, cut_out = cmds.capped(out, output_cap)
+        stderr, cut_err = cmds.capped(err, output_cap)
+        if code is None:
+            stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
+            return ExecResult(TIMEOUT_RC, stdout, stderr, timed_out=True, truncated=cut_out or cut_err)
+        return ExecResult(code, stdout, stderr, truncated=cut_out or cut_err)
+
+    async def exec_stream(self, cmd: list[str], *, user: str | None = None,
+                          env: Mapping[str, str] | None = None, cwd: str | None = None):
+        from .daytona_stream import open_process
+
+        self._require()
+        return await open_process(self, cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user))
+
+    async def _upload(self, data: bytes, remote: str) -> None:
+        try:
+            await self._require().fs.upload_file(data, remote)
+        except Exception as exc:  # noqa: BLE001
+            raise InfraError(f"upload to Daytona sandbox {self._id}: {exc}") from exc
+
+    async def put(self, local: Path, remote: str) -> None:
+        local = Path(local)
+        if not local.exists() and not local.is_symlink():
+            raise FileNotFoundError(f"put: {local} does not exist")
+        archive = await asyncio.to_thread(lambda: _read_all(pack(local, remote)))
+        path = f"/tmp/.bf-put-{secrets.token_hex(8)}.tar"
+        await self._upload(archive, path)
+        result = await self.exec(["sh", "-c", 'tar -xpf "$1" -C / && rm -f "$1"', "sh", path], cwd="/")
+        if not result.success:
+            raise InfraError(f"put {local} -> {remote}: {result.stderr.strip()[-300:]}")
+
+    async def get(self, remote: str, local: Path) -> CopyReport:
+        name = PurePosixPath(remote)
+        path = f"/tmp/.bf-get-{secrets.token_hex(8)}.tar"
+        made = await self.exec(["sh", "-c", 'test -e "$2" || test -L "$2" || exit 44; '
+                                            'tar -cf "$1" -C "$3" "$4"', "sh", path, str(name),
+                                str(name.parent), name.name], cwd="/")
+        if made.return_code == 44:
+            raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+        if not made.success:
+            raise InfraError(f"get {remote}: {made.stderr.strip()[-300:]}")
+        try:
+            with tempfile.TemporaryDirectory() as spool:
+                target = Path(spool) / "archive.tar"
+                await self._require().fs.download_file(path, str(target))
+                return await asyncio.to_thread(
+                    lambda: copy_out_tar(_chunks(target), name.name, Path(local)))
+        except (FileNotFoundError, InfraError):
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise InfraError(f"get {remote} from Daytona sandbox {self._id}: {exc}") from exc
+        finally:
+            await self._run_line(f"rm -f {path} < /dev/null", timeout=30)
+
+    async def snapshot(self, *, retain: bool = False) -> str:
+        raise CapabilityError("the Daytona sandbox takes no snapshots here (see docs/daytona.md)")
+
+    async def restore(self, ref: str) -> None:
+        raise CapabilityError("the Daytona sandbox takes no snapshots here (see docs/daytona.md)")
+
+    async def stop(self) -> None:
+        """Delete the sandbox and close the client. Idempotent, never raises, finishes under cancellation."""
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(self._stop_all())
+        try:
+            await asyncio.shield(self._stop_task)
+        except asyncio.CancelledError:
+            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
+            raise
+
+    async def _stop_all(self) -> None:
+        self._stopped = True
+        if self._id is not None:
+            from .daytona_backend import BACKEND
+
+            gone = await asyncio.to_thread(BACKEND.remove, [self._id])
+            if gone:
+                log.warning("could not delete Daytona sandbox %s: %s (bench sandbox cleanup removes it)",
+                            self._id, gone[self._id])
+        if self._client is not None:
+            try:
+                await self._client.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def _read_all(handle) -> bytes:
+    try:
+        return handle.read()
+    finally:
+        handle.close()
+
+
+def _chunks(path: Path):
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            yield chunk

@@ -1,0 +1,128 @@
+"""A long-lived process in a Daytona sandbox with open stdio (``exec_stream``, for ACP agents).
+
+The command runs as an asynchronous session command. Its output is read by
+polling the command's logs endpoint (``GET …/command/{id}/logs``; the SDK's
+follow mode is a websocket) and what is new is fed to the stdout/stderr
+readers; it ends when the command reports an exit code. Writes to stdin go
+through the command's input endpoint as base64 lines, and ``close`` sends the
+end-of-file line (:mod:`.daytona_commands`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+from benchflow.errors import InfraError
+
+from . import daytona_commands as cmds
+
+POLL_SEC = 0.05
+
+
+class _Stdin:
+    """Writes queued in order and sent by one task (``write``/``close`` are not coroutines)."""
+
+    def __init__(self, send) -> None:
+        self._send = send
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._closed = False
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while (item := await self._queue.get()) is not None:
+            try:
+                await self._send(item)
+            except Exception:  # noqa: BLE001 - the process ended; what it was sent is moot
+                pass
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            raise BrokenPipeError("stdin is closed")
+        if data:
+            self._queue.put_nowait(cmds.relay_chunk(data))
+
+    async def drain(self) -> None:
+        await self._queue.join()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(cmds.EOF_LINE.decode())
+            self._queue.put_nowait(None)
+
+    def abandon(self) -> None:
+        self._task.cancel()
+
+
+class DaytonaProcess:
+    """See the module docstring (the ``Process`` protocol of base.py)."""
+
+    def __init__(self, sandbox, session: str, command_id: str, marker: str) -> None:
+        self._sandbox = sandbox
+        self._session = session
+        self._command = command_id
+        self._marker = marker
+        self.stdout = asyncio.StreamReader()
+        self.stderr = asyncio.StreamReader()
+        process = sandbox._require().process
+        self.stdin = _Stdin(lambda data: process.send_session_command_input(session, command_id, data))
+        self._code: int | None = None
+        self._reader = asyncio.ensure_future(self._follow())
+
+    async def _follow(self) -> None:
+        process = self._sandbox._require().process
+        seen_out = seen_err = 0
+        try:
+            while True:
+                command = await process.get_session_command(self._session, self._command)
+                logs = await process.get_session_command_logs(self._session, self._command)
+                out, err = (logs.stdout or "").encode(), (logs.stderr or "").encode()
+                if len(out) > seen_out:
+                    self.stdout.feed_data(out[seen_out:])
+                    seen_out = len(out)
+                if len(err) > seen_err:
+                    self.stderr.feed_data(err[seen_err:])
+                    seen_err = len(err)
+                if command.exit_code is not None:
+                    self._code = command.exit_code
+                    return
+                await asyncio.sleep(POLL_SEC)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the sandbox went away: the process is over
+            self._code = -1
+        finally:
+            self.stdout.feed_eof()
+            self.stderr.feed_eof()
+            self.stdin.abandon()
+
+    async def wait(self) -> int:
+        await asyncio.shield(self._reader)
+        return self._code if self._code is not None else -1
+
+    async def kill(self) -> None:
+        await self._sandbox.kill(self._marker)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._reader), 10)
+        except asyncio.TimeoutError:
+            self._reader.cancel()
+            self._code = -9
+
+
+async def open_process(sandbox, words: list[str]) -> DaytonaProcess:
+    """Start ``words`` (from :func:`.daytona_commands.argv`) and return at once."""
+    from daytona import SessionExecuteRequest
+
+    process = sandbox._require().process
+    session, marker = f"bf-stream-{secrets.token_hex(6)}", secrets.token_hex(8)
+    try:
+        await process.create_session(session)
+        started = await process.execute_session_command(
+            session, SessionExecuteRequest(command=cmds.streaming_line(words, marker), run_async=True))
+    except Exception as exc:  # noqa: BLE001
+        raise InfraError(f"exec_stream in Daytona sandbox {sandbox.sandbox_id}: {exc}") from exc
+    return DaytonaProcess(sandbox, session, started.cmd_id, marker)
