@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 from tests.conftest import run_bench
@@ -17,7 +18,9 @@ def test_bench_results_lists_each_scene_turn_and_the_user_rounds(tmp_path):
             "03 editor (claude-agent-acp) not run") in out.stdout
     assert "user-task__aaaa0002 simulated user: 1 of 3 rounds (model scripted), stopped: satisfied" in out.stdout
     assert "plain-task__aaaa0003 turns" not in out.stdout
-    doc = json.loads(run_bench("results", str(job), "--json").stdout)
+    doc = json.loads(run_bench("eval", "inspect", str(job), "--json", "--csv", str(tmp_path / "t.csv")).stdout)
+    rows = {r["task_name"]: r for r in csv.DictReader((tmp_path / "t.csv").open())}
+    assert [t["role"] for t in json.loads(rows["scene-task"]["turns"])] == ["writer", "reviewer", "editor"]
     rows = {t["task_name"]: t for t in doc["trials"]}
     assert [(t["role"], t["status"], t["total_tokens"], t["seconds"]) for t in rows["scene-task"]["turns"]] == [
         ("writer", "finished", 4200, 11.5), ("reviewer", "failed", None, 2.0), ("editor", "not_run", None, None)]

@@ -273,7 +273,7 @@ def trials_csv(trials: Iterable[TrialSummary]) -> str:
     writer = csv.DictWriter(out, fieldnames=fields, extrasaction="ignore")
     writer.writeheader()
     for trial in trials:
-        row = trial.model_dump(mode="json")
-        row["rewards"] = json.dumps(row["rewards"]) if row["rewards"] is not None else ""
-        writer.writerow(row)
+        row = trial.model_dump(mode="json")  # nested cells (rewards, steps, turns, …) as JSON text
+        writer.writerow({k: json.dumps(v, ensure_ascii=False) if isinstance(v, (dict, list)) else v
+                         for k, v in row.items()})
     return out.getvalue()
