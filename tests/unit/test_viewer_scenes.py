@@ -26,3 +26,13 @@ def test_a_scene_trial_lists_its_turns_with_links_and_the_user_rounds(tmp_path):
     assert turn["summary"] is None and (turn["turn"]["role"], turn["turn"]["status"]) == ("reviewer", "failed")
     plain = api.get("/api/trial", params={"id": "plain-task__aaaa0003"}).json()
     assert plain["summary"]["turns"] is None and plain["conversations"] == []
+
+
+def test_the_export_holds_each_turns_page(tmp_path):
+    from benchflow.viewer.export import collect
+
+    entries, _ = collect(str(scene_job(tmp_path) / "scene-task__aaaa0001"))
+    pages = {(path, params.get("id"), params.get("kind")) for path, params, _body in entries}
+    assert {("trial", "turns/01-writer", None), ("trajectory", "turns/01-writer", "acp"),
+            ("trial", "turns/02-reviewer", None)} <= pages
+    assert not any(ident == "turns/03-editor" for _path, ident, _kind in pages)

@@ -81,10 +81,14 @@ class _Answers:
 
 def _trial_pages(viewer: Viewer, answers: _Answers, trial: Path) -> None:
     ident = viewer.source.ident(trial)
-    answers.add("trial", {"id": ident}, viewer.trial_document(trial))
+    doc = viewer.trial_document(trial)
+    answers.add("trial", {"id": ident}, doc)
     for kind in ("acp", "llm"):
         answers.add("trajectory", {"id": ident, "kind": kind, "offset": 0, "limit": EVENT_PAGE},
                     viewer.trajectory_page(trial, kind, 0, EVENT_PAGE))
+    for turn in (doc.get("summary") or {}).get("turns") or []:  # the pages the Turns tab links to
+        if turn.get("id"):
+            _trial_pages(viewer, answers, viewer.source.resolve(turn["id"]))
 
 
 def collect(target: str) -> tuple[list[list[Any]], ExportReport]:
