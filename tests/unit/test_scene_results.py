@@ -44,11 +44,13 @@ def test_inspecting_a_scene_trial_shows_the_turn_table_errors_and_replies(tmp_pa
     assert doc["conversations"] == [{"folder": "turns/01-writer", **USER}]
 
 
-def test_an_unreadable_turn_record_is_a_note_not_a_crash(tmp_path):
+def test_an_unreadable_turn_record_is_a_note_and_a_reply_prints_without_control_characters(tmp_path):
     job = write_job(tmp_path, "job", [TrialSpec("scene-task", suffix="bbbb0001", files={
         "turns/01-writer/turn.json": json.dumps(WRITER), "turns/02-reviewer/turn.json": "{not json",
-        "simulated-user.json": "[]"})])
+        "simulated-user.json": json.dumps({**USER, "rounds": [{"round": 1, "reply": "ok\x1b[2J\nwiped"}]})})])
     out = run_bench("eval", "inspect", str(job / "scene-task__bbbb0001"), "--json")
     doc = json.loads(out.stdout)
     assert [t["role"] for t in doc["summary"]["turns"]] == ["writer"]
     assert any("02-reviewer/turn.json" in note and "not valid JSON" in note for note in doc["notes"])
+    text = run_bench("eval", "inspect", str(job / "scene-task__bbbb0001")).stdout
+    assert "user round 1: ok [2J wiped" in text and "\x1b" not in text  # a reply cannot drive the terminal

@@ -206,7 +206,8 @@ def _dash(value: Any) -> Any:
 
 
 def _one_line(text: Any, cap: int = 160) -> str:
-    flat = " ".join(str(text or "").split())
+    """``text`` on one line, control characters (a reply may hold terminal escapes) shown as spaces."""
+    flat = " ".join("".join(c if c.isprintable() else " " for c in str(text or "")).split())
     return flat if len(flat) <= cap else flat[: cap - 1] + "…"
 
 
