@@ -85,7 +85,7 @@ class DaytonaDouble:
         self.objects: dict[str, bytes] = {}
         self.requests: list[tuple[str, str]] = []
         self.base = ""
-        self.engine = docker.from_env()
+        self._engine = None
         self.lock = threading.Lock()
         sandbox = "/api/sandbox/{sid}"
         session = "/toolbox/{sid}/process/session/{session}"
@@ -107,6 +107,13 @@ class DaytonaDouble:
             Route("/s3/{bucket}/{key:path}", self.s3, methods=["HEAD", "PUT", "GET"]),
         ])
         self.app.add_middleware(_Auth, double=self)
+
+    @property
+    def engine(self):
+        """The local Docker engine (asked for only when a sandbox is made: without one, creates fail)."""
+        if self._engine is None:
+            self._engine = docker.from_env()
+        return self._engine
 
     # --- the REST API -------------------------------------------------------------------------
     async def create(self, request: Request) -> Response:
@@ -308,6 +315,8 @@ class DaytonaDouble:
         return Response(body, media_type=f"multipart/form-data; boundary={boundary}")
 
     def close(self) -> None:
+        if self._engine is None:
+            return
         for container in self.engine.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"}):
             container.remove(force=True)
 

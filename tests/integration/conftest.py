@@ -31,3 +31,14 @@ async def local_sandboxes(cache):
     yield factory
     for sandbox in made:
         await sandbox.stop()
+
+
+@pytest.fixture(scope="session")
+def daytona_double():
+    """The Daytona API double (tests/doubles/daytona_api_double.py) on a loopback port for the session;
+    ``.env()`` is what points the ``daytona`` sandbox at it."""
+    from tests.doubles.daytona_api_double import serve
+
+    served = serve()
+    yield served
+    served.stop()

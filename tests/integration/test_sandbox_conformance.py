@@ -8,6 +8,10 @@ is asked of the backend object (``capabilities``, ``exists``, ``leftovers``).
 A backend that does not work on this machine is skipped with its own reason
 (a failure under ``CI``).
 
+The ``daytona`` backend (an entry point of this package) talks to the Daytona API
+double of ``tests/doubles/daytona_api_double.py``, which backs each sandbox with a
+container on the local engine.
+
 The remote-docker backend talks to the second engine of ``scripts/docker-engine.sh
 --remote`` (``unix:///run/benchflow-remote-docker.sock``) unless
 ``BENCHFLOW_REMOTE_DOCKER_HOST`` points elsewhere.
@@ -54,11 +58,14 @@ def local_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def machine(monkeypatch, local_cache) -> None:
-    """This machine as the suite sees it: the test plugin installed, a private cache, and the
-    test script's second engine as the remote one when none is configured."""
+def machine(monkeypatch, local_cache, daytona_double) -> None:
+    """This machine as the suite sees it: the test plugin installed, a private cache, the
+    test script's second engine as the remote one when none is configured, and the Daytona
+    API double as Daytona."""
     monkeypatch.syspath_prepend(str(PLUGIN_PATH))
     monkeypatch.setenv("BENCHFLOW_CACHE", str(local_cache))
+    for name, value in daytona_double.env().items():
+        monkeypatch.setenv(name, value)
     if not os.environ.get("BENCHFLOW_REMOTE_DOCKER_HOST"):
         monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", REMOTE_SOCKET)
 
