@@ -71,6 +71,10 @@ class Capabilities(BaseModel):
     """Whether a sandbox can outlive its run (``--keep-sandbox``, ``bench sandbox
     create|attach|release``): its sandboxes have ``keep()``, the backend ``create_kept``,
     ``attach`` and ``release``."""
+    exec_writes_persist: bool = False
+    """Whether a file an exec writes anywhere (e.g. a new ``/verifier``) is there for the next exec:
+    the sandbox has one root file system of its own. The verifier fence then brings the verifier's
+    folder in its own exec instead of a separate upload."""
 
     def network_for(self, mode: str) -> str | None:
         """The network mode a task asking for ``mode`` gets here; None when it is refused."""

@@ -85,6 +85,7 @@ class DockerBackend(Backend):
             modes, fallbacks = {"no-network", "allowlist"}, {"public": "no-network"}
         return Capabilities(network_modes=frozenset(modes), network_fallbacks=fallbacks, snapshots=True,
                             retained_snapshots=True, host_mounts=self.mounts_host, image_layers=True, keep=True,
+                            exec_writes_persist=True,
                             multi_service=self.runtime is None, start_from_snapshot=True)
 
     def create(self, spec: SandboxSpec, *, detached: bool = False) -> DockerSandbox:

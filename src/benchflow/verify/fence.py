@@ -5,10 +5,9 @@ Run after the agent phase and before the verifier's files are uploaded:
 
 1. Every process of the agent user is frozen, then killed. First, as the agent user,
    ``kill -STOP -1; kill -KILL -1``: the kernel signals every process that user may signal in one
-   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). The root fence
-   script runs it through ``setpriv`` (else ``runuser``, else ``su``), so it costs no exec round
-   trip of its own; an image with none of them, or a full process table, leaves it to the root
-   loop that follows, which is the guarantee on its own. Then, as root, a
+   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). It runs in its own
+   exec beside the root one (not before it: no round trip of its own to wait for); the root loop
+   is the guarantee on its own (it also stops and kills that exec's shell). Then, as root, a
    loop over ``/proc`` stops every agent process it finds, kills them once a whole pass finds them
    all stopped, and repeats until none is left (or gives up: the trial's verification then fails
    as an error, never runs beside a live agent). The loop uses shell builtins only, so it works in
@@ -21,6 +20,10 @@ Run after the agent phase and before the verifier's files are uploaded:
    The path is read with ``python -I -S`` so that nothing planted runs as root while it is read.
 5. The trusted-plugins shim is written root-owned to :data:`~.environment.PLUGIN_DIR`; native tasks
    get ``/tests`` as a link to ``/verifier``.
+6. Given a verifier folder (a small one, :data:`CARRY_MAX_BYTES`), its archive rides on the fence
+   exec's stdin and is unpacked at ``/`` by the image's ``tar`` as the fence's last step, after the
+   agent is gone: the verifier's upload costs no round trip of its own. Without ``tar`` the
+   caller uploads it as before (:attr:`FenceReport.uploaded` is False).
 
 A root agent is not fenced: it is trusted with the whole sandbox, and the processes it started
 (servers a task's tests talk to) keep running, as the contract says.
@@ -28,6 +31,8 @@ A root agent is not fenced: it is trusted with the whole sandbox, and the proces
 
 from __future__ import annotations
 
+import asyncio
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,9 +47,10 @@ STOP_ALL = "kill -STOP -1; kill -KILL -1; exit 0"
 FENCE_ROUNDS = 2000
 
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
-# $7 workspace  $8 verifier folder; stdin: the plugin. Until the agent is gone: builtins only, no fork.
+# $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /.
+# Until the agent is gone: builtins only, no fork.
 _PREPARE = r"""
-u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; uid=; gid=
+u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}; uid=; gid=
 case "$u" in
   '') ;;
   *[!0-9]*) while IFS=: read -r n _ i g _; do [ "$n" = "$u" ] && { uid=$i; gid=$g; break; }; done < /etc/passwd ;;
@@ -52,11 +58,6 @@ case "$u" in
 esac
 [ "$uid" = 0 ] && uid=
 if [ -n "$uid" ]; then
-  if command -v setpriv >/dev/null 2>&1; then
-    setpriv --reuid="$uid" --regid="$gid" --clear-groups /bin/sh -c '__STOP_ALL__' 2>/dev/null
-  elif command -v runuser >/dev/null 2>&1; then runuser -u "$u" -- /bin/sh -c '__STOP_ALL__' 2>/dev/null
-  elif command -v su >/dev/null 2>&1; then su -s /bin/sh -c '__STOP_ALL__' "$u" </dev/null >/dev/null 2>&1
-  fi
   round=0; frozen=0
   while :; do
     round=$((round + 1)); seen=0; moving=0
@@ -79,8 +80,8 @@ fi
 { rm -rf /logs/verifier && mkdir -p /logs/verifier && chmod 755 /logs/verifier; } || exit 4
 [ -n "$vu" ] && chown "$vu" /logs/verifier 2>/dev/null
 [ "$link" = link ] && { [ -e /tests ] || [ -L /tests ] || ln -s /verifier /tests; }
-rm -rf "$plugins" && mkdir -p "$plugins" && chmod 755 "$plugins" && cat > "$plugins/$module.py" \
-  && chmod 644 "$plugins/$module.py"
+rm -rf "$plugins" && mkdir -p "$plugins" && chmod 755 "$plugins" \
+  && printf '%s' "$plugin" > "$plugins/$module.py" && chmod 644 "$plugins/$module.py"
 if [ "$conftests" = 1 ]; then
   rootdev=$(stat -c %d / 2>/dev/null)
   set -- /
@@ -112,8 +113,16 @@ print("\n".join(sys.path + site.getsitepackages()))' 2>/dev/null
     set +f
   done | while IFS= read -r f; do echo "startup $f"; done
 fi
+if [ "$carry" = 1 ]; then
+  if command -v tar >/dev/null 2>&1; then
+    tar -xf - -C / || { echo "tar could not unpack the verifier folder" >&2; exit 5; }
+    echo uploaded
+  else
+    cat > /dev/null
+  fi
+fi
 exit 0
-""".replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL)
+""".replace("__ROUNDS__", str(FENCE_ROUNDS))
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
@@ -124,6 +133,8 @@ class FenceReport:
 
     conftests: list[str] = field(default_factory=list)
     startup_files: list[str] = field(default_factory=list)
+    uploaded: bool = False
+    """The verifier folder handed to :func:`fence` is in place (unpacked by the fence itself)."""
 
     def warnings(self, workdir: str) -> list[str]:
         """One line per kind of removal a task author should know about."""
@@ -155,17 +166,22 @@ async def stop_agent_processes(sandbox: Sandbox, agent_user: str | None) -> None
 
 
 async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str | None, link_tests: bool,
-                verifier_dir: str, workdir: str, cleanup_conftests: bool) -> FenceReport:
-    """Stop the agent and clean the sandbox for the verifier (see the module docstring).
+                verifier_dir: str, workdir: str, cleanup_conftests: bool,
+                carry: Path | None = None) -> FenceReport:
+    """Stop the agent and clean the sandbox for the verifier (see the module docstring); ``carry``:
+    a local verifier folder to put at ``verifier_dir`` in the same exec when it is small.
 
     Raises:
         VerifierError: category ``verifier_infra`` when the agent's processes could not all be
-            stopped, or ``/logs/verifier`` could not be made.
+            stopped, ``/logs/verifier`` could not be made, or the carried folder not unpacked.
     """
+    archive = _carried(carry, verifier_dir)
     args = [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
-            PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir]
-    result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args], stdin=_TRUSTED_PLUGINS.read_bytes(),
-                                timeout=300)
+            PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir,
+            _TRUSTED_PLUGINS.read_text(), "1" if archive is not None else "0"]
+    _, result = await asyncio.gather(
+        stop_agent_processes(sandbox, agent_user),
+        sandbox.exec(["sh", "-c", _PREPARE, "fence", *args], stdin=archive, timeout=300))
     if result.return_code == 3 or result.timed_out:
         detail = result.stderr.strip()[-300:] or "timed out"
         raise VerifierError(f"verifier crashed: the agent's processes could not be stopped before "
@@ -173,11 +189,38 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
     if result.return_code == 4:
         raise VerifierError("verifier crashed: /logs/verifier could not be made for the verifier: "
                             f"{result.stderr.strip()[-300:]}", category="verifier_infra")
+    if result.return_code == 5:
+        raise VerifierError("verifier crashed: Failed to add verifier directory to sandbox: "
+                            f"{result.stderr.strip()[-300:]}", category="verifier_infra")
     report = FenceReport()
     for line in result.stdout.splitlines():
         kind, _, path = line.partition(" ")
-        if kind == "conftest":
+        if kind == "uploaded":
+            report.uploaded = True
+        elif kind == "conftest":
             report.conftests.append(path)
         elif kind == "startup":
             report.startup_files.append(path)
     return report
+
+
+CARRY_MAX_BYTES = 4 << 20
+"""The largest verifier archive the fence carries on its stdin (held in memory); a larger folder is
+uploaded by the caller."""
+
+
+def _carried(folder: Path | None, remote: str) -> bytes | None:
+    """The archive of ``folder`` at ``remote`` when it is at most :data:`CARRY_MAX_BYTES`, else None."""
+    if folder is None or not folder.is_dir():
+        return None
+    total = 0
+    for base, _, files in os.walk(folder):  # links are not followed: they are packed as links
+        for name in files:
+            total += os.lstat(os.path.join(base, name)).st_size
+            if total > CARRY_MAX_BYTES:
+                return None
+    from benchflow.sandbox.tarstream import pack
+
+    with pack(folder, remote) as archive:
+        data = archive.read(CARRY_MAX_BYTES + 1)
+    return data if len(data) <= CARRY_MAX_BYTES else None

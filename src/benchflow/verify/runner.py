@@ -74,15 +74,18 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     try:
         selected = select(task)
         task_env = {**verifier_task_env(task), **(extra_env or {})}
+        carry = (selected.in_sandbox and config.service == "main"  # the fence brings the folder along
+                 and getattr(getattr(sandbox, "capabilities", None), "exec_writes_persist", False))
         fenced = await fence(sandbox, agent_user=agent_user, verifier_user=config.user,
                              link_tests=not task.paths.is_legacy,  # native tasks also answer at /tests
                              verifier_dir=remote_dir, workdir=workdir,
-                             cleanup_conftests=config.hardening.cleanup_conftests)
+                             cleanup_conftests=config.hardening.cleanup_conftests,
+                             carry=task.paths.verifier_dir if carry else None)
         outcome.warnings.extend(fenced.warnings(workdir))
         if selected.in_sandbox:
             command = _command(task, selected, remote_dir)
             result = await _run_in_sandbox(await _service(sandbox, config.service), task, command, outcome, task_env, remote_dir, workdir,
-                                           verifier_dir, started)
+                                           verifier_dir, started, uploaded=fenced.uploaded)
             if result is None:
                 return outcome
             return_code, criteria = result.return_code, command.criteria
@@ -109,14 +112,15 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
 
 async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome: VerifierOutcome,
                           task_env: dict[str, str], remote_dir: str, workdir: str, verifier_dir: Path,
-                          started: float) -> Any:
-    """Upload the verifier folder and run the strategy's command (a wedged run once more); the
-    exec result, or None when it timed out (recorded on ``outcome``)."""
+                          started: float, *, uploaded: bool = False) -> Any:
+    """Upload the verifier folder (unless the fence ``uploaded`` it) and run the strategy's command
+    (a wedged run once more); the exec result, or None when it timed out (recorded on ``outcome``)."""
     config = task.config.verifier
     timeout = float(config.timeout_sec)
     env = {**pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir), **command.env}
     try:
-        await sandbox.put(task.paths.verifier_dir, remote_dir)
+        if not uploaded:
+            await sandbox.put(task.paths.verifier_dir, remote_dir)
     except BenchError as exc:
         raise VerifierError(f"verifier crashed: Failed to add verifier directory to sandbox: {exc}",
                             category="verifier_infra") from exc
