@@ -49,9 +49,9 @@ def settings() -> tuple[str, str]:
 
 def client():
     """The SDK's synchronous client (its generated REST APIs are ``_sandbox_api``, ``_object_storage_api``)."""
+    url, key = settings()  # first: without a key nothing imports the SDK
     from daytona import Daytona, DaytonaConfig
 
-    url, key = settings()
     return Daytona(DaytonaConfig(api_key=key, api_url=url))
 
 

@@ -1,0 +1,56 @@
+"""``bench run --sandbox daytona`` and ``bench sandbox list|cleanup`` end to end, against the Daytona API
+double (tests/doubles/daytona_api_double.py; each sandbox a container on the local engine)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_bench
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+
+pytestmark = pytest.mark.docker
+
+
+def test_oracle_run_scores_one_and_leaves_no_sandbox(tmp_path: Path, daytona_double) -> None:
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    env = daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "daytona", "--jobs-dir", str(jobs), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Outcomes: 1 scored (1 passed, 0 failed), 0 unscored, 0 errored" in done.stdout
+    result = json.loads(next(jobs.rglob("result.json")).read_text())
+    assert result["rewards"] == {"reward": 1.0} and result["environment"] == "daytona"
+    made = [path for method, path in daytona_double.double.requests if method == "POST" and path == "/api/sandbox"]
+    assert made, "the run made its sandbox through the Daytona API"
+    listed = run_bench("sandbox", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [row for row in json.loads(listed.stdout) if row["sandbox"] == "daytona"] == []
+
+
+def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, daytona_double, monkeypatch) -> None:
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in daytona_double.env().items():
+        monkeypatch.setenv(name, value)
+    backend = get_backend("daytona")
+    box = backend.create(SandboxSpec(name="left", environment_dir=None, image="debian:bookworm-slim",
+                                     cache_key="left", network_mode="no-network",
+                                     labels={"benchflow.job": f"left-{tmp_path.name}", "benchflow.trial": "t1"}))
+    # As if a killed run had made it: its owner is a pid that does not run.
+    box.labels["benchflow.pid"] = "999999999"
+    asyncio.run(box.start())
+    try:
+        env = daytona_double.env()
+        listed = run_bench("sandbox", "list", "--json", env=env)
+        assert listed.returncode == 0, listed.stderr
+        rows = [row for row in json.loads(listed.stdout) if row["id"] == box.sandbox_id]
+        assert [(row["sandbox"], row["trial"], row["owner_alive"]) for row in rows] == [("daytona", "t1", False)]
+        cleaned = run_bench("sandbox", "cleanup", "--id", box.sandbox_id, env=env)
+        assert cleaned.returncode == 0, cleaned.stderr
+        assert not backend.exists(box.sandbox_id)
+    finally:
+        asyncio.run(box.stop())
