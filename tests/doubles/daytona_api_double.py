@@ -83,6 +83,8 @@ class DaytonaDouble:
     def __init__(self) -> None:
         self.boxes: dict[str, _Box] = {}
         self.objects: dict[str, bytes] = {}
+        self.created: list[dict] = []
+        """The body of every ``POST /api/sandbox``, in order."""
         self.requests: list[tuple[str, str]] = []
         self.base = ""
         self._engine = None
@@ -118,6 +120,7 @@ class DaytonaDouble:
     # --- the REST API -------------------------------------------------------------------------
     async def create(self, request: Request) -> Response:
         body = await request.json()
+        self.created.append(body)
         box = _Box(id=secrets.token_hex(8), request=body)
         with self.lock:
             self.boxes[box.id] = box

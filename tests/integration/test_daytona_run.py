@@ -54,3 +54,38 @@ def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, dayt
         assert not backend.exists(box.sandbox_id)
     finally:
         asyncio.run(box.stop())
+
+
+def test_what_a_sandbox_asks_daytona_for_and_a_failed_build(tmp_path: Path, daytona_double, monkeypatch) -> None:
+    from benchflow.errors import BuildError
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in daytona_double.env().items():
+        monkeypatch.setenv(name, value)
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo the build broke; exit 3\n")
+    box = get_backend("daytona").create(SandboxSpec(
+        name="asks", environment_dir=env, cache_key="asks", network_mode="no-network", cpus=1.5, memory_mb=3000,
+        env={"TASK_VAR": "1"}, labels={"benchflow.job": "j-asks", "benchflow.trial": "t-asks"}))
+    with pytest.raises(BuildError, match="did not start"):
+        asyncio.run(box.start())
+    body = daytona_double.double.created[-1]
+    assert (body["networkBlockAll"], body["cpu"], body["memory"], body["env"]) == (True, 2, 3, {"TASK_VAR": "1"})
+    assert {"benchflow.job": "j-asks", "benchflow.trial": "t-asks", "benchflow.backend": "daytona",
+            "benchflow.owned": "true"}.items() <= body["labels"].items()
+    assert body["buildInfo"]["dockerfileContent"] == (env / "Dockerfile").read_text()
+    assert len(body["buildInfo"]["contextHashes"]) == 1
+    assert not get_backend("daytona").exists(box.sandbox_id), "a failed start deletes its sandbox"
+
+
+def test_without_a_key_or_with_a_wrong_one_daytona_is_unavailable(daytona_double, monkeypatch) -> None:
+    from benchflow.sandbox import get_backend
+
+    monkeypatch.delenv("DAYTONA_API_KEY", raising=False)
+    ok, why = get_backend("daytona").available()
+    assert not ok and "DAYTONA_API_KEY" in why
+    monkeypatch.setenv("DAYTONA_API_URL", daytona_double.env()["DAYTONA_API_URL"])
+    monkeypatch.setenv("DAYTONA_API_KEY", "wrong")
+    ok, why = get_backend("daytona").available()
+    assert not ok and "refused DAYTONA_API_KEY" in why

@@ -77,6 +77,8 @@ class DaytonaBackend(Backend):
         except SandboxUnavailable as exc:
             return False, str(exc)
         except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
+            if getattr(exc, "status", None) in (401, 403):
+                return False, f"Daytona at {url} refused {KEY_ENV} (HTTP {exc.status})"
             return False, f"Daytona at {os.environ.get(URL_ENV) or DEFAULT_URL} does not answer: {_why(exc)}"
         return True, f"Daytona at {url}"
 

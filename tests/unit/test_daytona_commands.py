@@ -1,0 +1,91 @@
+"""How the daytona sandbox turns argv, stdin and build contexts into what Daytona runs (no Daytona needed:
+the session command lines run in a local ``sh``)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+from benchflow.sandbox import SandboxSpec
+from benchflow.sandbox import daytona_commands as cmds
+from benchflow.sandbox.daytona_build import context_archive, context_hash, dockerfile_text
+
+HOSTILE = ["printf", "%s|", "$(touch pwned)", "a b", "it's", "`id`", "; rm -rf x", "--"]
+
+
+def test_a_command_line_passes_every_argument_literally(tmp_path):
+    line = cmds.command_line(cmds.argv(HOSTILE, cwd=str(tmp_path), env={"K": "v w"}, user=None), "m1")
+    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, cwd="/")
+    assert out.stdout == "|".join(HOSTILE[2:]) + "|"
+    assert not (tmp_path / "pwned").exists() and not Path("/pwned").exists()
+
+
+def test_env_cwd_marker_and_empty_stdin(tmp_path):
+    script = 'pwd; echo "$K"; echo "$BENCHFLOW_EXEC_ID"; cat; echo end'
+    line = cmds.command_line(cmds.argv(["sh", "-c", script], cwd=str(tmp_path), env={"K": "v"}, user="root"), "mk")
+    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, input="never read", timeout=10)
+    assert out.stdout.split("\n")[:4] == [str(tmp_path), "v", "mk", "end"]
+
+
+def test_stdin_comes_from_the_uploaded_file(tmp_path):
+    (tmp_path / "in").write_bytes(b"fed")
+    line = cmds.command_line(cmds.argv(["cat"], cwd="/", env=None, user=None), "m", stdin_path=str(tmp_path / "in"))
+    assert subprocess.run(["sh", "-c", line], capture_output=True).stdout == b"fed"
+
+
+def test_a_non_root_user_goes_through_su_without_option_parsing_of_the_command():
+    words = cmds.argv(["sh", "-c", "id"], cwd="/w", env=None, user="agent")
+    assert words[:7] == ["su", "-s", "/bin/sh", "-c", 'cd "$0" && exec "$@"', "--", "agent"]
+    assert words[7:] == ["/w", "env", "sh", "-c", "id"]
+
+
+def test_the_stream_relay_carries_binary_data_and_end_of_file():
+    line = cmds.streaming_line(cmds.argv(["cat"], cwd="/", env=None, user=None), "m")
+    data = bytes(range(256)) + b"\nno newline at the end"
+    feed = cmds.relay_chunk(data[:100]) + cmds.relay_chunk(data[100:]) + cmds.EOF_LINE.decode()
+    out = subprocess.run(["sh", "-c", line], input=feed.encode(), capture_output=True, timeout=10)
+    assert (out.returncode, out.stdout) == (0, data)
+
+
+def test_output_is_capped_with_a_note_of_what_was_cut():
+    text, cut = cmds.capped("a" * 1500, 1000)
+    assert cut and text.startswith("a" * 1000) and "500 more bytes" in text
+    assert cmds.capped("short", 1000) == ("short", False)
+
+
+def _spec(env: Path | None, **fields) -> SandboxSpec:
+    return SandboxSpec(name="t", environment_dir=env, cache_key="k", **fields)
+
+
+def _env(root: Path) -> Path:
+    env = root / "environment"
+    (env / "skills" / "s").mkdir(parents=True)
+    (env / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY skills /skills\nCOPY app.txt /app.txt\n")
+    (env / "app.txt").write_text("x\n")
+    (env / "skills" / "s" / "SKILL.md").write_text("skill\n")
+    return env
+
+
+def test_the_build_context_is_content_addressed(tmp_path):
+    first, second = _env(tmp_path / "a"), _env(tmp_path / "b")
+    os.utime(second / "app.txt", (1, 1))
+    assert context_hash(context_archive(_spec(first))) == context_hash(context_archive(_spec(second)))
+    (second / "app.txt").write_text("changed\n")
+    assert context_hash(context_archive(_spec(first))) != context_hash(context_archive(_spec(second)))
+
+
+def test_a_no_skill_build_leaves_the_skills_out_of_context_and_dockerfile(tmp_path):
+    env = _env(tmp_path)
+    names = tarfile.open(fileobj=io.BytesIO(context_archive(_spec(env, bundled_skills=False)))).getnames()
+    assert "app.txt" in names and not any(name.startswith("skills") for name in names)
+    copies = lambda text: [line for line in text.splitlines() if line.startswith("COPY skills")]  # noqa: E731
+    assert copies(dockerfile_text(_spec(env, bundled_skills=False))) == []
+    assert copies(dockerfile_text(_spec(env))) == ["COPY skills /skills"]
+
+
+def test_a_prebuilt_image_needs_no_context(tmp_path):
+    spec = _spec(None, image="ghcr.io/x/y:1")
+    assert dockerfile_text(spec) == "FROM ghcr.io/x/y:1\n" and context_archive(spec) is None
