@@ -65,6 +65,7 @@ class RayExecutor:
         options = {**resources(req.task, req.fit), "max_retries": 0, "retry_exceptions": False,
                    "scheduling_strategy": "SPREAD", "name": f"benchflow:{name}"}
         ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
+        req.on_phase(name, "start")  # the node's own phases are not streamed back; the view counts it running
         try:
             outcome = await ref
         except asyncio.CancelledError:  # Ctrl-C, SIGTERM or a budget stop: the node removes its sandbox
