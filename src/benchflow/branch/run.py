@@ -92,10 +92,11 @@ async def _run(spec: BranchSpec, plan: BranchPlan, job: JobPaths, emit: Callable
         job_name=job.name, tasks_dir=plan.tasks_dir, identity={"agent": spec.agent, "model": spec.model},
         created_at=previous.get("created_at") or dt.datetime.now(dt.timezone.utc).isoformat(),
         run_config={**run_spec.redacted(), "branch": spec.request()}))
-    await asyncio.to_thread(reap, backend, job_label)  # a killed earlier run's sandboxes ...
-    stale = await asyncio.to_thread(backend.stale_snapshots, job_label)
-    if stale:  # ... and its snapshots that nothing will use again
-        await asyncio.to_thread(backend.remove_snapshots, stale)
+    if previous:  # a new job has no earlier run (evaluation.json is written before anything starts)
+        await asyncio.to_thread(reap, backend, job_label)  # a killed earlier run's sandboxes ...
+        stale = await asyncio.to_thread(backend.stale_snapshots, job_label)
+        if stale:  # ... and its snapshots that nothing will use again
+            await asyncio.to_thread(backend.remove_snapshots, stale)
     emit({"type": "job_started", "job_dir": str(job.root), "sandbox": plan.sandbox, "agent": spec.agent,
           "total": len(plan.tasks)})
     models = None if plan.agent.is_control else await ModelAccess.start(run_spec)
