@@ -16,7 +16,8 @@ files really happen:
 - ``/toolbox/{id}/files/bulk-upload`` and ``bulk-download``;
 - ``/s3/{bucket}/{key}``: HEAD and PUT of context archives (path-style S3).
 
-Not doubled: websockets (log follow, state events), snapshots, volumes, previews.
+Stop, start and label replacement are doubled (kept sandboxes). Not doubled: websockets (log
+follow, state events), snapshots, volumes, previews.
 Containers carry the label ``benchflow-daytona-double=<pid>`` and ``close()`` removes them.
 """
 
@@ -97,6 +98,9 @@ class DaytonaDouble:
             Route(sandbox, self.get, methods=["GET"]),
             Route(sandbox, self.delete, methods=["DELETE"]),
             Route(sandbox + "/toolbox-proxy-url", self.proxy_url, methods=["GET"]),
+            Route(sandbox + "/labels", self.set_labels, methods=["PUT"]),
+            Route(sandbox + "/stop", self.stop_box, methods=["POST"]),
+            Route(sandbox + "/start", self.start_box, methods=["POST"]),
             Route("/api/object-storage/push-access", self.push_access, methods=["GET"]),
             Route("/toolbox/{sid}/process/session", self.new_session, methods=["POST"]),
             Route(session, self.drop_session, methods=["DELETE"]),
@@ -200,6 +204,29 @@ class DaytonaDouble:
             except docker.errors.NotFound:
                 pass
         box.state = "destroyed"
+        return JSONResponse(box.dto(self.base))
+
+    async def set_labels(self, request: Request) -> Response:
+        box = self._box(request)
+        if box is None:
+            return _missing("sandbox")
+        box.request["labels"] = (await request.json())["labels"]
+        return JSONResponse({"labels": box.request["labels"]})
+
+    def stop_box(self, request: Request) -> Response:
+        box = self._box(request)
+        if box is None or box.container is None:
+            return _missing("sandbox")
+        self.engine.containers.get(box.container).stop(timeout=1)
+        box.state = "stopped"
+        return JSONResponse(box.dto(self.base))
+
+    def start_box(self, request: Request) -> Response:
+        box = self._box(request)
+        if box is None or box.container is None:
+            return _missing("sandbox")
+        self.engine.containers.get(box.container).start()
+        box.state = "started"
         return JSONResponse(box.dto(self.base))
 
     async def proxy_url(self, request: Request) -> Response:

@@ -89,3 +89,38 @@ def test_without_a_key_or_with_a_wrong_one_daytona_is_unavailable(daytona_double
     monkeypatch.setenv("DAYTONA_API_KEY", "wrong")
     ok, why = get_backend("daytona").available()
     assert not ok and "refused DAYTONA_API_KEY" in why
+
+
+def test_sandbox_create_keeps_a_stopped_daytona_sandbox_until_cleanup(tmp_path: Path, daytona_double) -> None:
+    make_task(tmp_path / "tasks", "kept", test=PASS_IF_HELLO)
+    env = daytona_double.env()
+    made = run_bench("sandbox", "create", str(tmp_path / "tasks" / "kept"), "--sandbox", "daytona", env=env)
+    assert made.returncode == 0, made.stderr
+    assert "not started" in made.stdout
+    sandbox_id = made.stdout.rsplit("--id ", 1)[1].strip()
+    rows = [row for row in json.loads(run_bench("sandbox", "list", "--json", env=env).stdout)
+            if row["id"].startswith(sandbox_id)]
+    assert [(row["state"], row["kept"], row["owner_alive"]) for row in rows] == [("stopped", True, None)]
+    cleaned = run_bench("sandbox", "cleanup", "--id", sandbox_id, env=env)
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert [row for row in json.loads(run_bench("sandbox", "list", "--json", env=env).stdout)
+            if row["id"].startswith(sandbox_id)] == []
+
+
+def test_keep_sandbox_then_attach_and_release(tmp_path: Path, daytona_double) -> None:
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    env = daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "daytona", "--keep-sandbox", "always",
+                     "--jobs-dir", str(jobs), env=env)
+    assert done.returncode == 0, done.stderr
+    trial = next(jobs.rglob("kept-sandbox.json")).parent
+    attached = run_bench("sandbox", "attach", str(trial), "--", "cat", "/app/hello.txt", env=env)
+    assert (attached.returncode, attached.stdout) == (0, "hello\n"), attached.stderr
+    failing = run_bench("sandbox", "attach", str(trial), "--", "sh", "-c", "exit 5", env=env)
+    assert failing.returncode == 5
+    no_shell = run_bench("sandbox", "attach", str(trial), env=env)
+    assert no_shell.returncode != 0 and "pass a command after --" in no_shell.stderr
+    released = run_bench("sandbox", "release", str(trial), env=env)
+    assert released.returncode == 0, released.stderr
+    assert run_bench("sandbox", "attach", str(trial), "--", "true", env=env).returncode != 0

@@ -13,20 +13,22 @@ trial's egress proxy is reached over a host socket mount, which a cloud
 sandbox has not, and Daytona's own allow list takes CIDR ranges, not the
 task's host names). Builds from the task's Dockerfile (Daytona builds them;
 :mod:`.daytona_build`) or a prebuilt image; cpus and memory are Daytona's
-quotas (whole CPUs, whole GiB). No snapshots, kept sandboxes, host mounts,
-GPUs or multi-service pods here.
+quotas (whole CPUs, whole GiB). No snapshots, host mounts,
+GPUs or multi-service pods here. Kept sandboxes: :mod:`.daytona_kept`.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from datetime import datetime
 
 from benchflow.errors import SandboxUnavailable
 
 from . import docker_engine as eng
 from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from .daytona_kept import KEPT
 
 NAME = "daytona"
 KEY_ENV = "DAYTONA_API_KEY"
@@ -64,7 +66,7 @@ class DaytonaBackend(Backend):
     def capabilities(self) -> Capabilities:
         return Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=False, gpus=False,
                             multi_service=False, build_from_dockerfile=True, resource_limits=True,
-                            host_mounts=False, image_layers=False, keep=False)
+                            host_mounts=False, image_layers=False, keep=True)
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -124,6 +126,21 @@ class DaytonaBackend(Backend):
                 if str(getattr(item.state, "value", item.state)) not in ("destroyed", "destroying")
                 and all(item.labels.get(k) == v for k, v in wanted.items())]
 
+    async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
+        from .daytona_kept import create_kept
+
+        return await create_kept(self, spec)
+
+    def attach(self, record: Mapping[str, object], command: list[str]) -> int:
+        from .daytona_kept import attach
+
+        return attach(record, command)
+
+    def release(self, record: Mapping[str, object]) -> None:
+        from .daytona_kept import release
+
+        release(record)
+
     def remove(self, ids: list[str]) -> dict[str, str]:
         from daytona_api_client.exceptions import NotFoundException
 
@@ -162,7 +179,7 @@ def _row(item) -> OwnedSandbox:
                         state=str(getattr(item.state, "value", item.state)), image=item.snapshot or "built",
                         created=eng.created_at(labels, created or time.time()) or 0.0, job=labels.get(eng.JOB),
                         trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK), owner=who, owner_alive=alive,
-                        kept=False)
+                        kept=labels.get(KEPT) == "true")
 
 
 BACKEND = DaytonaBackend()

@@ -49,7 +49,32 @@ class DaytonaSandbox:
         self._context: list[str] | None = None
         self._workdir: str | None = None
         self._stopped = False
+        self._kept = False
         self._stop_task: asyncio.Future | None = None
+        self.name = f"bf-{spec.name[:40]}-{secrets.token_hex(4)}"
+
+    @classmethod
+    async def attached(cls, sandbox_id: str) -> "DaytonaSandbox":
+        """A handle on an existing sandbox (a kept one), started if it was stopped; ``stop()`` leaves it."""
+        from daytona import AsyncDaytona, DaytonaConfig
+
+        from .daytona_backend import BACKEND, settings
+
+        url, key = settings()
+        sandbox = cls(SandboxSpec(name="attached", environment_dir=None, cache_key=""),
+                      capabilities=BACKEND.capabilities, labels={})
+        sandbox._kept = True
+        sandbox._client = AsyncDaytona(DaytonaConfig(api_key=key, api_url=url))
+        try:
+            sandbox._box = await sandbox._client.get(sandbox_id)
+        except Exception as exc:  # noqa: BLE001
+            await sandbox.stop()
+            raise SandboxError(f"Daytona sandbox {sandbox_id} no longer exists (released or cleaned up)") from exc
+        sandbox._id = sandbox_id
+        if str(getattr(sandbox._box.state, "value", sandbox._box.state)) != "started":
+            await sandbox._box.start(timeout=START_TIMEOUT_SEC)
+        sandbox._workdir = (await sandbox._run_line("pwd < /dev/null", timeout=60))[1].strip() or "/"
+        return sandbox
 
     @property
     def sandbox_id(self) -> str | None:
@@ -112,7 +137,7 @@ class DaytonaSandbox:
         url, key = settings()
         self._client = AsyncDaytona(DaytonaConfig(api_key=key, api_url=url))
         request = CreateSandbox(
-            name=f"bf-{self.spec.name[:40]}-{secrets.token_hex(4)}", user="root", env=dict(self.spec.env),
+            name=self.name, user="root", env=dict(self.spec.env),
             labels=self.labels, cpu=max(1, round(self.spec.cpus)), memory=max(1, -(-self.spec.memory_mb // 1024)),
             network_block_all=self.spec.network_mode == "no-network", auto_stop_interval=0,
             build_info=CreateBuildInfo(dockerfile_content=dockerfile_text(self.spec),
@@ -275,9 +300,25 @@ class DaytonaSandbox:
             await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
             raise
 
+    async def keep(self) -> dict[str, object]:
+        """Keep the sandbox after this run (``--keep-sandbox``): labelled kept, so cleanup leaves it;
+        ``stop()`` then only lets go of it. Returns the fields of ``kept-sandbox.json`` but ``trial``
+        and ``created_at``."""
+        from .daytona_backend import NAME
+        from .daytona_kept import KEPT
+
+        box = self._require()
+        self.labels[KEPT] = "true"
+        try:
+            await box.set_labels(self.labels)
+        except Exception as exc:  # noqa: BLE001
+            raise InfraError(f"labelling Daytona sandbox {self._id} kept: {exc}") from exc
+        self._kept = True
+        return {"schema_version": 1, "backend": NAME, "sandbox_id": self._id}
+
     async def _stop_all(self) -> None:
         self._stopped = True
-        if self._id is not None:
+        if self._id is not None and not self._kept:
             from .daytona_backend import BACKEND
 
             gone = await asyncio.to_thread(BACKEND.remove, [self._id])

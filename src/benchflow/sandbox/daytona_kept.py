@@ -1,0 +1,76 @@
+"""Daytona sandboxes that outlive a run: ``--keep-sandbox`` and ``bench sandbox create|attach|release``.
+
+A kept sandbox carries the label ``benchflow.kept=true`` (``bench sandbox
+cleanup`` leaves it to ``release``, like a kept container) and its
+``kept-sandbox.json`` names it by ``sandbox_id``. ``bench sandbox create``
+makes one without an owner pid, sets it up, then stops it (a stopped Daytona
+sandbox keeps its disk and uses no compute); ``attach`` starts it again.
+An interactive shell is refused: Daytona's terminal is a websocket PTY, so
+``attach`` takes a command after ``--``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Mapping
+
+from benchflow.errors import SandboxError
+
+from . import docker_engine as eng
+
+KEPT = "benchflow.kept"
+
+
+async def create_kept(backend, spec) -> dict[str, object]:
+    """Build, create and set up a sandbox for ``spec`` that outlives this process, then stop it."""
+    from .daytona_backend import settings
+
+    sandbox = backend.create(spec)
+    for owner in (eng.PID, eng.PID_START):
+        sandbox.labels.pop(owner, None)
+    sandbox.labels[KEPT] = "true"
+    await sandbox.start()
+    try:
+        await sandbox._require().stop()
+    finally:
+        await sandbox.keep()
+        await sandbox.stop()
+    return {"sandbox_id": sandbox.sandbox_id, "name": sandbox.name, "image": "built by Daytona",
+            "where": f"Daytona at {settings()[0]}", "built": True, "network_note": None}
+
+
+def attach(record: Mapping[str, object], command: list[str]) -> int:
+    """Run ``command`` as root in the kept sandbox with live output (starting it if stopped)."""
+    if not command:
+        raise SandboxError("the daytona sandbox has no interactive shell here; pass a command after --")
+    return asyncio.run(_run_live(str(record["sandbox_id"]), command))
+
+
+async def _run_live(sandbox_id: str, command: list[str]) -> int:
+    from .daytona_sandbox import DaytonaSandbox
+
+    sandbox = await DaytonaSandbox.attached(sandbox_id)
+    try:
+        process = await sandbox.exec_stream(command)
+        process.stdin.close()
+
+        async def copy(reader, out) -> None:
+            while chunk := await reader.read(65536):
+                out.write(chunk)
+                out.flush()
+
+        await asyncio.gather(copy(process.stdout, sys.stdout.buffer), copy(process.stderr, sys.stderr.buffer))
+        return await process.wait()
+    finally:
+        await sandbox.stop()
+
+
+def release(record: Mapping[str, object]) -> None:
+    """Delete the kept sandbox; nothing happens when it is already gone."""
+    from .daytona_backend import BACKEND
+
+    failed = BACKEND.remove([str(record["sandbox_id"])])
+    if failed:
+        raise SandboxError(f"could not delete kept Daytona sandbox {record['sandbox_id']}: "
+                           f"{next(iter(failed.values()))}")
