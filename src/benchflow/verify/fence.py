@@ -5,9 +5,11 @@ Run after the agent phase and before the verifier's files are uploaded:
 
 1. Every process of the agent user is frozen, then killed. First, as the agent user,
    ``kill -STOP -1; kill -KILL -1``: the kernel signals every process that user may signal in one
-   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). It runs in its own
-   exec beside the root one (not before it: no round trip of its own to wait for); the root loop
-   is the guarantee on its own (it also stops and kills that exec's shell). Then, as root, a
+   step that a concurrent ``fork`` cannot outrun (a fork racing it is aborted). The root script
+   starts it through ``setpriv`` (else ``runuser``, else ``su``), so it costs no exec of its own.
+   That is the script's only ``fork`` before the agent is gone: when the agent has filled the
+   process table, the fork fails, the shell gives up, and the script runs once more without it.
+   Then, as root, a
    loop over ``/proc`` stops every agent process it finds, kills them once a whole pass finds them
    all stopped, and repeats until none is left (or gives up: the trial's verification then fails
    as an error, never runs beside a live agent). The loop uses shell builtins only, so it works in
@@ -31,7 +33,6 @@ A root agent is not fenced: it is trusted with the whole sandbox, and the proces
 
 from __future__ import annotations
 
-import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,16 +48,24 @@ STOP_ALL = "kill -STOP -1; kill -KILL -1; exit 0"
 FENCE_ROUNDS = 2000
 
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
-# $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /.
-# Until the agent is gone: builtins only, no fork.
+# $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /
+# ${11} 1|0 kill -1 as the agent first. Until the agent is gone: builtins only, no fork (but that one).
 _PREPARE = r"""
-u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}; uid=; gid=
+u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}
+stopall=${11}; uid=; gid=
 case "$u" in
   '') ;;
   *[!0-9]*) while IFS=: read -r n _ i g _; do [ "$n" = "$u" ] && { uid=$i; gid=$g; break; }; done < /etc/passwd ;;
   *) uid=$u; gid=$u ;;
 esac
 [ "$uid" = 0 ] && uid=
+if [ -n "$uid" ] && [ "$stopall" = 1 ]; then
+  if command -v setpriv >/dev/null 2>&1; then
+    setpriv --reuid="$uid" --regid="$gid" --clear-groups /bin/sh -c '__STOP_ALL__' 2>/dev/null
+  elif command -v runuser >/dev/null 2>&1; then runuser -u "$u" -- /bin/sh -c '__STOP_ALL__' 2>/dev/null
+  elif command -v su >/dev/null 2>&1; then su -s /bin/sh -c '__STOP_ALL__' "$u" </dev/null >/dev/null 2>&1
+  fi
+fi
 if [ -n "$uid" ]; then
   round=0; frozen=0
   while :; do
@@ -122,7 +131,7 @@ if [ "$carry" = 1 ]; then
   fi
 fi
 exit 0
-""".replace("__ROUNDS__", str(FENCE_ROUNDS))
+""".replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL)
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
@@ -179,15 +188,20 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
     args = [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
             PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir,
             _TRUSTED_PLUGINS.read_text(), "1" if archive is not None else "0"]
-    _, result = await asyncio.gather(
-        stop_agent_processes(sandbox, agent_user),
-        sandbox.exec(["sh", "-c", _PREPARE, "fence", *args], stdin=archive, timeout=300))
+    for stop_all in ("1", "0"):
+        result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, stop_all], stdin=archive, timeout=300)
+        if result.return_code in (0, 3, 4, 5) or result.timed_out:
+            break
+        # the shell gave up (a fork failed: the agent filled the process table): the loop alone
     if result.return_code == 3 or result.timed_out:
         detail = result.stderr.strip()[-300:] or "timed out"
         raise VerifierError(f"verifier crashed: the agent's processes could not be stopped before "
                             f"verification ({detail})", category="verifier_infra")
     if result.return_code == 4:
         raise VerifierError("verifier crashed: /logs/verifier could not be made for the verifier: "
+                            f"{result.stderr.strip()[-300:]}", category="verifier_infra")
+    if result.return_code not in (0, 5):  # the shell gave up twice: never verify beside a live agent
+        raise VerifierError(f"verifier crashed: the fence did not finish (rc={result.return_code}): "
                             f"{result.stderr.strip()[-300:]}", category="verifier_infra")
     if result.return_code == 5:
         raise VerifierError("verifier crashed: Failed to add verifier directory to sandbox: "
