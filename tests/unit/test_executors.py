@@ -149,3 +149,15 @@ def test_bench_run_says_which_extra_to_install_and_exits_2(tmp_path: Path) -> No
     assert not jobs.exists()  # refused before a job folder was made
     bad = run_bench("run", str(task), "--executor", "kubernetes", "--jobs-dir", str(jobs))
     assert bad.returncode == 2 and "--executor 'kubernetes': give in-process, ray" in bad.stderr
+
+
+def test_a_lost_worker_is_an_infra_failure_and_a_node_side_bug_is_not() -> None:
+    import ray
+
+    from benchflow.executors.ray_executor import _failure
+
+    error, category, lost = _failure(ray, ray.exceptions.WorkerCrashedError())
+    assert (category, lost) == ("infra_failure", True) and error.startswith("ray: WorkerCrashedError")
+    bug = ray.exceptions.RayTaskError("run_attempt_on_node", "Traceback …", KeyError("oops"))
+    assert _failure(ray, bug)[1:] == ("other", False)  # never retried as if the infrastructure failed
+    assert _failure(ray, TypeError("cannot pickle '_thread.lock' object"))[1:] == ("other", False)

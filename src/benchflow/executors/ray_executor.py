@@ -64,17 +64,20 @@ class RayExecutor:
                         link=self.link, provenance=req.provenance)
         options = {**resources(req.task, req.fit), "max_retries": 0, "retry_exceptions": False,
                    "scheduling_strategy": "SPREAD", "name": f"benchflow:{name}"}
-        ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
+        try:  # an agent or task that cannot be pickled, an unreadable task folder: this attempt's error
+            ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
+        except Exception as exc:  # noqa: BLE001 - recorded on the trial, never raised into the scheduler
+            return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
         req.on_phase(name, "start")  # the node's own phases are not streamed back; the view counts it running
         try:
             outcome = await ref
+            await asyncio.to_thread(install, outcome.folder, req.job.trial(name).root)
         except asyncio.CancelledError:  # Ctrl-C, SIGTERM or a budget stop: the node removes its sandbox
             self.ray.cancel(ref)
             await _settle(ref)
             raise
-        except self.ray.exceptions.RayError as exc:
+        except Exception as exc:  # noqa: BLE001 - a lost node or worker, a node-side bug, a bad bundle
             return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
-        await asyncio.to_thread(install, outcome.folder, req.job.trial(name).root)
         return outcome.result
 
     async def _task_folder(self, task: Any) -> Any:
@@ -89,25 +92,20 @@ class RayExecutor:
         """Record an attempt that never came back (its node or worker died, or the node-side code
         failed) as an errored trial folder, and remove what its dead owner left on the driver's engine."""
         from benchflow.jobs.record import build_config, build_result
-        from benchflow.jobs.trial import unexpected_category
         from benchflow.jobs.trial_request import agent_timeout
         from benchflow.sandbox.orphans import reap
 
-        if isinstance(exc, self.ray.exceptions.RayTaskError):
-            cause = exc.cause if isinstance(exc.cause, BaseException) else exc
-            error, category = f"{type(cause).__name__}: {cause}", unexpected_category(cause)
-        else:  # the worker or its node died, or the object was lost: the infrastructure failed
-            first = (str(exc).strip().splitlines() or [""])[0]
-            error, category = f"ray: {type(exc).__name__}: {first}", "infra_failure"
+        error, category, lost = _failure(self.ray, exc)
         paths = req.job.trial(name)
         paths.make_dirs()
         config = build_config(spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
                               agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
                               started_at=started_at, prompts=req.prompts, timeout_sec=agent_timeout(req),
                               attempt=req.attempt, seed=req.seed,
-                              sandbox_fit=req.fit.record() if req.fit is not None else None)
-        atomic.write_json(paths.config, {**config, "executor": {"kind": "ray", "cluster": self.cluster,
-                                                                "node_id": None, "lost": True}})
+                              sandbox_fit=req.fit.record() if req.fit is not None else None,
+                              provenance=req.provenance)
+        atomic.write_json(paths.config, {**config, "executor": {"kind": "ray", "cluster": self.cluster, "node_id": None,
+                                                                **({"lost": True} if lost else {})}})
         result = build_result(task_name=req.task.name, trial_name=name, agent=req.agent.name, model=req.spec.model,
                               environment=req.backend_name, task_digest=req.digest, attempt=req.attempt,
                               seed=req.seed, started_at=started_at, timing={"total": elapsed}, events=[],
@@ -125,6 +123,19 @@ class RayExecutor:
 
         for label, backend in self._lost_on.items():
             await asyncio.to_thread(reap, backend, label)
+
+
+def _failure(ray: Any, exc: Exception) -> tuple[str, str, bool]:
+    """(error, category, lost) of an attempt that did not come back with a result."""
+    from benchflow.jobs.trial import unexpected_category
+
+    if isinstance(exc, ray.exceptions.RayTaskError):  # the node-side code raised
+        cause = exc.cause if isinstance(exc.cause, BaseException) else exc
+        return f"{type(cause).__name__}: {cause}", unexpected_category(cause), False
+    if isinstance(exc, ray.exceptions.RayError):  # the worker or its node died, or the object was lost
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return f"ray: {type(exc).__name__}: {first}", "infra_failure", True
+    return f"{type(exc).__name__}: {exc}", unexpected_category(exc), False
 
 
 async def _settle(ref: Any, timeout_sec: float = 60.0) -> None:
