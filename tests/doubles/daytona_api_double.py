@@ -16,8 +16,9 @@ files really happen:
 - ``/toolbox/{id}/files/bulk-upload`` and ``bulk-download``;
 - ``/s3/{bucket}/{key}``: HEAD and PUT of context archives (path-style S3).
 
-Stop, start and label replacement are doubled (kept sandboxes). Not doubled: websockets (log
-follow, state events), snapshots, volumes, previews.
+Stop, start and label replacement (kept sandboxes) and snapshots (``docker commit``; a sandbox
+created with ``snapshot`` starts from it) are doubled. Not doubled: websockets (log follow, state
+events), volumes, previews.
 Containers carry the label ``benchflow-daytona-double=<pid>`` and ``close()`` removes them.
 """
 
@@ -85,6 +86,8 @@ class DaytonaDouble:
         self.boxes: dict[str, _Box] = {}
         self.objects: dict[str, bytes] = {}
         self.created: list[dict] = []
+        self.snapshots: dict[str, dict] = {}
+        """Snapshot name -> its DTO (``image`` names the committed image)."""
         """The body of every ``POST /api/sandbox``, in order."""
         self.requests: list[tuple[str, str]] = []
         self.base = ""
@@ -99,6 +102,10 @@ class DaytonaDouble:
             Route(sandbox, self.delete, methods=["DELETE"]),
             Route(sandbox + "/toolbox-proxy-url", self.proxy_url, methods=["GET"]),
             Route(sandbox + "/labels", self.set_labels, methods=["PUT"]),
+            Route(sandbox + "/snapshot", self.take_snapshot, methods=["POST"]),
+            Route("/api/snapshots", self.list_snapshots, methods=["GET"]),
+            Route("/api/snapshots/{ref}", self.get_snapshot, methods=["GET"]),
+            Route("/api/snapshots/{ref}", self.delete_snapshot, methods=["DELETE"]),
             Route(sandbox + "/stop", self.stop_box, methods=["POST"]),
             Route(sandbox + "/start", self.start_box, methods=["POST"]),
             Route("/api/object-storage/push-access", self.push_access, methods=["GET"]),
@@ -135,7 +142,10 @@ class DaytonaDouble:
         build = box.request.get("buildInfo") or {}
         try:
             box.state = "building_snapshot"
-            image = self._image(build.get("dockerfileContent") or "", build.get("contextHashes") or [])
+            if box.request.get("snapshot"):
+                image = self.snapshots[box.request["snapshot"]]["image"]
+            else:
+                image = self._image(build.get("dockerfileContent") or "", build.get("contextHashes") or [])
             if box.state != "creating" and box.id not in self.boxes:
                 return
             box.state = "starting"
@@ -205,6 +215,49 @@ class DaytonaDouble:
                 pass
         box.state = "destroyed"
         return JSONResponse(box.dto(self.base))
+
+    def take_snapshot(self, request: Request) -> Response:
+        box = self._box(request)
+        if box is None or box.container is None:
+            return _missing("sandbox")
+        name = json.loads(_sync_body(request))["name"]
+        tag = "benchflow-daytona-double-snap:" + hashlib.sha256(name.encode()).hexdigest()[:20]
+        repository, _, version = tag.partition(":")
+        self.engine.containers.get(box.container).commit(repository=repository, tag=version)
+        self.add_snapshot(name, tag, box.id)
+        return JSONResponse(box.dto(self.base))
+
+    def add_snapshot(self, name: str, image: str | None = None, source: str = "") -> None:
+        """Record a snapshot (``image`` None: one whose image is not on this engine, e.g. a killed run's)."""
+        now = datetime.now(timezone.utc).isoformat()
+        self.snapshots[name] = {"id": secrets.token_hex(8), "organizationId": ORG, "general": False, "name": name,
+                                "imageName": image, "image": image, "state": "active", "size": 1, "entrypoint": [],
+                                "cpu": 1, "gpu": 0, "mem": 1, "disk": 3, "errorReason": None, "createdAt": now,
+                                "updatedAt": now, "lastUsedAt": now, "sourceSandboxId": source}
+
+    def _snapshot(self, ref: str) -> dict | None:
+        return self.snapshots.get(ref) or next((s for s in self.snapshots.values() if s["id"] == ref), None)
+
+    async def list_snapshots(self, request: Request) -> Response:
+        part = request.query_params.get("name") or ""
+        items = [s for s in self.snapshots.values() if part in s["name"]]
+        return JSONResponse({"items": items, "total": len(items), "page": 1, "totalPages": 1})
+
+    async def get_snapshot(self, request: Request) -> Response:
+        found = self._snapshot(request.path_params["ref"])
+        return JSONResponse(found) if found else _missing("snapshot")
+
+    def delete_snapshot(self, request: Request) -> Response:
+        found = self._snapshot(request.path_params["ref"])
+        if found is None:
+            return _missing("snapshot")
+        del self.snapshots[found["name"]]
+        try:
+            if found["image"]:
+                self.engine.images.remove(found["image"], force=True)
+        except docker.errors.APIError:
+            pass
+        return Response(status_code=200)
 
     async def set_labels(self, request: Request) -> Response:
         box = self._box(request)
@@ -349,6 +402,12 @@ class DaytonaDouble:
             return
         for container in self.engine.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"}):
             container.remove(force=True)
+        for snapshot in self.snapshots.values():
+            try:
+                if snapshot["image"]:
+                    self.engine.images.remove(snapshot["image"], force=True)
+            except docker.errors.APIError:
+                pass
 
 
 class _Auth:

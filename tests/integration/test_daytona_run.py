@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,39 @@ def test_keep_sandbox_then_attach_and_release(tmp_path: Path, daytona_double) ->
     released = run_bench("sandbox", "release", str(trial), env=env)
     assert released.returncode == 0, released.stderr
     assert run_bench("sandbox", "attach", str(trial), "--", "true", env=env).returncode != 0
+
+
+def test_snapshots_go_with_their_sandbox_and_cleanup_removes_a_dead_runs(tmp_path: Path, daytona_double,
+                                                                       monkeypatch) -> None:
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in daytona_double.env().items():
+        monkeypatch.setenv(name, value)
+    box = get_backend("daytona").create(SandboxSpec(name="snaps", environment_dir=None, image="debian:bookworm-slim",
+                                                    cache_key="snaps", network_mode="no-network"))
+
+    async def snapshot_then_stop() -> str:
+        await box.start()
+        try:
+            ref = await box.snapshot()
+            assert ref in daytona_double.double.snapshots
+            return ref
+        finally:
+            await box.stop()
+
+    ref = asyncio.run(snapshot_then_stop())
+    assert ref not in daytona_double.double.snapshots, "stop() deletes the sandbox's snapshots"
+    # a snapshot whose run was killed: its name names a process of this host that is gone
+    dead = ref.replace(f"-{os.getpid()}-", "-999999999-")
+    assert dead != ref
+    daytona_double.double.add_snapshot(dead)
+    alive = ref + "0"  # a snapshot of this process, which still runs: not stale
+    daytona_double.double.add_snapshot(alive)
+    assert dead in get_backend("daytona").stale_snapshots() and alive not in get_backend("daytona").stale_snapshots()
+    dry = run_bench("sandbox", "cleanup", "--dry-run", "--id", dead, "--json", env=daytona_double.env())
+    assert dry.returncode == 0, dry.stderr
+    assert [row["id"] for row in json.loads(dry.stdout)["removed"]] == [dead]
+    cleaned = run_bench("sandbox", "cleanup", "--id", dead, "--json", env=daytona_double.env())
+    assert cleaned.returncode == 0, cleaned.stderr
+    assert dead in cleaned.stdout and dead not in daytona_double.double.snapshots
+    assert alive in daytona_double.double.snapshots

@@ -13,7 +13,8 @@ trial's egress proxy is reached over a host socket mount, which a cloud
 sandbox has not, and Daytona's own allow list takes CIDR ranges, not the
 task's host names). Builds from the task's Dockerfile (Daytona builds them;
 :mod:`.daytona_build`) or a prebuilt image; cpus and memory are Daytona's
-quotas (whole CPUs, whole GiB). No snapshots, host mounts,
+quotas (whole CPUs, whole GiB). Snapshots are Daytona snapshots (:mod:`.daytona_snapshots`). No
+retained snapshots, host mounts,
 GPUs or multi-service pods here. Kept sandboxes: :mod:`.daytona_kept`.
 """
 
@@ -64,7 +65,8 @@ class DaytonaBackend(Backend):
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=False, gpus=False,
+        return Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=True,
+                            start_from_snapshot=True, gpus=False,
                             multi_service=False, build_from_dockerfile=True, resource_limits=True,
                             host_mounts=False, image_layers=False, keep=True)
 
@@ -125,6 +127,27 @@ class DaytonaBackend(Backend):
         return [_row(item) for item in items
                 if str(getattr(item.state, "value", item.state)) not in ("destroyed", "destroying")
                 and all(item.labels.get(k) == v for k, v in wanted.items())]
+
+    def stale_snapshots(self, owner: str | None = None) -> list[str]:
+        """Snapshots whose owning process is gone; none for one job (the job is not in the name)."""
+        from .daytona_snapshots import stale
+
+        if owner is not None:
+            return []
+        try:
+            return stale(client())
+        except SandboxUnavailable:
+            return []
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxUnavailable(f"Daytona snapshots cannot be listed: {_why(exc)}") from exc
+
+    def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
+        from .daytona_snapshots import remove
+
+        try:
+            return remove(client(), refs)
+        except SandboxUnavailable as exc:
+            return {ref: str(exc) for ref in refs}
 
     async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
         from .daytona_kept import create_kept

@@ -50,6 +50,7 @@ class DaytonaSandbox:
         self._workdir: str | None = None
         self._stopped = False
         self._kept = False
+        self._snapshots: list[str] = []
         self._stop_task: asyncio.Future | None = None
         self.name = f"bf-{spec.name[:40]}-{secrets.token_hex(4)}"
 
@@ -128,20 +129,26 @@ class DaytonaSandbox:
             await self.stop()
             raise
 
-    async def _create(self) -> None:
+    async def _create(self, snapshot: str | None = None) -> None:
+        """Create the sandbox (from ``snapshot`` when given, else from the build) and wait until it runs."""
         from daytona import AsyncDaytona, DaytonaConfig
         from daytona_api_client_async import CreateBuildInfo, CreateSandbox
 
         from .daytona_backend import settings
 
-        url, key = settings()
-        self._client = AsyncDaytona(DaytonaConfig(api_key=key, api_url=url))
+        if self._client is None:
+            url, key = settings()
+            self._client = AsyncDaytona(DaytonaConfig(api_key=key, api_url=url))
         request = CreateSandbox(
-            name=self.name, user="root", env=dict(self.spec.env),
-            labels=self.labels, cpu=max(1, round(self.spec.cpus)), memory=max(1, -(-self.spec.memory_mb // 1024)),
-            network_block_all=self.spec.network_mode == "no-network", auto_stop_interval=0,
-            build_info=CreateBuildInfo(dockerfile_content=dockerfile_text(self.spec),
-                                       context_hashes=list(self._context or [])))
+            name=self.name if snapshot is None else f"{self.name}-{secrets.token_hex(3)}", user="root",
+            env=dict(self.spec.env), labels=self.labels, cpu=max(1, round(self.spec.cpus)),
+            memory=max(1, -(-self.spec.memory_mb // 1024)),
+            network_block_all=self.spec.network_mode == "no-network", auto_stop_interval=0)
+        if snapshot is not None:
+            request.snapshot = snapshot
+        else:
+            request.build_info = CreateBuildInfo(dockerfile_content=dockerfile_text(self.spec),
+                                                 context_hashes=list(self._context or []))
         api = self._client._sandbox_api  # the SDK's generated REST client; daytona.create hides the id
         response = await api.create_sandbox(request)
         self._id = response.id
@@ -285,10 +292,36 @@ class DaytonaSandbox:
             await self._run_line(f"rm -f {path} < /dev/null", timeout=30)
 
     async def snapshot(self, *, retain: bool = False) -> str:
-        raise CapabilityError("the Daytona sandbox takes no snapshots here (see docs/daytona.md)")
+        """A Daytona snapshot of the filesystem (:mod:`.daytona_snapshots`), deleted by ``stop()``."""
+        from .daytona_snapshots import snapshot_name
+
+        if retain:
+            raise CapabilityError("the Daytona sandbox cannot retain a snapshot past its run (see docs/daytona.md)")
+        box, name = self._require(), snapshot_name()
+        self._snapshots.append(name)
+        try:
+            await box.create_snapshot(name, timeout=START_TIMEOUT_SEC)
+        except Exception as exc:  # noqa: BLE001
+            raise InfraError(f"snapshot of Daytona sandbox {self._id}: {exc}") from exc
+        return name
 
     async def restore(self, ref: str) -> None:
-        raise CapabilityError("the Daytona sandbox takes no snapshots here (see docs/daytona.md)")
+        """A new sandbox started from the snapshot ``ref`` takes this one's place (which is deleted);
+        before ``start()``, the sandbox starts straight from it."""
+        if self._stopped:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        old = self._id if self._box is not None else None
+        self._box = None
+        try:
+            await self._create(snapshot=ref)
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+        if old is not None:
+            from .daytona_backend import BACKEND
+
+            await asyncio.to_thread(BACKEND.remove, [old])
 
     async def stop(self) -> None:
         """Delete the sandbox and close the client. Idempotent, never raises, finishes under cancellation."""
@@ -325,6 +358,12 @@ class DaytonaSandbox:
             if gone:
                 log.warning("could not delete Daytona sandbox %s: %s (bench sandbox cleanup removes it)",
                             self._id, gone[self._id])
+        if self._snapshots:
+            from .daytona_backend import BACKEND
+
+            stayed = await asyncio.to_thread(BACKEND.remove_snapshots, self._snapshots)
+            for name, why in stayed.items():
+                log.warning("could not delete Daytona snapshot %s: %s (bench sandbox cleanup removes it)", name, why)
         if self._client is not None:
             try:
                 await self._client.close()
