@@ -42,12 +42,32 @@ def test_a_non_root_user_goes_through_su_without_option_parsing_of_the_command()
     assert words[7:] == ["/w", "env", "sh", "-c", "id"]
 
 
-def test_the_stream_relay_carries_binary_data_and_end_of_file():
-    line = cmds.streaming_line(cmds.argv(["cat"], cwd="/", env=None, user=None), "m")
+def _stream(words: list[str], feed: str, path: str | None = None) -> tuple[int, bytes]:
+    """Run a streaming session line in a local sh; (exit status, stdout decoded as the sandbox does)."""
+    line = cmds.streaming_line(cmds.argv(words, cwd="/", env=None, user=None), f"m{os.getpid()}")
+    env = os.environ | ({"PATH": path} if path else {})
+    out = subprocess.run(["sh", "-c", line], input=feed.encode(), capture_output=True, timeout=10, env=env)
+    decoder = cmds.Decoder()
+    text = out.stdout.decode()
+    return out.returncode, b"".join(decoder.feed(text[i:i + 7]) for i in range(0, len(text), 7))
+
+
+def test_the_stream_relay_carries_binary_data_both_ways_and_end_of_file():
     data = bytes(range(256)) + b"\nno newline at the end"
     feed = cmds.relay_chunk(data[:100]) + cmds.relay_chunk(data[100:]) + cmds.EOF_LINE.decode()
-    out = subprocess.run(["sh", "-c", line], input=feed.encode(), capture_output=True, timeout=10)
-    assert (out.returncode, out.stdout) == (0, data)
+    assert _stream(["cat"], feed) == (0, data)
+
+
+def test_a_stream_keeps_the_command_exit_status():
+    assert _stream(["sh", "-c", "echo out; exit 7"], cmds.EOF_LINE.decode()) == (7, b"out\n")
+
+
+def test_without_python_or_node_the_stream_is_text_as_is(tmp_path):
+    for tool in ("sh", "cat", "base64", "printf", "rm", "env"):
+        (tmp_path / tool).symlink_to(subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
+                                                    text=True).stdout.strip() or f"/bin/{tool}")
+    assert _stream(["cat"], cmds.relay_chunk(b"plain text\n") + cmds.EOF_LINE.decode(), path=str(tmp_path)) == (
+        0, b"plain text\n")
 
 
 def test_output_is_capped_with_a_note_of_what_was_cut():

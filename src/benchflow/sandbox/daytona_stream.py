@@ -3,7 +3,8 @@
 The command runs as an asynchronous session command. Its output is read by
 polling the command's logs endpoint (``GET …/command/{id}/logs``; the SDK's
 follow mode is a websocket) and what is new is fed to the stdout/stderr
-readers; it ends when the command reports an exit code. Writes to stdin go
+readers (stdout decoded from the base64 lines it comes as); it ends when the
+command reports an exit code. Writes to stdin go
 through the command's input endpoint as base64 lines, and ``close`` sends the
 end-of-file line (:mod:`.daytona_commands`).
 """
@@ -76,14 +77,17 @@ class DaytonaProcess:
     async def _follow(self) -> None:
         process = self._sandbox._require().process
         seen_out = seen_err = 0
+        decoder = cmds.Decoder()
         try:
             while True:
                 command = await process.get_session_command(self._session, self._command)
                 logs = await process.get_session_command_logs(self._session, self._command)
-                out, err = (logs.stdout or "").encode(), (logs.stderr or "").encode()
+                out, err = logs.stdout or "", (logs.stderr or "").encode()
                 if len(out) > seen_out:
-                    self.stdout.feed_data(out[seen_out:])
+                    data = decoder.feed(out[seen_out:])
                     seen_out = len(out)
+                    if data:
+                        self.stdout.feed_data(data)
                 if len(err) > seen_err:
                     self.stderr.feed_data(err[seen_err:])
                     seen_err = len(err)
