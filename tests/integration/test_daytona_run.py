@@ -161,3 +161,17 @@ def test_snapshots_go_with_their_sandbox_and_cleanup_removes_a_dead_runs(tmp_pat
     assert cleaned.returncode == 0, cleaned.stderr
     assert dead in cleaned.stdout and dead not in daytona_double.double.snapshots
     assert alive in daytona_double.double.snapshots
+
+
+def test_a_model_calling_agent_reaches_the_gateway_over_the_exec_stream(tmp_path: Path, daytona_double) -> None:
+    """An ACP agent in a Daytona sandbox (no host mounts): its ACP session and the model bridge's
+    binary frames both travel over exec streams."""
+    from tests.integration.test_model_bridge import ASK_AND_DUMP_ENV, run_model_agent, sandbox_env, trial_dirs
+
+    jobs, upstream = run_model_agent(tmp_path, "daytona", ASK_AND_DUMP_ENV,
+                                     env=daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert len(upstream.requests) == 1
+    [trial] = trial_dirs(jobs)
+    result = json.loads((trial / "result.json").read_text())
+    assert result["rewards"]["reward"] == 1.0, result.get("error")
+    assert sandbox_env(trial)["OPENAI_API_KEY"].startswith("sk-benchflow-")
