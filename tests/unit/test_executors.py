@@ -161,3 +161,16 @@ def test_a_lost_worker_is_an_infra_failure_and_a_node_side_bug_is_not() -> None:
     bug = ray.exceptions.RayTaskError("run_attempt_on_node", "Traceback …", KeyError("oops"))
     assert _failure(ray, bug)[1:] == ("other", False)  # never retried as if the infrastructure failed
     assert _failure(ray, TypeError("cannot pickle '_thread.lock' object"))[1:] == ("other", False)
+
+
+@pytest.mark.parametrize("how", ["env", "client"])
+def test_a_cluster_address_nothing_answers_at_is_refused_at_once(monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    executor = "ray" if how == "env" else f"ray://127.0.0.1:{port}"
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    with pytest.raises(ConfigError, match=f"cannot reach the Ray cluster at .*127.0.0.1:{port}"):
+        preflight(build_run_spec(None, fields={"executor": executor}))

@@ -57,14 +57,16 @@ def preflight(spec: Any) -> None:
     """Refuse, before the job folder is touched, a remote executor that cannot run here.
 
     Raises:
-        ConfigError: Ray not installed (naming the extra), or an option it cannot honour.
+        ConfigError: Ray not installed (naming the extra), an option it cannot honour, or a cluster
+            address nothing answers at.
     """
     if (getattr(spec, "executor", IN_PROCESS) or IN_PROCESS) == IN_PROCESS:
         return
-    from .ray_cluster import import_ray
+    from .ray_cluster import import_ray, probe
 
     _refuse_with_ray(spec)
     import_ray()
+    probe(spec.executor)
 
 
 def _refuse_with_ray(spec: Any) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from typing import Any
 
 from benchflow.errors import ConfigError
@@ -45,6 +46,26 @@ def connect(ray: Any, executor: str) -> str:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({first})") from None
     return str(getattr(context, "address_info", {}).get("gcs_address") or address or "local")
+
+
+def probe(executor: str) -> None:
+    """Fail fast on a cluster address (``ray://HOST:PORT``, else ``$RAY_ADDRESS``) nothing listens
+    at: Ray itself retries for minutes.
+
+    Raises:
+        ConfigError: the address does not answer a TCP connection within a few seconds.
+    """
+    target = address_of(executor) or os.environ.get("RAY_ADDRESS")
+    if not target or target in ("auto", "local"):
+        return
+    host, _, port = target.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--executor {executor}: {target!r} is not HOST:PORT (from --executor or $RAY_ADDRESS)")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConfigError(f"--executor {executor}: cannot reach the Ray cluster at {target} "
+                          f"({exc.strerror or exc}); start it (ray start --head) or fix $RAY_ADDRESS") from None
 
 
 def link_host(ray: Any) -> str:
