@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import run_bench
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
-from tests.waiting import wait_until
+from tests.waiting import runs_in_container, wait_until
 
 pytestmark = pytest.mark.docker
 TASKS = ["a", "b", "c", "d"]
@@ -51,6 +51,14 @@ def _owner_pids(jobs: Path) -> set[str]:
     return {c["Labels"].get("benchflow.pid") for c in _containers(_job(jobs))}
 
 
+def _both_solving(jobs: Path, needle: str) -> bool:
+    """Two trials of the job are past their sandbox's start: each container runs ``needle`` (the oracle's sleep)."""
+    if not jobs.is_dir() or not any(p.is_dir() for p in jobs.iterdir()):
+        return False
+    running = [c["Id"] for c in _containers(_job(jobs)) if c["State"] == "running"]
+    return len(running) == 2 and all(runs_in_container([cid], needle) for cid in running)
+
+
 def _workers(parent: int) -> list[int]:
     """Live worker processes started by ``parent``."""
     out = []
@@ -74,6 +82,14 @@ def _when_size(get, n: int):
         value = get()
         return value if len(value) == n else None
     return probe
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (``Z``: exited, not yet reaped); None when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
 
 
 def _start(tasks: Path, jobs: Path, *extra: str) -> subprocess.Popen:
@@ -106,7 +122,7 @@ def test_a_killed_worker_is_retried_and_every_task_finishes_once(tmp_path: Path)
     proc = _start(_tasks(tmp_path, 3), jobs, "--worker-retries", "1")
     workers = wait_until(_when_size(lambda: _workers(proc.pid), 2), timeout=60,
                          what="two workers")
-    wait_until(lambda: len(_owner_pids(jobs)) == 2, timeout=120, what="both workers running a trial")
+    wait_until(lambda: _both_solving(jobs, "sleep 3"), timeout=120, what="both workers' trials in their solution")
     victim = workers[0]
     os.kill(victim, signal.SIGKILL)
     out, err = proc.communicate(timeout=300)
@@ -124,13 +140,13 @@ def test_ctrl_c_stops_every_worker_and_the_job_resumes(tmp_path: Path) -> None:
     proc = _start(_tasks(tmp_path, 8, later=0), jobs)
     workers = wait_until(_when_size(lambda: _workers(proc.pid), 2), timeout=60,
                          what="two workers")
-    wait_until(lambda: len(_owner_pids(jobs)) == 2, timeout=120, what="both workers running a trial")
+    wait_until(lambda: _both_solving(jobs, "sleep 8"), timeout=120, what="both workers' trials in their solution")
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     job = _job(jobs)
     assert _containers(job) == []
-    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    assert not [(pid, _state(pid)) for pid in workers if _state(pid) not in {None, "Z"}]
     assert _finished_tasks(jobs) == []
     done = run_bench("eval", "resume", str(job), timeout=300)
     assert done.returncode == 0, done.stderr

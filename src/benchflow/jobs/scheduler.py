@@ -43,7 +43,12 @@ class Scheduler:
         watcher = asyncio.create_task(self._watch_budget())
         try:
             coros = [self._task(t, results) for t in tasks]
-            await asyncio.gather(*coros)
+            # return_exceptions: on Ctrl-C the wait ends only once every trial has removed its sandbox
+            # (a plain gather ends at the first task done cancelling, e.g. a queued one, and the process
+            # could exit while running trials still clean up)
+            for outcome in await asyncio.gather(*coros, return_exceptions=True):
+                if isinstance(outcome, BaseException):
+                    raise outcome
         finally:
             watcher.cancel()
         return results

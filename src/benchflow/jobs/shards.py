@@ -91,7 +91,13 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
         runs = [Shard(index=i, spec=spec, plan=plan, paths=paths, keys=[t.key for t in shard], size=size,
                       slots=slots, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
                 for i, (shard, size) in enumerate(zip(shards, sizes))]
-        left = [keys for keys in await asyncio.gather(*runs) if keys]
+        # return_exceptions: a cancelled gather then returns only once every shard has stopped its worker
+        # (without it, the first shard to finish its cancellation would end the wait for the others)
+        outcomes = await asyncio.gather(*runs, return_exceptions=True)
+        failures = [o for o in outcomes if isinstance(o, BaseException)]
+        if failures:
+            raise failures[0]
+        left = [keys for keys in outcomes if keys]
     finally:
         shutil.rmtree(slots, ignore_errors=True)
     if left:
