@@ -88,4 +88,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stderr.flush()
+    os._exit(code)  # the shard is done and cleaned up; an engine stream thread stuck on a dead socket cannot hold it
