@@ -43,8 +43,10 @@ DEFAULT_ORDER = ("docker", "local")
 
 # Names the CLI reference knows that this build does not provide, with why.
 UNSUPPORTED = {
-    "modal": "no Modal backend yet",
-    "agentcore": "no AWS AgentCore backend yet",
+    "modal": "no Modal backend yet: Modal's client speaks gRPC to Modal's service, and no backend was built on it",
+    "agentcore": ("AWS AgentCore has no sandbox a task can run in: its code interpreter runs AWS's own image, "
+                  "not the task's, and runtime commands (InvokeAgentRuntimeCommand) take no stdin, so an "
+                  "agent cannot be streamed to"),
     "apple-container": "Apple's container CLI runs only on macOS, and there is no backend for it yet",
 }
 
