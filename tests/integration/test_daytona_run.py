@@ -175,3 +175,24 @@ def test_a_model_calling_agent_reaches_the_gateway_over_the_exec_stream(tmp_path
     result = json.loads((trial / "result.json").read_text())
     assert result["rewards"]["reward"] == 1.0, result.get("error")
     assert sandbox_env(trial)["OPENAI_API_KEY"].startswith("sk-benchflow-")
+
+
+@pytest.mark.slow
+def test_bench_branch_children_restore_daytona_snapshots(tmp_path: Path, daytona_double) -> None:
+    """``bench branch`` on Daytona: children from one snapshot reach different rewards, a nested fork
+    starts from its parent child's state, and no sandbox or snapshot is left."""
+    from tests.conftest import FIXTURE_TASKS
+
+    env = daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    children = ["--child", "label=good,prompt=write done", "--child", "label=bad,prompt=write nope, really",
+                "--child", "label=more,parent=good,prompt=append !", "--child", "label=same,parent=good,prompt=append "]
+    done = run_bench("branch", "--tasks-dir", str(FIXTURE_TASKS / "branch-prompts"), "--agent", "oracle",
+                     "--sandbox", "daytona", "--jobs-dir", str(tmp_path / "jobs"), *children, env=env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    observed = {path.parent.name: json.loads(path.read_text())["reward"]
+                for path in (tmp_path / "jobs").rglob("children/*/observation.json")}
+    assert observed == {"good": 1.0, "bad": 0.0, "more": 0.5, "same": 1.0}
+    labels = {"benchflow.job": str(next((tmp_path / "jobs").glob("branch-*")).resolve())}
+    assert [box for box in daytona_double.double.boxes.values()
+            if labels.items() <= (box.request.get("labels") or {}).items()] == []
+    assert daytona_double.double.snapshots == {}
