@@ -196,3 +196,40 @@ def test_bench_branch_children_restore_daytona_snapshots(tmp_path: Path, daytona
     assert [box for box in daytona_double.double.boxes.values()
             if labels.items() <= (box.request.get("labels") or {}).items()] == []
     assert daytona_double.double.snapshots == {}
+
+
+def test_a_retained_snapshot_outlives_its_sandbox_and_starts_another(tmp_path: Path, daytona_double,
+                                                                     monkeypatch) -> None:
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in daytona_double.env().items():
+        monkeypatch.setenv(name, value)
+    backend = get_backend("daytona")
+    spec = SandboxSpec(name="retained", environment_dir=None, image="debian:bookworm-slim", cache_key="retained",
+                       network_mode="no-network", workdir="/app")
+
+    async def retain() -> str:
+        box = backend.create(spec)
+        await box.start()
+        try:
+            await box.exec(["sh", "-c", "echo saved > /app/state"])
+            return await box.snapshot(retain=True)
+        finally:
+            await box.stop()
+
+    async def start_from(ref: str) -> str:
+        box = backend.create(spec)
+        try:
+            await box.restore(ref)  # before start: starts straight from the snapshot
+            return (await box.exec(["cat", "/app/state"])).stdout
+        finally:
+            await box.stop()
+
+    ref = asyncio.run(retain())
+    assert ref in daytona_double.double.snapshots, "a retained snapshot outlives its sandbox"
+    assert asyncio.run(start_from(ref)) == "saved\n"
+    dead = ref.replace(f"-{os.getpid()}-", "-999999999-")
+    daytona_double.double.add_snapshot(dead)
+    assert dead not in backend.stale_snapshots(), "a retained snapshot is never stale"
+    assert backend.remove_snapshots([ref, dead]) == {}
+    assert ref not in daytona_double.double.snapshots and dead not in daytona_double.double.snapshots

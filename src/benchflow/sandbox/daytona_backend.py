@@ -14,7 +14,7 @@ sandbox has not, and Daytona's own allow list takes CIDR ranges, not the
 task's host names). Builds from the task's Dockerfile (Daytona builds them;
 :mod:`.daytona_build`) or a prebuilt image; cpus and memory are Daytona's
 quotas (whole CPUs, whole GiB). Snapshots are Daytona snapshots (:mod:`.daytona_snapshots`). No
-retained snapshots, host mounts,
+host mounts,
 GPUs or multi-service pods here. Kept sandboxes: :mod:`.daytona_kept`.
 """
 
@@ -66,7 +66,7 @@ class DaytonaBackend(Backend):
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(network_modes=frozenset({"no-network", "public"}), snapshots=True,
-                            start_from_snapshot=True, gpus=False,
+                            retained_snapshots=True, start_from_snapshot=True, gpus=False,
                             multi_service=False, build_from_dockerfile=True, resource_limits=True,
                             host_mounts=False, image_layers=False, keep=True)
 

@@ -292,13 +292,13 @@ class DaytonaSandbox:
             await self._run_line(f"rm -f {path} < /dev/null", timeout=30)
 
     async def snapshot(self, *, retain: bool = False) -> str:
-        """A Daytona snapshot of the filesystem (:mod:`.daytona_snapshots`), deleted by ``stop()``."""
+        """A Daytona snapshot of the filesystem (:mod:`.daytona_snapshots`), deleted by ``stop()``
+        unless ``retain``."""
         from .daytona_snapshots import snapshot_name
 
-        if retain:
-            raise CapabilityError("the Daytona sandbox cannot retain a snapshot past its run (see docs/daytona.md)")
-        box, name = self._require(), snapshot_name()
-        self._snapshots.append(name)
+        box, name = self._require(), snapshot_name(retain=retain)
+        if not retain:
+            self._snapshots.append(name)
         try:
             await box.create_snapshot(name, timeout=START_TIMEOUT_SEC)
         except Exception as exc:  # noqa: BLE001

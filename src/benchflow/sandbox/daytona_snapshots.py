@@ -3,7 +3,8 @@
 A snapshot is a Daytona snapshot any sandbox can start from, so ``restore``
 starts a new sandbox from it and deletes the old one. Daytona snapshots carry
 no labels, so the owner is in the name: ``bf-snap-<host>-<pid>-<pid start>-<random>``;
-one whose process is gone is stale (``bench sandbox cleanup`` removes it). The
+one whose process is gone is stale (``bench sandbox cleanup`` removes it) unless
+it was retained (its random part starts with ``r``). The
 job is not in the name (a job is a path), so the reap of one job's leftovers
 does not find them; ``stop()`` deletes its own snapshots.
 """
@@ -19,11 +20,16 @@ from . import docker_engine as eng
 PREFIX = "bf-snap-"
 
 
-def snapshot_name() -> str:
-    """A new snapshot name naming this process as its owner."""
+RETAINED = "r"
+"""First letter of the random part of a retained snapshot's name: it is never stale."""
+
+
+def snapshot_name(*, retain: bool = False) -> str:
+    """A new snapshot name naming this process as its owner (and, ``retain``, kept past it)."""
     pid = os.getpid()
     host = "".join(ch if ch.isalnum() or ch in "." else "_" for ch in socket.gethostname())[:40]
-    return f"{PREFIX}{host}-{pid}-{eng.process_start_ticks(pid) or 0}-{secrets.token_hex(4)}"
+    tail = (RETAINED if retain else "") + secrets.token_hex(4)
+    return f"{PREFIX}{host}-{pid}-{eng.process_start_ticks(pid) or 0}-{tail}"
 
 
 def owner_labels(name: str) -> dict[str, str] | None:
@@ -33,7 +39,9 @@ def owner_labels(name: str) -> dict[str, str] | None:
     parts = name[len(PREFIX):].rsplit("-", 3)
     if len(parts) != 4 or not parts[1].isdigit():
         return None
-    host, pid, start, _ = parts
+    host, pid, start, tail = parts
+    if tail.startswith(RETAINED):
+        return None  # retained: removed only on purpose (remove_snapshots)
     return {eng.HOST: host, eng.PID: pid, eng.PID_START: "" if start == "0" else start}
 
 
