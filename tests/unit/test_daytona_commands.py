@@ -11,14 +11,18 @@ from pathlib import Path
 
 from benchflow.sandbox import SandboxSpec
 from benchflow.sandbox import daytona_commands as cmds
-from benchflow.sandbox.daytona_build import context_archive, context_hash, dockerfile_text
+from benchflow.sandbox.daytona_build import (
+    context_archive,
+    context_hash,
+    dockerfile_text,
+)
 
 HOSTILE = ["printf", "%s|", "$(touch pwned)", "a b", "it's", "`id`", "; rm -rf x", "--"]
 
 
 def test_a_command_line_passes_every_argument_literally(tmp_path):
     line = cmds.command_line(cmds.argv(HOSTILE, cwd=str(tmp_path), env={"K": "v w"}, user=None), "m1")
-    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, cwd="/")
+    out = subprocess.run(["sh", "-c", line], check=False, capture_output=True, text=True, cwd="/")
     assert out.stdout == "|".join(HOSTILE[2:]) + "|"
     assert not (tmp_path / "pwned").exists() and not Path("/pwned").exists()
 
@@ -26,14 +30,14 @@ def test_a_command_line_passes_every_argument_literally(tmp_path):
 def test_env_cwd_marker_and_empty_stdin(tmp_path):
     script = 'pwd; echo "$K"; echo "$BENCHFLOW_EXEC_ID"; cat; echo end'
     line = cmds.command_line(cmds.argv(["sh", "-c", script], cwd=str(tmp_path), env={"K": "v"}, user="root"), "mk")
-    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, input="never read", timeout=10)
+    out = subprocess.run(["sh", "-c", line], check=False, capture_output=True, text=True, input="never read", timeout=10)
     assert out.stdout.split("\n")[:4] == [str(tmp_path), "v", "mk", "end"]
 
 
 def test_stdin_comes_from_the_uploaded_file(tmp_path):
     (tmp_path / "in").write_bytes(b"fed")
     line = cmds.command_line(cmds.argv(["cat"], cwd="/", env=None, user=None), "m", stdin_path=str(tmp_path / "in"))
-    assert subprocess.run(["sh", "-c", line], capture_output=True).stdout == b"fed"
+    assert subprocess.run(["sh", "-c", line], check=False, capture_output=True).stdout == b"fed"
 
 
 def test_a_non_root_user_goes_through_su_without_option_parsing_of_the_command():
@@ -46,7 +50,7 @@ def _stream(words: list[str], feed: str, path: str | None = None) -> tuple[int, 
     """Run a streaming session line in a local sh; (exit status, stdout decoded as the sandbox does)."""
     line = cmds.streaming_line(cmds.argv(words, cwd="/", env=None, user=None), f"m{os.getpid()}")
     env = os.environ | ({"PATH": path} if path else {})
-    out = subprocess.run(["sh", "-c", line], input=feed.encode(), capture_output=True, timeout=10, env=env)
+    out = subprocess.run(["sh", "-c", line], input=feed.encode(), check=False, capture_output=True, timeout=10, env=env)
     decoder = cmds.Decoder()
     text = out.stdout.decode()
     return out.returncode, b"".join(decoder.feed(text[i:i + 7]) for i in range(0, len(text), 7))
@@ -64,7 +68,7 @@ def test_a_stream_keeps_the_command_exit_status():
 
 def test_without_python_or_node_the_stream_is_text_as_is(tmp_path):
     for tool in ("sh", "cat", "base64", "printf", "rm", "env"):
-        (tmp_path / tool).symlink_to(subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
+        (tmp_path / tool).symlink_to(subprocess.run(["sh", "-c", f"command -v {tool}"], check=False, capture_output=True,
                                                     text=True).stdout.strip() or f"/bin/{tool}")
     assert _stream(["cat"], cmds.relay_chunk(b"plain text\n") + cmds.EOF_LINE.decode(), path=str(tmp_path)) == (
         0, b"plain text\n")
@@ -99,9 +103,10 @@ def test_the_build_context_is_content_addressed(tmp_path):
 
 def test_a_no_skill_build_leaves_the_skills_out_of_context_and_dockerfile(tmp_path):
     env = _env(tmp_path)
-    names = tarfile.open(fileobj=io.BytesIO(context_archive(_spec(env, bundled_skills=False)))).getnames()
+    with tarfile.open(fileobj=io.BytesIO(context_archive(_spec(env, bundled_skills=False)))) as archive:
+        names = archive.getnames()
     assert "app.txt" in names and not any(name.startswith("skills") for name in names)
-    copies = lambda text: [line for line in text.splitlines() if line.startswith("COPY skills")]  # noqa: E731
+    copies = lambda text: [line for line in text.splitlines() if line.startswith("COPY skills")]
     assert copies(dockerfile_text(_spec(env, bundled_skills=False))) == []
     assert copies(dockerfile_text(_spec(env))) == ["COPY skills /skills"]
 

@@ -122,7 +122,7 @@ class DaytonaBackend(Backend):
             items = self._items(wanted)
         except SandboxUnavailable:
             return []
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise SandboxUnavailable(f"Daytona sandboxes cannot be listed: {_why(exc)}") from exc
         return [_row(item) for item in items
                 if str(getattr(item.state, "value", item.state)) not in ("destroyed", "destroying")
@@ -138,7 +138,7 @@ class DaytonaBackend(Backend):
             return stale(client())
         except SandboxUnavailable:
             return []
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise SandboxUnavailable(f"Daytona snapshots cannot be listed: {_why(exc)}") from exc
 
     def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
@@ -195,7 +195,7 @@ def _row(item) -> OwnedSandbox:
     created = None
     if item.created_at:
         try:
-            created = datetime.fromisoformat(item.created_at.replace("Z", "+00:00")).timestamp()
+            created = datetime.fromisoformat(item.created_at).timestamp()
         except ValueError:
             created = None
     return OwnedSandbox(id=item.id, name=item.name, sandbox=NAME, engine=f"daytona {item.target}",

@@ -55,7 +55,7 @@ class DaytonaSandbox:
         self.name = f"bf-{spec.name[:40]}-{secrets.token_hex(4)}"
 
     @classmethod
-    async def attached(cls, sandbox_id: str) -> "DaytonaSandbox":
+    async def attached(cls, sandbox_id: str) -> DaytonaSandbox:
         """A handle on an existing sandbox (a kept one), started if it was stopped; ``stop()`` leaves it."""
         from daytona import AsyncDaytona, DaytonaConfig
 
@@ -68,7 +68,7 @@ class DaytonaSandbox:
         sandbox._client = AsyncDaytona(DaytonaConfig(api_key=key, api_url=url))
         try:
             sandbox._box = await sandbox._client.get(sandbox_id)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             await sandbox.stop()
             raise SandboxError(f"Daytona sandbox {sandbox_id} no longer exists (released or cleaned up)") from exc
         sandbox._id = sandbox_id
@@ -113,7 +113,7 @@ class DaytonaSandbox:
 
         try:
             self._context = [await asyncio.to_thread(push)]
-        except Exception as exc:  # noqa: BLE001 - any transport or storage failure is a build failure
+        except Exception as exc:
             raise BuildError(f"{self.spec.name}: uploading the build context to Daytona failed: {exc}") from exc
 
     async def start(self) -> None:
@@ -155,7 +155,7 @@ class DaytonaSandbox:
         self._box = await self._client.get(response.id)
         try:
             await self._box.wait_for_sandbox_start(timeout=self.spec.build_timeout_sec + START_TIMEOUT_SEC)
-        except Exception as exc:  # noqa: BLE001 - the SDK's errors name the state and its reason
+        except Exception as exc:
             state = getattr(self._box, "state", "?")
             raise BuildError(f"{self.spec.name}: the Daytona sandbox did not start ({state}): {exc}",
                              log_tail=str(getattr(self._box, "error_reason", "") or "")) from exc
@@ -195,16 +195,16 @@ class DaytonaSandbox:
             return code, logs.stdout or "", logs.stderr or ""
         except (InfraError, asyncio.CancelledError):
             raise
-        except Exception as exc:  # noqa: BLE001 - transport or API failure mid-exec
+        except Exception as exc:
             raise InfraError(f"exec in Daytona sandbox {self._id}: {exc}") from exc
         finally:
-            if not self._stopped:
-                asyncio.ensure_future(self._forget(session))
+            if not self._stopped:  # each session holds a shell in the sandbox
+                await self._forget(session)
 
     async def _forget(self, session: str) -> None:
         try:
             await self._box.process.delete_session(session)
-        except Exception:  # noqa: BLE001 - the sandbox may be gone; the session goes with it
+        except Exception:  # noqa: BLE001, S110 - the sandbox may be gone; the session goes with it
             pass
 
     async def _wait(self, session: str, command_id: str, timeout: float | None) -> int | None:
@@ -254,7 +254,7 @@ class DaytonaSandbox:
     async def _upload(self, data: bytes, remote: str) -> None:
         try:
             await self._require().fs.upload_file(data, remote)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise InfraError(f"upload to Daytona sandbox {self._id}: {exc}") from exc
 
     async def put(self, local: Path, remote: str) -> None:
@@ -271,9 +271,8 @@ class DaytonaSandbox:
     async def get(self, remote: str, local: Path) -> CopyReport:
         name = PurePosixPath(remote)
         path = f"/tmp/.bf-get-{secrets.token_hex(8)}.tar"
-        made = await self.exec(["sh", "-c", 'test -e "$2" || test -L "$2" || exit 44; '
-                                            'tar -cf "$1" -C "$3" "$4"', "sh", path, str(name),
-                                str(name.parent), name.name], cwd="/")
+        script = 'test -e "$2" || test -L "$2" || exit 44; tar -cf "$1" -C "$3" "$4"'
+        made = await self.exec(["sh", "-c", script, "sh", path, str(name), str(name.parent), name.name], cwd="/")
         if made.return_code == 44:
             raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
         if not made.success:
@@ -286,7 +285,7 @@ class DaytonaSandbox:
                     lambda: copy_out_tar(_chunks(target), name.name, Path(local)))
         except (FileNotFoundError, InfraError):
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise InfraError(f"get {remote} from Daytona sandbox {self._id}: {exc}") from exc
         finally:
             await self._run_line(f"rm -f {path} < /dev/null", timeout=30)
@@ -301,7 +300,7 @@ class DaytonaSandbox:
             self._snapshots.append(name)
         try:
             await box.create_snapshot(name, timeout=START_TIMEOUT_SEC)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise InfraError(f"snapshot of Daytona sandbox {self._id}: {exc}") from exc
         return name
 
@@ -344,7 +343,7 @@ class DaytonaSandbox:
         self.labels[KEPT] = "true"
         try:
             await box.set_labels(self.labels)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise InfraError(f"labelling Daytona sandbox {self._id} kept: {exc}") from exc
         self._kept = True
         return {"schema_version": 1, "backend": NAME, "sandbox_id": self._id}
@@ -367,7 +366,7 @@ class DaytonaSandbox:
         if self._client is not None:
             try:
                 await self._client.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110 - closing a client of a deleted sandbox may fail; nothing is left
                 pass
 
 

@@ -34,7 +34,7 @@ class _Stdin:
         while (item := await self._queue.get()) is not None:
             try:
                 await self._send(item)
-            except Exception:  # noqa: BLE001 - the process ended; what it was sent is moot
+            except Exception:  # noqa: BLE001, S110 - the process ended; what it was sent is moot
                 pass
             finally:
                 self._queue.task_done()
@@ -103,6 +103,8 @@ class DaytonaProcess:
             self.stdout.feed_eof()
             self.stderr.feed_eof()
             self.stdin.abandon()
+            if not self._sandbox._stopped and self._code is not None:
+                await self._sandbox._forget(self._session)
 
     async def wait(self) -> int:
         await asyncio.shield(self._reader)
@@ -112,7 +114,7 @@ class DaytonaProcess:
         await self._sandbox.kill(self._marker)
         try:
             await asyncio.wait_for(asyncio.shield(self._reader), 10)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._reader.cancel()
             self._code = -9
 
@@ -127,6 +129,6 @@ async def open_process(sandbox, words: list[str]) -> DaytonaProcess:
         await process.create_session(session)
         started = await process.execute_session_command(
             session, SessionExecuteRequest(command=cmds.streaming_line(words, marker), run_async=True))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise InfraError(f"exec_stream in Daytona sandbox {sandbox.sandbox_id}: {exc}") from exc
     return DaytonaProcess(sandbox, session, started.cmd_id, marker)
