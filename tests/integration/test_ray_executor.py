@@ -20,7 +20,11 @@ import pytest
 
 from tests.conftest import run_bench
 from tests.doubles.fake_model_server import FakeModelServer
-from tests.integration.test_agent_pipeline import PYTHON_IMAGE, UPSTREAM_KEY, fake_agent_file
+from tests.integration.test_agent_pipeline import (
+    PYTHON_IMAGE,
+    UPSTREAM_KEY,
+    fake_agent_file,
+)
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 from tests.waiting import wait_until
 

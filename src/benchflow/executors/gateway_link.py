@@ -81,7 +81,7 @@ class GatewayLink:
             answer = self._answer(hello)
             writer.write(json.dumps(answer, default=str).encode() + b"\n")
             await writer.drain()
-        except (asyncio.TimeoutError, ValueError, OSError, ConnectionError):
+        except (TimeoutError, ValueError, OSError, ConnectionError):
             return
         finally:
             writer.close()

@@ -93,9 +93,5 @@ def link_port() -> int:
 
 def largest_node(ray: Any) -> dict[str, float]:
     """The most CPUs, memory (bytes) and GPUs any one live node offers (each taken separately)."""
-    best = {"CPU": 0.0, "memory": 0.0, "GPU": 0.0}
-    for node in ray.nodes():
-        if node.get("Alive"):
-            for key in best:
-                best[key] = max(best[key], float((node.get("Resources") or {}).get(key, 0.0)))
-    return best
+    alive = [node.get("Resources") or {} for node in ray.nodes() if node.get("Alive")]
+    return {key: max((float(have.get(key, 0.0)) for have in alive), default=0.0) for key in ("CPU", "memory", "GPU")}

@@ -23,7 +23,6 @@ from benchflow.util import atomic
 from .gateway_link import LinkAddress, RemoteModelAccess
 from .trial_bundle import pack, unpack
 
-
 _REAPED: set[tuple[str, str]] = set()
 """(backend, job) pairs this worker process has already cleared of dead attempts' sandboxes."""
 
