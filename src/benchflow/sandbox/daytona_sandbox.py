@@ -31,7 +31,10 @@ from .tarstream import pack
 log = logging.getLogger(__name__)
 
 START_TIMEOUT_SEC = 600.0
-POLL_SEC = 0.1
+POLL_SEC = 0.05
+POLL_MAX_SEC = 1.0
+"""Polls of a running command start every 50 ms and slow down to once a second (a long command
+costs Daytona's API one request a second, a short one answers at once)."""
 TIMEOUT_RC = 124
 DRAIN_AFTER_KILL_SEC = 5.0
 
@@ -209,13 +212,15 @@ class DaytonaSandbox:
 
     async def _wait(self, session: str, command_id: str, timeout: float | None) -> int | None:
         deadline = None if timeout is None else time.monotonic() + timeout
+        delay = POLL_SEC
         while True:
             command = await self._box.process.get_session_command(session, command_id)
             if command.exit_code is not None:
                 return command.exit_code
             if deadline is not None and time.monotonic() >= deadline:
                 return None
-            await asyncio.sleep(POLL_SEC)
+            await asyncio.sleep(delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic())))
+            delay = min(delay * 1.5, POLL_MAX_SEC)
 
     async def kill(self, marker: str) -> None:
         """Kill every process of the exec ``marker`` (its whole tree, setsid children too)."""

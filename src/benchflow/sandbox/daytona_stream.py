@@ -12,6 +12,7 @@ end-of-file line (:mod:`.daytona_commands`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 
 from benchflow.errors import InfraError
@@ -19,6 +20,8 @@ from benchflow.errors import InfraError
 from . import daytona_commands as cmds
 
 POLL_SEC = 0.05
+IDLE_POLL_SEC = 0.5
+"""Polls start every 50 ms after output or a write, and slow down to twice a second while idle."""
 
 
 class _Stdin:
@@ -69,17 +72,25 @@ class DaytonaProcess:
         self._marker = marker
         self.stdout = asyncio.StreamReader()
         self.stderr = asyncio.StreamReader()
-        process = sandbox._require().process
-        self.stdin = _Stdin(lambda data: process.send_session_command_input(session, command_id, data))
+        self.stdin = _Stdin(self._send)
         self._code: int | None = None
+        self._wake = asyncio.Event()
+        """Set by each write: an answer is likely, so the next poll comes at once."""
         self._reader = asyncio.ensure_future(self._follow())
+
+    async def _send(self, data: str) -> None:
+        await self._sandbox._require().process.send_session_command_input(self._session, self._command, data)
+        self._wake.set()
 
     async def _follow(self) -> None:
         process = self._sandbox._require().process
         seen_out = seen_err = 0
         decoder = cmds.Decoder()
+        delay = POLL_SEC
         try:
             while True:
+                data_seen = False
+                self._wake.clear()
                 command = await process.get_session_command(self._session, self._command)
                 logs = await process.get_session_command_logs(self._session, self._command)
                 out, err = logs.stdout or "", (logs.stderr or "").encode()
@@ -88,13 +99,18 @@ class DaytonaProcess:
                     seen_out = len(out)
                     if data:
                         self.stdout.feed_data(data)
+                        data_seen = True
                 if len(err) > seen_err:
                     self.stderr.feed_data(err[seen_err:])
                     seen_err = len(err)
+                    data_seen = True
                 if command.exit_code is not None:
                     self._code = command.exit_code
                     return
-                await asyncio.sleep(POLL_SEC)
+                delay = POLL_SEC if data_seen else min(delay * 1.5, IDLE_POLL_SEC)
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                    delay = POLL_SEC
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - the sandbox went away: the process is over
