@@ -11,11 +11,7 @@ from pathlib import Path
 
 from benchflow.sandbox import SandboxSpec
 from benchflow.sandbox import daytona_commands as cmds
-from benchflow.sandbox.daytona_build import (
-    context_archive,
-    context_hash,
-    dockerfile_text,
-)
+from benchflow.sandbox.daytona_build import context_hash, dockerfile_text, write_context
 
 HOSTILE = ["printf", "%s|", "$(touch pwned)", "a b", "it's", "`id`", "; rm -rf x", "--"]
 
@@ -80,6 +76,11 @@ def test_output_is_capped_with_a_note_of_what_was_cut():
     assert cmds.capped("short", 1000) == ("short", False)
 
 
+def context_archive(spec: SandboxSpec) -> io.BytesIO | None:
+    out = io.BytesIO()
+    return out if write_context(spec, out) else None
+
+
 def _spec(env: Path | None, **fields) -> SandboxSpec:
     return SandboxSpec(name="t", environment_dir=env, cache_key="k", **fields)
 
@@ -103,7 +104,7 @@ def test_the_build_context_is_content_addressed(tmp_path):
 
 def test_a_no_skill_build_leaves_the_skills_out_of_context_and_dockerfile(tmp_path):
     env = _env(tmp_path)
-    with tarfile.open(fileobj=io.BytesIO(context_archive(_spec(env, bundled_skills=False)))) as archive:
+    with tarfile.open(fileobj=io.BytesIO(context_archive(_spec(env, bundled_skills=False)).getvalue())) as archive:
         names = archive.getnames()
     assert "app.txt" in names and not any(name.startswith("skills") for name in names)
     copies = lambda text: [line for line in text.splitlines() if line.startswith("COPY skills")]

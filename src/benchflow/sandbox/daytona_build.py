@@ -16,9 +16,9 @@ while boto3 honours ``AWS_CA_BUNDLE``.
 from __future__ import annotations
 
 import hashlib
-import io
 import tarfile
 from pathlib import Path
+from typing import IO
 
 from benchflow.errors import BuildError
 
@@ -39,13 +39,13 @@ def dockerfile_text(spec: SandboxSpec) -> str:
     return text if spec.bundled_skills else without_skill_copies(text)
 
 
-def context_archive(spec: SandboxSpec) -> bytes | None:
-    """The build context as a reproducible tar (sorted, no times or owners); None when there is none."""
+def write_context(spec: SandboxSpec, out: IO[bytes]) -> bool:
+    """Write the build context to ``out`` as a reproducible tar (sorted, no times or owners); False
+    (nothing written) when there is none."""
     if spec.image or spec.environment_dir is None:
-        return None
+        return False
     root = Path(spec.environment_dir)
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as archive:
+    with tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as archive:
         for path in sorted(root.rglob("*")):
             rel = path.relative_to(root)
             if not spec.bundled_skills and in_folder(rel.as_posix()):
@@ -59,14 +59,20 @@ def context_archive(spec: SandboxSpec) -> bytes | None:
                     archive.addfile(info, handle)
             else:
                 archive.addfile(info)
-    return buffer.getvalue()
+    return True
 
 
-def context_hash(archive: bytes) -> str:
-    return hashlib.sha256(archive).hexdigest()[:32]
+def context_hash(archive: IO[bytes]) -> str:
+    """The name of an archive in the object storage: a digest of its bytes (read from the start)."""
+    archive.seek(0)
+    digest = hashlib.sha256()
+    while chunk := archive.read(1 << 20):
+        digest.update(chunk)
+    archive.seek(0)
+    return digest.hexdigest()[:32]
 
 
-def upload_context(object_storage_api, archive: bytes) -> str:
+def upload_context(object_storage_api, archive: IO[bytes]) -> str:
     """Put ``archive`` into Daytona's object storage (once: it is content-addressed); its hash."""
     import boto3
     from botocore.config import Config

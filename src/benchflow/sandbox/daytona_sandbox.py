@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import shutil
 import tempfile
 import time
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxErr
 from . import daytona_commands as cmds
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .copyout import CopyReport, copy_out_tar
-from .daytona_build import context_archive, dockerfile_text, upload_context
+from .daytona_build import dockerfile_text, upload_context, write_context
 from .docker_setup import SETUP, resolve_workdir
 from .tarstream import pack
 
@@ -105,18 +106,17 @@ class DaytonaSandbox:
             return
         self._refuse_what_it_cannot_do()
         dockerfile_text(self.spec)  # a missing Dockerfile fails here, before anything is created
-        archive = await asyncio.to_thread(context_archive, self.spec)
-        if archive is None:
-            self._context = []
-            return
         from .daytona_backend import client
 
-        def push() -> str:
-            return upload_context(client()._object_storage_api, archive)
+        def push() -> list[str]:
+            with tempfile.TemporaryFile() as archive:
+                if not write_context(self.spec, archive):
+                    return []
+                return [upload_context(client()._object_storage_api, archive)]
 
         try:
-            self._context = [await asyncio.to_thread(push)]
-        except Exception as exc:
+            self._context = await asyncio.to_thread(push)
+        except Exception as exc:  # any transport or storage failure is a build failure
             raise BuildError(f"{self.spec.name}: uploading the build context to Daytona failed: {exc}") from exc
 
     async def start(self) -> None:
@@ -256,9 +256,10 @@ class DaytonaSandbox:
         self._require()
         return await open_process(self, cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user))
 
-    async def _upload(self, data: bytes, remote: str) -> None:
+    async def _upload(self, data: bytes | Path, remote: str) -> None:
+        """Upload ``data`` (bytes, or a local file streamed from disk) to ``remote``."""
         try:
-            await self._require().fs.upload_file(data, remote)
+            await self._require().fs.upload_file(data if isinstance(data, bytes) else str(data), remote)
         except Exception as exc:
             raise InfraError(f"upload to Daytona sandbox {self._id}: {exc}") from exc
 
@@ -266,9 +267,11 @@ class DaytonaSandbox:
         local = Path(local)
         if not local.exists() and not local.is_symlink():
             raise FileNotFoundError(f"put: {local} does not exist")
-        archive = await asyncio.to_thread(lambda: _read_all(pack(local, remote)))
         path = f"/tmp/.bf-put-{secrets.token_hex(8)}.tar"
-        await self._upload(archive, path)
+        with tempfile.TemporaryDirectory() as spool:
+            archive = Path(spool) / "put.tar"
+            await asyncio.to_thread(_spool, pack(local, remote), archive)
+            await self._upload(archive, path)
         result = await self.exec(["sh", "-c", 'tar -xpf "$1" -C / && rm -f "$1"', "sh", path], cwd="/")
         if not result.success:
             raise InfraError(f"put {local} -> {remote}: {result.stderr.strip()[-300:]}")
@@ -375,11 +378,10 @@ class DaytonaSandbox:
                 pass
 
 
-def _read_all(handle) -> bytes:
-    try:
-        return handle.read()
-    finally:
-        handle.close()
+def _spool(handle, target: Path) -> None:
+    """Write the file object ``handle`` to ``target`` and close it."""
+    with handle, target.open("wb") as out:
+        shutil.copyfileobj(handle, out, 1 << 20)
 
 
 def _chunks(path: Path):
