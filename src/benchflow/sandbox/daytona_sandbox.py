@@ -158,7 +158,7 @@ class DaytonaSandbox:
         self._box = await self._client.get(response.id)
         try:
             await self._box.wait_for_sandbox_start(timeout=self.spec.build_timeout_sec + START_TIMEOUT_SEC)
-        except Exception as exc:
+        except Exception as exc:  # the SDK names the state it ended in and why
             state = getattr(self._box, "state", "?")
             raise BuildError(f"{self.spec.name}: the Daytona sandbox did not start ({state}): {exc}",
                              log_tail=str(getattr(self._box, "error_reason", "") or "")) from exc
@@ -198,7 +198,7 @@ class DaytonaSandbox:
             return code, logs.stdout or "", logs.stderr or ""
         except (InfraError, asyncio.CancelledError):
             raise
-        except Exception as exc:
+        except Exception as exc:  # a transport or API failure mid-exec
             raise InfraError(f"exec in Daytona sandbox {self._id}: {exc}") from exc
         finally:
             if not self._stopped:  # each session holds a shell in the sandbox
