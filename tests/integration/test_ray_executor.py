@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +58,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     finally:
         made.shutdown()
         patch.undo()
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def _free_port() -> int:
