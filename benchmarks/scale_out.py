@@ -23,6 +23,7 @@ import argparse
 import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -157,6 +158,7 @@ def daemon_rows(tmp: Path, repeats: int) -> list[tuple[str, float, float]]:
         for daemon in (warm, prepared):
             if daemon is not None:
                 bench("daemon", "stop", env=daemon)
+                shutil.rmtree(daemon["XDG_RUNTIME_DIR"], ignore_errors=True)
     return [_median_row(name, rows) for name, rows in runs.items()]
 
 
