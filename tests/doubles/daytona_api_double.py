@@ -10,9 +10,9 @@ files really happen:
   their digest like Daytona's own build cache), get, list (``labels`` filter,
   one page), delete; ``networkBlockAll`` is a container without a network;
   ``/api/object-storage/push-access`` names the S3 endpoint below;
-- ``/toolbox/{id}/process/session…``: sessions whose commands run as
-  ``docker exec -i <container> sh -c <command>`` (stdout, stderr and exit code
-  kept apart; input written to the command's stdin);
+- ``/toolbox/{id}/process/session…``: sessions whose commands run as engine
+  execs of ``sh -c <command>`` (stdout, stderr and exit code kept apart; input
+  written to the command's stdin);
 - ``/toolbox/{id}/files/bulk-upload`` and ``bulk-download``;
 - ``/s3/{bucket}/{key}``: HEAD and PUT of context archives (path-style S3).
 
@@ -30,12 +30,11 @@ import json
 import os
 import secrets
 import socket
-import subprocess
 import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import docker
 import uvicorn
@@ -53,10 +52,20 @@ LABEL = "benchflow-daytona-double"
 class _Command:
     id: str
     command: str
-    proc: subprocess.Popen
+    exec_id: str
+    sock: object
+    """The exec's hijacked socket: stdin out, multiplexed stdout/stderr in."""
     stdout: bytearray = field(default_factory=bytearray)
     stderr: bytearray = field(default_factory=bytearray)
     exit_code: int | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def close(self) -> None:
+        for target in (getattr(self.sock, "_sock", None), self.sock):
+            try:
+                target.close()
+            except (OSError, AttributeError):
+                pass
 
 
 @dataclass
@@ -66,7 +75,7 @@ class _Box:
     state: str = "creating"
     error: str | None = None
     container: str | None = None
-    created: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    created: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     sessions: dict[str, dict[str, _Command]] = field(default_factory=dict)
 
     def dto(self, base: str) -> dict:
@@ -207,7 +216,7 @@ class DaytonaDouble:
             return _missing("sandbox")
         for commands in box.sessions.values():
             for command in commands.values():
-                command.proc.kill()
+                command.close()
         if box.container:
             try:
                 self.engine.containers.get(box.container).remove(force=True)
@@ -229,7 +238,7 @@ class DaytonaDouble:
 
     def add_snapshot(self, name: str, image: str | None = None, source: str = "") -> None:
         """Record a snapshot (``image`` None: one whose image is not on this engine, e.g. a killed run's)."""
-        now = datetime.now(timezone.utc).isoformat()
+        now = datetime.now(UTC).isoformat()
         self.snapshots[name] = {"id": secrets.token_hex(8), "organizationId": ORG, "general": False, "name": name,
                                 "imageName": image, "image": image, "state": "active", "size": 1, "entrypoint": [],
                                 "cpu": 1, "gpu": 0, "mem": 1, "disk": 3, "errorReason": None, "createdAt": now,
@@ -311,8 +320,7 @@ class DaytonaDouble:
         box = self._box(request)
         commands = box.sessions.pop(request.path_params["session"], None) if box else None
         for command in (commands or {}).values():
-            if command.exit_code is None:
-                command.proc.kill()
+            command.close()
         return Response(status_code=204)
 
     def execute(self, request: Request) -> Response:
@@ -320,15 +328,17 @@ class DaytonaDouble:
         body = json.loads(_sync_body(request))
         if box is None or box.container is None or request.path_params["session"] not in box.sessions:
             return _missing("session")
-        proc = subprocess.Popen(["docker", "exec", "-i", box.container, "sh", "-c", body["command"]],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        command = _Command(id=secrets.token_hex(8), command=body["command"], proc=proc)
+        api = self.engine.api
+        exec_id = api.exec_create(box.container, ["sh", "-c", body["command"]], stdin=True, stdout=True,
+                                  stderr=True)["Id"]
+        command = _Command(id=secrets.token_hex(8), command=body["command"], exec_id=exec_id,
+                           sock=api.exec_start(exec_id, socket=True))
         box.sessions[request.path_params["session"]][command.id] = command
-        threading.Thread(target=_collect, args=(command,), daemon=True).start()
+        threading.Thread(target=_collect, args=(api, command), daemon=True).start()
         if body.get("runAsync") or body.get("async"):
             return JSONResponse({"cmdId": command.id})
-        proc.wait()
-        return JSONResponse({"cmdId": command.id, "exitCode": proc.returncode, "stdout": command.stdout.decode(),
+        command.done.wait()
+        return JSONResponse({"cmdId": command.id, "exitCode": command.exit_code, "stdout": command.stdout.decode(),
                              "stderr": command.stderr.decode(), "output": (command.stdout + command.stderr).decode()})
 
     def _command(self, request: Request) -> _Command | None:
@@ -354,9 +364,8 @@ class DaytonaDouble:
         if command is None:
             return _missing("command")
         try:
-            command.proc.stdin.write(json.loads(_sync_body(request))["data"].encode())
-            command.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
+            getattr(command.sock, "_sock", command.sock).sendall(json.loads(_sync_body(request))["data"].encode())
+        except OSError:
             pass
         return Response(status_code=200)
 
@@ -433,16 +442,23 @@ def _sync_body(request: Request) -> bytes:
     return anyio.from_thread.run(request.body)
 
 
-def _collect(command: _Command) -> None:
-    def pump(stream, into: bytearray) -> None:
-        while chunk := stream.read1(65536):
-            into.extend(chunk)
+def _collect(api, command: _Command) -> None:
+    """Read the exec's output until it ends, then record its exit code (137 when its sandbox went)."""
+    from docker.utils.socket import frames_iter
 
-    reader = threading.Thread(target=pump, args=(command.proc.stderr, command.stderr), daemon=True)
-    reader.start()
-    pump(command.proc.stdout, command.stdout)
-    reader.join()
-    command.exit_code = command.proc.wait()
+    try:
+        for stream, chunk in frames_iter(command.sock, tty=False):
+            (command.stdout if stream == 1 else command.stderr).extend(chunk)
+    except (OSError, ValueError):
+        pass
+    try:
+        while (info := api.exec_inspect(command.exec_id))["Running"]:
+            time.sleep(0.02)
+        command.exit_code = int(info["ExitCode"])
+    except docker.errors.APIError:
+        command.exit_code = 137
+    command.close()
+    command.done.set()
 
 
 def _part(boundary: str, name: str, source: str, content_type: str, data: bytes) -> bytes:
