@@ -210,8 +210,8 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | No
         stopped = bt.spec.stop_on_child_failure and not all(outcomes)
     else:
         for i, node in enumerate(todo):
-            again = i + 1 < len(todo) or (fork == ROOT_FORK and bt.spec.parent == "continue")
-            ok = await _child(bt, sandbox, fork, node, ref, fresh=not dirty, spare=again and ref is not None)
+            later = len(todo) - i - 1 + (fork == ROOT_FORK and bt.spec.parent == "continue")
+            ok = await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=later if ref is not None else 0)
             dirty = True
             if not ok and bt.spec.stop_on_child_failure:
                 stopped = True
@@ -235,18 +235,18 @@ async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str | No
         return await _child(bt, session.sandbox, fork, node, ref, fresh=direct)
 
 
-async def prepare_spare(sandbox: Sandbox, ref: str) -> None:
-    """Have the backend start the next restore's sandbox ahead, where it can (``prepare_restore``)."""
+async def prepare_spare(sandbox: Sandbox, ref: str, count: int) -> None:
+    """Have the backend start the next ``count`` restores' sandboxes ahead, where it can (``prepare_restore``)."""
     ahead = getattr(sandbox, "prepare_restore", None)
     if ahead is not None:
-        await ahead(ref)
+        await ahead(ref, count)
 
 
 async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None, *, fresh: bool,
-                 spare: bool = False) -> bool:
+                 ahead: int = 0) -> bool:
     """Run one child (or only its nested fork when the child itself finished earlier); True when it
     ended with a reward or a verifier verdict. ``fresh``: the sandbox is at ``ref`` already (a
-    retry restores all the same); ``spare``: another restore of ``ref`` follows, started ahead."""
+    retry restores all the same); ``ahead``: restores of ``ref`` that follow, started ahead."""
     tree = bt.tree
     spec_child = next(c for c in bt.spec.children if c.label == node)
     parent_node = tree.tree.fork(fork).parent_node
@@ -282,8 +282,8 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
         if not at_ref:
             await back_to(bt, sandbox, fork, ref)
         at_ref = False
-        if spare and ref is not None:
-            await prepare_spare(sandbox, ref)
+        if ahead and ref is not None:
+            await prepare_spare(sandbox, ref, ahead)
 
     obs = await run_child(run, sandbox, restore=restore,
                           before_verify=snapshot_nested, after_verify=nested_fork,

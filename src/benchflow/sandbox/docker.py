@@ -63,6 +63,8 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_REPO = "benchflow/snapshot"
 SETUP_TIMEOUT_SEC = 120
+SPARES_AHEAD = 2
+"""Containers a sandbox starts ahead from one snapshot at most (:meth:`DockerSandbox.prepare_restore`)."""
 
 
 class State(enum.Enum):
@@ -109,8 +111,8 @@ class DockerSandbox:
         self._workdir = "/root"
         self._state = State.NEW
         self._snapshots: list[str] = []
-        self._spare: tuple[str, DockerSandbox, asyncio.Future] | None = None
-        """A container started ahead from a snapshot (:meth:`prepare_restore`): (ref, its sandbox, its start)."""
+        self._spares: list[tuple[str, DockerSandbox, asyncio.Future]] = []
+        """Containers started ahead from a snapshot (:meth:`prepare_restore`): (ref, its sandbox, its start)."""
         self._removals: list[asyncio.Future] = []
         """Replaced containers being removed in the background (``stop()`` waits for them)."""
         self._stop_task: asyncio.Future | None = None
@@ -367,23 +369,26 @@ class DockerSandbox:
         self.image = ref
         await self.start()
 
-    async def prepare_restore(self, ref: str) -> None:
-        """Start a spare container from snapshot ``ref`` in the background, so that the next
-        ``restore(ref)`` only swaps containers (a branch's sequential children). No-op with a pod
-        of services or while a spare exists."""
-        if self.pod is not None or self._spare is not None or self._state is not State.STARTED:
+    async def prepare_restore(self, ref: str, count: int = 1) -> None:
+        """Have ``count`` (at most :data:`SPARES_AHEAD`) spare containers started from snapshot ``ref``
+        in the background, so that the next restores of ``ref`` only swap containers (a branch's
+        sequential children). No-op with a pod of services."""
+        if self.pod is not None or self._state is not State.STARTED:
             return
-        spare = DockerSandbox(self.spec, url=self.url, capabilities=self.capabilities, backend=self.backend,
-                              detached=self.detached, runtime=self.runtime)
-        spare.image = ref
-        self._spare = (ref, spare, asyncio.ensure_future(spare.start()))
+        have = sum(1 for r, _, _ in self._spares if r == ref)
+        for _ in range(min(count, SPARES_AHEAD) - have):
+            spare = DockerSandbox(self.spec, url=self.url, capabilities=self.capabilities, backend=self.backend,
+                                  detached=self.detached, runtime=self.runtime)
+            spare.image = ref
+            self._spares.append((ref, spare, asyncio.ensure_future(spare.start())))
 
     async def _adopt_spare(self, ref: str) -> bool:
-        """Make the spare of ``ref`` this sandbox's container; False when there is none (or it failed)."""
-        if self._spare is None or self._spare[0] != ref:
+        """Make the oldest spare of ``ref`` this sandbox's container; False when there is none (or it failed)."""
+        mine = next((entry for entry in self._spares if entry[0] == ref), None)
+        if mine is None:
             return False
-        _, spare, starting = self._spare
-        self._spare = None
+        self._spares.remove(mine)
+        _, spare, starting = mine
         try:
             await asyncio.shield(starting)
         except Exception as exc:  # noqa: BLE001 - the caller starts a new container instead
@@ -428,11 +433,13 @@ class DockerSandbox:
 
     async def _settle(self) -> None:
         """Remove the spare and wait for the replaced containers' removals."""
-        if self._spare is not None:
-            _, spare, starting = self._spare
-            self._spare = None
+        spares, self._spares = self._spares, []
+
+        async def drop(spare: DockerSandbox, starting: asyncio.Future) -> None:
             await asyncio.gather(starting, return_exceptions=True)
             await spare.stop()
+
+        await asyncio.gather(*(drop(spare, starting) for _, spare, starting in spares))
         await asyncio.gather(*self._removals, return_exceptions=True)
 
     def _stop_blocking(self) -> None:
