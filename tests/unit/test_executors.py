@@ -174,3 +174,16 @@ def test_a_cluster_address_nothing_answers_at_is_refused_at_once(monkeypatch: py
     monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
     with pytest.raises(ConfigError, match=f"cannot reach the Ray cluster at .*127.0.0.1:{port}"):
         preflight(build_run_spec(None, fields={"executor": executor}))
+
+
+def test_a_task_bigger_than_every_node_is_refused_before_it_waits_forever() -> None:
+    from benchflow.executors import _refuse_too_big
+
+    def planned(name: str, cpus: float, gpus: int) -> SimpleNamespace:
+        sandbox = SimpleNamespace(cpus=cpus, memory_mb=1024, gpus=gpus)
+        return SimpleNamespace(name=name, fit=None, task=SimpleNamespace(config=SimpleNamespace(sandbox=sandbox)))
+
+    largest = {"CPU": 4.0, "memory": 8.0 * 2**30, "GPU": 0.0}
+    _refuse_too_big(largest, [planned("fits", 4, 0)], resources)
+    with pytest.raises(ConfigError, match="task gpu-task: asks for 1 gpus, more than any node of the Ray cluster"):
+        _refuse_too_big(largest, [planned("fits", 1, 0), planned("gpu-task", 1, 1)], resources)

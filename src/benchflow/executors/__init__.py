@@ -109,11 +109,11 @@ async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ())
         if models is not None:
             link = GatewayLink(models, await asyncio.to_thread(ray_cluster.link_host, ray), ray_cluster.link_port())
             address = await link.start()
-        executor = RayExecutor(ray=ray, cluster=cluster, link=address)
+        runner = RayExecutor(ray=ray, cluster=cluster, link=address)
         try:
-            yield executor
+            yield runner
         finally:
-            await asyncio.shield(executor.close())
+            await asyncio.shield(runner.close())
     finally:
         if link is not None:
             await asyncio.shield(link.stop())
