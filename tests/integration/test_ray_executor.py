@@ -137,6 +137,22 @@ def test_ray_client_address_runs_the_job_on_the_cluster(cluster, tmp_path: Path)
     assert all(c["executor"]["node_id"] in _node_ids(cluster) for c, _ in trials)
 
 
+def test_bf_run_uses_the_callers_ray_connection_and_leaves_it_open(cluster, tmp_path: Path) -> None:
+    import ray
+
+    import benchflow as bf
+
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        outcome = bf.run(str(_tasks(tmp_path, "uv", 0)), sandbox="docker", concurrency=2, executor="ray",
+                         jobs_dir=str(tmp_path / "jobs"))
+        assert outcome.exit_code == 0 and outcome.summary["passed"] == 2
+        assert ray.is_initialized()  # the caller's connection, not the run's to close
+        assert ray.get(ray.put("still connected")) == "still connected"
+    finally:
+        ray.shutdown()
+
+
 def test_ctrl_c_cancels_the_cluster_trials_and_eval_resume_finishes_the_job(cluster, tmp_path: Path) -> None:
     jobs = tmp_path / "jobs"
     proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "run", str(_tasks(tmp_path, "xy", 8)),

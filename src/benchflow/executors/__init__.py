@@ -101,7 +101,7 @@ async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ())
 
     preflight(spec)
     ray = ray_cluster.import_ray()
-    cluster = ray_cluster.connect(ray, executor)  # on the main thread: Ray installs its signal handlers there
+    cluster, connected = ray_cluster.connect(ray, executor)  # on the main thread: Ray's signal handlers
     link = None
     try:
         _refuse_too_big(await asyncio.to_thread(ray_cluster.largest_node, ray), tasks, resources)
@@ -117,7 +117,8 @@ async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ())
     finally:
         if link is not None:
             await asyncio.shield(link.stop())
-        ray.shutdown()
+        if connected:
+            ray.shutdown()
 
 
 def _refuse_too_big(largest: dict[str, float], tasks: list[Any], resources: Any) -> None:

@@ -31,12 +31,16 @@ def import_ray() -> Any:
     return ray
 
 
-def connect(ray: Any, executor: str) -> str:
-    """Join (or, for a bare ``ray`` with no cluster around, start) the cluster; returns its address.
+def connect(ray: Any, executor: str) -> tuple[str, bool]:
+    """Join (or, for a bare ``ray`` with no cluster around, start) the cluster; returns its address
+    and whether this call connected (a process already connected, e.g. ``bf.run`` in a notebook
+    that called ``ray.init``, keeps its connection: the run neither re-joins nor shuts it down).
 
     Raises:
         ConfigError: the cluster cannot be reached.
     """
+    if ray.is_initialized():
+        return str(ray.get_runtime_context().gcs_address or "connected"), False
     address = address_of(executor)
     logging.getLogger("ray").setLevel(logging.ERROR)  # Ray's notices would interleave with the run's lines
     try:
@@ -45,7 +49,7 @@ def connect(ray: Any, executor: str) -> str:
     except (ConnectionError, RuntimeError, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({first})") from None
-    return str(getattr(context, "address_info", {}).get("gcs_address") or address or "local")
+    return str(getattr(context, "address_info", {}).get("gcs_address") or address or "local"), True
 
 
 def probe(executor: str) -> None:
