@@ -176,21 +176,28 @@ def test_ctrl_c_cancels_the_cluster_trials_and_eval_resume_finishes_the_job(clus
     assert all(c["executor"]["kind"] == "ray" for c, _ in finished)  # resumed on the cluster, as recorded
 
 
-def test_an_agent_on_a_node_reaches_the_model_through_the_drivers_gateway(cluster, tmp_path: Path) -> None:
+def test_an_agent_on_a_node_reaches_the_model_through_the_drivers_gateway(cluster, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchflow as bf
+
     steps = [{"op": "ask_model", "api": "openai", "prompt": "what is six times seven?"},
              {"op": "tool", "id": "tc_write", "write": {"path": "answer.txt", "content": "42"}},
              {"op": "message", "text": "done"}]
     make_task(tmp_path / "tasks", "ask", dockerfile=PYTHON_IMAGE, network="no-network",
               test='[ "$(cat /app/answer.txt)" = 42 ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt')
     jobs = tmp_path / "jobs"
+    events: list[dict] = []
     with FakeModelServer() as upstream:  # only the driver has the key and the upstream's address
-        done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--executor", "ray", "--jobs-dir", str(jobs),
-                         "-a", str(fake_agent_file(tmp_path)), "-m", "gpt-4o-mini",
-                         "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps({'prompts': [steps]})}",
-                         env=_env(cluster, OPENAI_API_KEY=UPSTREAM_KEY, OPENAI_BASE_URL=upstream.url + "/v1"),
-                         timeout=300)
-        assert done.returncode == 0, done.stderr + done.stdout
+        for key, value in {"RAY_ADDRESS": cluster.address, "OPENAI_API_KEY": UPSTREAM_KEY,
+                           "OPENAI_BASE_URL": upstream.url + "/v1"}.items():
+            monkeypatch.setenv(key, value)
+        outcome = bf.run(str(tmp_path / "tasks"), sandbox="docker", executor="ray", jobs_dir=str(jobs),
+                         agent=str(fake_agent_file(tmp_path)), model="gpt-4o-mini",
+                         agent_env={"FAKE_ACP_SCRIPT": json.dumps({"prompts": [steps]})}, on_event=events.append)
+        assert outcome.exit_code == 0, outcome.summary
         assert [r["headers"]["authorization"] for r in upstream.requests] == [f"Bearer {UPSTREAM_KEY}"]
+    phases = [e["phase"] for e in events if e["type"] == "phase"]
+    assert phases[0] == "start" and {"install", "agent", "verifier"} <= set(phases)  # the node's, over the link
     ((config, result),) = _trials(_only_job(jobs))
     assert config["executor"]["node_id"] in _node_ids(cluster)
     assert result["rewards"] == {"reward": 1.0}

@@ -107,7 +107,8 @@ async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ())
         _refuse_too_big(await asyncio.to_thread(ray_cluster.largest_node, ray), tasks, resources)
         address = None
         if models is not None:
-            link = GatewayLink(models, await asyncio.to_thread(ray_cluster.link_host, ray), ray_cluster.link_port())
+            link = GatewayLink(models, await asyncio.to_thread(ray_cluster.link_host, ray), ray_cluster.link_port(),
+                               on_phase=lambda trial, phase: runner.phase(trial, phase))
             address = await link.start()
         runner = RayExecutor(ray=ray, cluster=cluster, link=address)
         try:

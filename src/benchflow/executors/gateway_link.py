@@ -10,6 +10,7 @@ per run, compared in constant time) and an operation:
 - ``open`` / ``close`` / ``budget``: the trial's route on the gateway (its key and provider
   variables; its usage, provider-failure diagnosis and ``llm_trajectory.jsonl`` when it ends;
   whether it has spent its token or turn budget), answered with one JSON line.
+- ``phase``: the trial entered a phase (install, agent, verifier …), for the driver's progress view.
 
 No upstream key crosses the link: a node gets only the trial's gateway key, as a sandbox does.
 On a node, :class:`RemoteModelAccess` stands in for :class:`benchflow.jobs.model_access.ModelAccess`.
@@ -24,6 +25,8 @@ import json
 import secrets
 import socket
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +52,12 @@ class LinkAddress:
 class GatewayLink:
     """The driver's end: serves the job's ``ModelAccess`` to nodes on ``host``:``port`` (0: the OS picks)."""
 
-    def __init__(self, models: Any, host: str, port: int = 0) -> None:
+    def __init__(self, models: Any, host: str, port: int = 0,
+                 on_phase: Callable[[str, str], None] | None = None) -> None:
         self.models = models
         self.host = host
         self.port = port
+        self.on_phase = on_phase
         self.token = secrets.token_urlsafe(32)
         self._server: asyncio.AbstractServer | None = None
         self._records = models.folder / "remote"
@@ -99,6 +104,10 @@ class GatewayLink:
                 return {"info": info, "llm_trajectory": text}
             if op == "budget":
                 return {"exhausted": self.models.budget_exhausted(trial)}
+            if op == "phase":
+                if self.on_phase is not None:
+                    self.on_phase(trial, str(hello.get("phase", "")))
+                return {}
         except (ValueError, RuntimeError, OSError) as exc:
             return {"error": f"{type(exc).__name__}: {exc}"}
         return {"error": f"unknown operation {op!r}"}
@@ -149,6 +158,7 @@ class RemoteModelAccess:
         self._bridges: dict[str, OpenBridge] = {}
         self._trajectories: dict[str, Path] = {}
         self._budget: dict[str, tuple[float, str | None]] = {}
+        self._reporter = ThreadPoolExecutor(max_workers=1)  # one thread: phases arrive in order
 
     def mounts_for(self, trial: str, capabilities: Any) -> dict[str, Path]:
         return {}
@@ -217,7 +227,16 @@ class RemoteModelAccess:
             self._budget[trial] = (now, value)
         return value
 
+    def report_phase(self, trial: str, phase: str) -> None:
+        """Tell the driver (best effort, never waited for): a lost report only dims the progress view."""
+        def send() -> None:
+            with contextlib.suppress(InfraError):
+                self._call({"op": "phase", "trial": trial, "phase": phase})
+
+        self._reporter.submit(send)
+
     async def stop(self) -> None:
         for bridge in self._bridges.values():
             bridge.close()
         self._bridges.clear()
+        self._reporter.shutdown(wait=False)

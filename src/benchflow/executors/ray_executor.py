@@ -46,6 +46,8 @@ class RayExecutor:
     _task: Any = None
     _folders: dict[Path, Any] = field(default_factory=dict)
     _lost_on: dict[str, Any] = field(default_factory=dict)
+    _reporters: dict[str, Any] = field(default_factory=dict)
+    """Trial name -> its request's ``on_phase``, for the phases a node reports over the gateway link."""
     """Job label -> backend of attempts whose worker died: their sandboxes are reaped again at close."""
 
     def __post_init__(self) -> None:
@@ -68,7 +70,8 @@ class RayExecutor:
             ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
         except Exception as exc:  # noqa: BLE001 - recorded on the trial, never raised into the scheduler
             return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
-        req.on_phase(name, "start")  # the node's own phases are not streamed back; the view counts it running
+        req.on_phase(name, "start")  # later phases come over the gateway link, when the run has one
+        self._reporters[name] = req.on_phase
         try:
             outcome = await ref
             await asyncio.to_thread(install, outcome.folder, req.job.trial(name).root)
@@ -78,7 +81,15 @@ class RayExecutor:
             raise
         except Exception as exc:  # noqa: BLE001 - a lost node or worker, a node-side bug, a bad bundle
             return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
+        finally:
+            self._reporters.pop(name, None)
         return outcome.result
+
+    def phase(self, trial: str, phase: str) -> None:
+        """A node reported that ``trial`` entered ``phase``."""
+        report = self._reporters.get(trial)
+        if report is not None:
+            report(trial, phase)
 
     async def _task_folder(self, task: Any) -> Any:
         """The task's folder in the object store, put there once per job."""

@@ -124,7 +124,8 @@ async def _run(work: NodeWork, task: Any, scratch: Path) -> dict[str, Any]:
                            agent=work.agent, backend=backend, backend_name=work.backend_name,
                            attempt=work.attempt, labels=work.labels, seed=work.seed, models=models, fit=work.fit,
                            task_secrets=work.task_secrets, ca_bundle=ca_bundle, agent_env=work.agent_env,
-                           provenance=work.provenance, name=work.trial)
+                           provenance=work.provenance, name=work.trial,
+                           **({"on_phase": models.report_phase} if models is not None else {}))
     ticker = asyncio.create_task(_tick())
     try:
         return await run_trial(request)
