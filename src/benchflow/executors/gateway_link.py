@@ -159,6 +159,7 @@ class RemoteModelAccess:
         self._trajectories: dict[str, Path] = {}
         self._budget: dict[str, tuple[float, str | None]] = {}
         self._reporter = ThreadPoolExecutor(max_workers=1)  # one thread: phases arrive in order
+        self._reports_failed = False
 
     def mounts_for(self, trial: str, capabilities: Any) -> dict[str, Path]:
         return {}
@@ -228,10 +229,15 @@ class RemoteModelAccess:
         return value
 
     def report_phase(self, trial: str, phase: str) -> None:
-        """Tell the driver (best effort, never waited for): a lost report only dims the progress view."""
+        """Tell the driver (best effort, never waited for): a lost report only dims the progress view,
+        and after one fails no more are sent."""
         def send() -> None:
-            with contextlib.suppress(InfraError):
+            if self._reports_failed:
+                return
+            try:
                 self._call({"op": "phase", "trial": trial, "phase": phase})
+            except InfraError:
+                self._reports_failed = True
 
         self._reporter.submit(send)
 
