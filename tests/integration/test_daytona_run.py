@@ -161,12 +161,18 @@ def test_snapshots_go_with_their_sandbox_and_cleanup_removes_a_dead_runs(tmp_pat
     assert cleaned.returncode == 0, cleaned.stderr
     assert dead in cleaned.stdout and dead not in daytona_double.double.snapshots
     assert alive in daytona_double.double.snapshots
+    assert get_backend("daytona").remove_snapshots([alive]) == {}
 
 
 def test_a_model_calling_agent_reaches_the_gateway_over_the_exec_stream(tmp_path: Path, daytona_double) -> None:
     """An ACP agent in a Daytona sandbox (no host mounts): its ACP session and the model bridge's
     binary frames both travel over exec streams."""
-    from tests.integration.test_model_bridge import ASK_AND_DUMP_ENV, run_model_agent, sandbox_env, trial_dirs
+    from tests.integration.test_model_bridge import (
+        ASK_AND_DUMP_ENV,
+        run_model_agent,
+        sandbox_env,
+        trial_dirs,
+    )
 
     jobs, upstream = run_model_agent(tmp_path, "daytona", ASK_AND_DUMP_ENV,
                                      env=daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")})
@@ -186,6 +192,7 @@ def test_bench_branch_children_restore_daytona_snapshots(tmp_path: Path, daytona
     env = daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
     children = ["--child", "label=good,prompt=write done", "--child", "label=bad,prompt=write nope, really",
                 "--child", "label=more,parent=good,prompt=append !", "--child", "label=same,parent=good,prompt=append "]
+    snapshots_before = set(daytona_double.double.snapshots)
     done = run_bench("branch", "--tasks-dir", str(FIXTURE_TASKS / "branch-prompts"), "--agent", "oracle",
                      "--sandbox", "daytona", "--jobs-dir", str(tmp_path / "jobs"), *children, env=env)
     assert done.returncode == 0, done.stderr + done.stdout
@@ -195,7 +202,7 @@ def test_bench_branch_children_restore_daytona_snapshots(tmp_path: Path, daytona
     labels = {"benchflow.job": str(next((tmp_path / "jobs").glob("branch-*")).resolve())}
     assert [box for box in daytona_double.double.boxes.values()
             if labels.items() <= (box.request.get("labels") or {}).items()] == []
-    assert daytona_double.double.snapshots == {}
+    assert set(daytona_double.double.snapshots) == snapshots_before
 
 
 def test_a_retained_snapshot_outlives_its_sandbox_and_starts_another(tmp_path: Path, daytona_double,
