@@ -178,8 +178,8 @@ class DaytonaSandbox:
             raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
         return self._box
 
-    async def _run_line(self, line: str, *, timeout: float | None, marker: str | None = None,
-                        wait_after_kill: bool = True) -> tuple[int | None, str, str]:
+    async def _run_line(self, line: str, *, timeout: float | None,
+                        marker: str | None = None) -> tuple[int | None, str, str]:
         """Run one session command to its end: (exit code or None on timeout, stdout, stderr)."""
         from daytona import SessionExecuteRequest
 
@@ -192,8 +192,7 @@ class DaytonaSandbox:
             code = await self._wait(session, started.cmd_id, timeout)
             if code is None and marker is not None:
                 await self.kill(marker)
-                if wait_after_kill:
-                    await self._wait(session, started.cmd_id, DRAIN_AFTER_KILL_SEC)
+                await self._wait(session, started.cmd_id, DRAIN_AFTER_KILL_SEC)
             logs = await box.process.get_session_command_logs(session, started.cmd_id)
             return code, logs.stdout or "", logs.stderr or ""
         except (InfraError, asyncio.CancelledError):
