@@ -25,8 +25,8 @@ pytestmark = pytest.mark.docker
 
 # (kind, where): "call" cancels while that sandbox call is in flight, "phase" when the phase event fires.
 # "twice" cancels while the call is in flight and again while the trial cleans up (SIGTERM sent twice).
-POINTS = [("call", "build"), ("call", "_create_blocking"), ("call", "_start_blocking"), ("call", "put"),
-          ("call", "exec"), ("twice", "_create_blocking"), ("twice", "_start_blocking"), ("twice", "put"),
+POINTS = [("call", "build"), ("call", "_create_blocking"), ("call", "_start_blocking"), ("call", "put_many"),
+          ("call", "exec"), ("twice", "_create_blocking"), ("twice", "_start_blocking"), ("twice", "put_many"),
           ("phase", "build"), ("phase", "start"), ("phase", "install"), ("phase", "agent"), ("phase", "verifier")]
 
 
