@@ -213,20 +213,16 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
                    "pending_tool_call_ids": [], "terminal_trajectory_complete": True})
     if outcome.error:
         state.error, state.error_category = outcome.error, outcome.error_category or "other"
+    try:
+        report = await sandbox.get("/logs/agent", paths.agent_dir)
+    except BenchError as exc:
+        log.debug("could not download /logs/agent: %s", exc)
+    else:
+        if report is not None and report.note() is not None:
+            state.copy_out_info["agent"] = report.note()
     from .artifacts import collect_artifacts
 
-    # the agent's logs and its artifacts come out side by side: two independent reads, one wait
-    logs, artifacts = await asyncio.gather(sandbox.get("/logs/agent", paths.agent_dir),
-                                           collect_artifacts(req.task, sandbox, paths.artifacts_dir),
-                                           return_exceptions=True)
-    if isinstance(logs, BenchError):
-        log.debug("could not download /logs/agent: %s", logs)
-    elif isinstance(logs, BaseException):
-        raise logs
-    elif logs is not None and logs.note() is not None:
-        state.copy_out_info["agent"] = logs.note()
-    if isinstance(artifacts, BaseException):
-        raise artifacts
+    artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir)
     if artifacts is not None:
         state.copy_out_info["artifacts"] = artifacts
 
