@@ -60,7 +60,9 @@ launch_dockerd() {
   for attempt in 1 2; do
     clear_stale_pidfile "$pidfile" "--pidfile=$pidfile"
     clear_stale_pidfile "$exec_root/containerd/containerd.pid" "$exec_root/containerd/containerd.toml"
-    $SUDO sh -c "nohup dockerd --pidfile=$pidfile --exec-root=$exec_root $* >$logfile 2>&1 &"
+    # setsid: the engine gets a session of its own, so a signal to the process group of whatever
+    # started it (a test runner stopping its children, a shell's job control) never reaches it.
+    $SUDO sh -c "setsid nohup dockerd --pidfile=$pidfile --exec-root=$exec_root $* >$logfile 2>&1 < /dev/null &"
     for _ in $(seq 1 120); do
       "$answers" && return 0
       sleep 0.5
