@@ -49,7 +49,7 @@ if ! answers; then
   log "starting podman system service on $HOST (rootful)"
   $SUDO mkdir -p "$(dirname "$SOCK")"
   $SUDO rm -f "$SOCK"
-  $SUDO sh -c "nohup podman system service --time=0 $HOST >/var/log/benchflow-podman.log 2>&1 & echo \$! >$PIDFILE"
+  $SUDO sh -c "setsid nohup podman system service --time=0 $HOST >/var/log/benchflow-podman.log 2>&1 </dev/null & echo \$! >$PIDFILE"
   for _ in $(seq 1 60); do answers && break; sleep 0.5; done
   answers || { log "podman did not answer on $HOST; see /var/log/benchflow-podman.log"; exit 1; }
 fi
