@@ -74,6 +74,23 @@ def test_the_run_card_refuses_what_a_pod_cannot_do(tmp_path: Path, edit: tuple[s
     assert not jobs.exists(), "nothing may start for a refused task"
 
 
+def test_the_compose_file_reads_a_host_variable_only_when_allow_task_env_names_it(tmp_path: Path) -> None:
+    task = copy_task(tmp_path, "envy")
+    compose = task / "environment" / "docker-compose.yaml"
+    compose.write_text(compose.read_text().replace("echo seeded-42", "echo ${SEED_WORD}-42"))
+    env = {"SEED_WORD": "seeded"}
+    refused = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / "no"), env=env)
+    assert refused.returncode != 0 and "--allow-task-env SEED_WORD" in refused.stderr.replace("\n", " ")
+    assert not (tmp_path / "no").exists(), "nothing may start for a refused task"
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs),
+                     "--allow-task-env", "SEED_WORD", env=env)
+    assert done.returncode == 0, done.stderr
+    [result] = results(jobs)
+    assert result["rewards"] == {"reward": 1.0}, result.get("error") or result.get("verifier_error")
+    assert pod_leftovers(job_dir(jobs)) == ([], [])
+
+
 SUBMIT = """#!/bin/sh
 python3 - <<'PY'
 import urllib.request

@@ -117,6 +117,8 @@ class SandboxSpec:
     compose_file: Path | None = None
     """The task's ``environment/docker-compose.yaml``: its services run beside ``main`` (backends with
     ``Capabilities.multi_service``; the others refuse a spec that has one with more than ``main``)."""
+    compose_variables: dict[str, str] = field(default_factory=dict)
+    """Values for the compose file's ``${NAME}`` (the host variables ``--allow-task-env`` allowed)."""
     bundled_skills: bool = True
     """False (a no-skill run): the build leaves the task's ``environment/skills/`` out of the image
     (the context and the Dockerfile's copies of it; :mod:`.bundled_skills`)."""

@@ -152,7 +152,7 @@ class DockerSandbox:
 
     async def _build_pod(self) -> None:
         if self.pod is None and self.spec.compose_file is not None:
-            self.pod = docker_pod.DockerPod(docker_pod.load(self.spec.compose_file), self)
+            self.pod = docker_pod.DockerPod(docker_pod.load(self.spec.compose_file, self.spec.compose_variables), self)
         if self.pod is not None:
             await self.pod.build()
 

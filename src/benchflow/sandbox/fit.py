@@ -112,7 +112,7 @@ def fit(backend: Any, spec: SandboxSpec, *, pull: bool = True) -> Fit:
         from .compose_file import load
 
         try:
-            load(spec.compose_file)
+            load(spec.compose_file, spec.compose_variables)
         except TaskError as exc:
             refusal = str(exc)
     host_cpus, host_memory = backend.host_resources()

@@ -30,4 +30,4 @@ def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | N
         build_timeout_sec=float(cfg.build_timeout_sec), env=dict(cfg.env or {}), workdir=cfg.workdir,
         base_image_override=base_image_override, sandbox_user=sandbox_user, labels=dict(labels or {}),
         ca_bundle=ca_bundle, mounts=dict(mounts or {}), compose_file=task.paths.compose_file,
-        bundled_skills=bundled_skills)
+        compose_variables=dict(getattr(task, "compose_env", None) or {}), bundled_skills=bundled_skills)

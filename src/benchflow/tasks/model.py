@@ -38,6 +38,8 @@ class Task:
     warnings: list[str] = field(default_factory=list)
     env_resolved: bool = False
     """The env maps hold filled values (``benchflow.tasks.task_env.resolve_task_env``), not templates."""
+    compose_env: dict[str, str] = field(default_factory=dict)
+    """Host variables ``--allow-task-env`` lets the task's docker-compose.yaml read (its ``${NAME}``)."""
 
     @property
     def name(self) -> str:

@@ -1,8 +1,8 @@
 """Host variables a task reads through ``${NAME}`` templates, under ``--allow-task-env``.
 
 A task's ``env`` maps (``verifier.env``, ``sandbox.env``, ``oracle.env``, and
-every other ``env`` map of its config) may read this machine's environment as
-``${NAME}`` or ``${NAME:-default}``. Tasks are code nobody reviewed, so only
+every other ``env`` map of its config) and its ``environment/docker-compose.yaml``
+may read this machine's environment as ``${NAME}`` or ``${NAME:-default}``. Tasks are code nobody reviewed, so only
 the names the user passes with ``--allow-task-env`` are read: a task that needs
 any other one without a default is refused before anything starts, and
 ``${NAME:-default}`` for a name not allowed gets the default, never the host
@@ -78,6 +78,23 @@ def env_reads(config: Any) -> list[EnvRead]:
     return out
 
 
+COMPOSE_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
+"""Compose's forms: ``${NAME}``, ``${NAME:-default}`` and ``${NAME-default}``."""
+
+
+def compose_reads(task: Any) -> list[EnvRead]:
+    """Every ``${NAME}`` of the task's ``environment/docker-compose.yaml`` (none without one)."""
+    path = getattr(getattr(task, "paths", None), "compose_file", None)
+    if path is None or not path.is_file():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []  # the compose loader reports an unreadable file
+    return [EnvRead(f"environment/{path.name}", m.group(1), m.group(2)) for m in COMPOSE_TEMPLATE.finditer(text)
+            if not text[max(0, m.start() - 1):m.start()] == "$"]  # $${NAME} is a literal in compose
+
+
 def env_problems(task: Any, allowed: Iterable[str], host_env: Mapping[str, str] | None = None) -> list[str]:
     """One line per variable the task would need but may not (or cannot) read; empty when it can run.
 
@@ -86,7 +103,7 @@ def env_problems(task: Any, allowed: Iterable[str], host_env: Mapping[str, str] 
     env = os.environ if host_env is None else host_env
     out: list[str] = []
     seen: set[tuple[str, str]] = set()
-    for read in env_reads(task.config):
+    for read in [*env_reads(task.config), *compose_reads(task)]:
         if read.default is not None or (read.where, read.name) in seen:
             continue
         seen.add((read.where, read.name))
@@ -162,7 +179,10 @@ def resolve_task_env(task: Any, allowed: Iterable[str],
     """
     filler = _Filler(frozenset(allowed), os.environ if host_env is None else host_env)
     config = filler.model(task.config, "")
-    resolved = dataclasses.replace(task, config=config, env_resolved=True)
+    compose = {read.name: filler.host_env[read.name] for read in compose_reads(task)
+               if read.name in filler.allowed and read.name in filler.host_env}
+    filler.used.update(compose)
+    resolved = dataclasses.replace(task, config=config, env_resolved=True, compose_env=compose)
     return resolved, dict(filler.used)
 
 
