@@ -18,10 +18,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from benchflow.errors import BenchError
+from benchflow.util.processes import pid_alive
 
 from . import paths
 
@@ -74,21 +74,6 @@ def _state() -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (killed, not yet reaped by whoever adopted it) is gone too
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def connect() -> tuple[socket.socket | None, str | None]:
     """(a connected socket, None); or (None, None) when no daemon was started; or (None, why) when
     the one started is gone (its leftover socket and state file are removed)."""
@@ -103,7 +88,7 @@ def connect() -> tuple[socket.socket | None, str | None]:
     except OSError:
         sock.close()
     pid = (state or {}).get("pid")
-    if _alive(pid):
+    if pid_alive(pid):
         return None, f"the daemon (pid {pid}) does not answer on {sock_path}"
     for leftover in (sock_path, paths.state_path()):
         with contextlib.suppress(FileNotFoundError):
@@ -133,7 +118,7 @@ def stop(timeout: float = 30.0) -> tuple[dict[str, Any] | None, str | None]:
     answer, note = ask("stop")
     if answer is not None and answer.get("stopped"):
         deadline = time.monotonic() + timeout
-        while _alive(answer.get("pid")) and time.monotonic() < deadline:
+        while pid_alive(answer.get("pid")) and time.monotonic() < deadline:
             time.sleep(0.05)
     return answer, note
 

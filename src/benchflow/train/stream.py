@@ -21,7 +21,6 @@ still short when the stream ends.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from typing import Any, TextIO
 from benchflow.errors import UserError
 from benchflow.jobs.layout import JobPaths, TrialPaths
 from benchflow.util import atomic
+from benchflow.util.processes import pid_alive
 
 from . import advantage
 from .source import read_rollout
@@ -72,20 +72,6 @@ def resolve_job(path: Path) -> Path | None:
     return jobs[0] if jobs else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped by its parent) is not running
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def job_state(job: Path | None) -> str:
     if job is None:
         return WAITING
@@ -95,7 +81,7 @@ def job_state(job: Path | None) -> str:
         text = paths.lock.read_text(encoding="ascii", errors="replace").strip()
     except FileNotFoundError:
         lock, text = None, ""
-    if lock is not None and text.isdigit() and _alive(int(text)):
+    if lock is not None and text.isdigit() and pid_alive(int(text)):
         return RUNNING
     try:
         summary = paths.summary.stat()
