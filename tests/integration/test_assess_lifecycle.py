@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.assessgen import PROTOCOL, RUBRIC, Kit
+from tests.browser import CHROMIUM, LAUNCH_ARGS, require_browser
 from tests.conftest import ROOT, run_bench
 from tests.taskgen import make_task
 
 SHA = re.compile(r"\b[0-9a-f]{64}\b")
 URL_RE = re.compile(r"http://127\.0\.0\.1:\d+/")
-CHROMIUM = Path("/usr/bin/chromium")
 DRAFT = "FROM debian:bookworm-slim\nWORKDIR /app\nRUN echo '<h1>draft</h1>' > /app/index.html\n"
 FINAL = "echo '<h1>final page</h1>' > /app/index.html"
 PASS_IF_FINAL = "if grep -q final /app/index.html; then echo 1; else echo 0; fi > /logs/verifier/reward.txt"
@@ -42,17 +42,11 @@ def rollout(tmp_path: Path, job: str, *agent: str) -> Path:
 
 def browser_page(profile: Path):
     """A headless Chromium page (Playwright), or a skip with the reason (a failure under CI)."""
-    missing = None if CHROMIUM.exists() else "chromium is not installed; run scripts/install-browser.sh"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        missing = "the playwright package is not installed; run scripts/install-browser.sh"
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser: {missing} (CI is set, so this fails instead of skipping)")
-        pytest.skip(missing)
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
     return sync_playwright, dict(user_data_dir=str(profile), executable_path=str(CHROMIUM), headless=True,
-                                 args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"])
+                                 args=LAUNCH_ARGS)
 
 
 def vote_in_the_rating_page(store: Path, profile: Path, key: str) -> None:

@@ -8,7 +8,6 @@ and pushes that job. The leaderboard is read in headless Chromium.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +16,10 @@ import httpx
 import pytest
 from fixtures.hub_server import Hub, bench_cmd, postgres_database
 
+from tests.browser import CHROMIUM, require_browser
+
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ROOT / "tests" / "fixtures" / "tasks"
-CHROMIUM = Path("/usr/bin/chromium")
 DATASET = "acme/mini@1.0"
 XSS_LABEL = '<img src=x onerror="window.__xss=1">'
 
@@ -141,16 +141,6 @@ def test_a_run_of_other_task_content_is_refused(published: Hub, hub_job, tmp_pat
     assert f"task reward-fail ran with digest sha256:{'1' * 64}, but {DATASET} pins" in pushed.stderr
 
 
-def _browser_missing() -> str | None:
-    if not CHROMIUM.exists():
-        return "chromium is not installed (/usr/bin/chromium); run scripts/install-browser.sh"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright Python package is not installed; run scripts/install-browser.sh"
-    return None
-
-
 @pytest.mark.docker
 def test_a_pushed_run_is_on_the_leaderboard_page(published: Hub, hub_job, tmp_path_factory) -> None:
     pushed = bench_cmd("hub", "push", str(hub_job[1].parent), "--label", "oracle baseline", env=published.env())
@@ -159,11 +149,7 @@ def test_a_pushed_run_is_on_the_leaderboard_page(published: Hub, hub_job, tmp_pa
     board = httpx.get(f"{published.url}/api/datasets/acme/mini/1.0/leaderboard").json()
     [entry] = [e for e in board["entries"] if e["label"] == "oracle baseline"]
     assert (entry["agent"], entry["tasks"], entry["trials"], entry["solve_rate"]) == ("oracle", 2, 2, 0.5)
-    missing = _browser_missing()
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser: {missing} (CI is set, so this fails instead of skipping)")
-        pytest.skip(missing)
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:

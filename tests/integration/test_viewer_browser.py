@@ -27,20 +27,9 @@ from fixtures.viewer_jobs import (
     write_big_trial,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from tests.browser import CHROMIUM, LAUNCH_ARGS, require_browser
+
 URL_RE = re.compile(r"http://127\.0\.0\.1:\d+/")
-
-
-def _browser_missing() -> str | None:
-    if not CHROMIUM.exists():
-        return "chromium is not installed (/usr/bin/chromium); run scripts/install-browser.sh"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "the playwright Python package is not installed; run scripts/install-browser.sh"
-    return None
 
 
 class Viewer:
@@ -85,11 +74,7 @@ def jobs(tmp_path_factory: pytest.TempPathFactory) -> Jobs:
 
 @pytest.fixture(scope="module")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    missing = _browser_missing()
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"browser tests: {missing} (CI is set, so this fails instead of skipping)")
-        pytest.skip(missing)
+    require_browser()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
