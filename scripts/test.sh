@@ -30,4 +30,6 @@ done
 # run on a machine installs them (a few minutes); later runs start from the cached layers.
 # Leave them out with: scripts/test.sh -m "not agents_e2e".
 # pytest exits 5 when no test ran: that is a failure too.
-exec .venv/bin/python -m pytest -q "$@"
+# The suite waits on engines and subprocesses far more than it computes: four pytest workers, each
+# taking whole files (tests in one file share module fixtures and run in order), keep two cores busy.
+exec .venv/bin/python -m pytest -q -n "${BENCHFLOW_TEST_WORKERS:-4}" --dist loadfile "$@"
