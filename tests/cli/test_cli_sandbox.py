@@ -104,9 +104,9 @@ def test_create_refuses_an_unknown_backend(bench, tmp_path):
 
 
 def _without_docker(tmp_path: Path) -> dict[str, str]:
-    """An environment where no Docker engine answers and the local cache is empty."""
+    """An environment where no Docker-API engine (Docker, Podman) answers and the local cache is empty."""
     return {"BENCHFLOW_CACHE": str(tmp_path / "cache"), "DOCKER_HOST": "unix:///nonexistent/bf-cli-test.sock",
-            "BENCHFLOW_REMOTE_DOCKER_HOST": ""}
+            "BENCHFLOW_REMOTE_DOCKER_HOST": "", "BENCHFLOW_PODMAN_HOST": ""}
 
 
 def test_list_and_cleanup_work_without_a_docker_engine(bench, tmp_path):

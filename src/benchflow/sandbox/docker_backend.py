@@ -49,7 +49,9 @@ class DockerBackend(Backend):
         """The backend that owns containers made before they carried a backend label."""
 
     def remote_url(self) -> str | None:
-        return os.environ.get(self.url_env) or self.default_url
+        """The engine's address: ``url_env``, else ``default_url``; set to "" it means no engine."""
+        value = os.environ.get(self.url_env)
+        return self.default_url if value is None else (value or None)
 
     def url(self) -> str | None:
         if not self.remote:
@@ -69,7 +71,7 @@ class DockerBackend(Backend):
         return ok, reason
 
     def configured(self) -> bool:
-        return self.remote and os.environ.get(self.url_env) is not None
+        return self.remote and bool(os.environ.get(self.url_env))
 
     @property
     def capabilities(self) -> Capabilities:
