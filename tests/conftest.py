@@ -60,7 +60,7 @@ def run_bench(*args: str, cwd: Path | None = None, env: dict[str, str] | None = 
               input: str | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run ``bench`` as a user types it; returns the completed process (text mode)."""
     full_env = dict(os.environ)
-    full_env.setdefault("COLUMNS", "200")
+    full_env["COLUMNS"] = "200"  # whatever width the runner has (pytest-xdist workers report 80)
     full_env["NO_COLOR"] = "1"
     full_env.update(env or {})
     return subprocess.run([sys.executable, "-m", "benchflow.cli", *args], cwd=cwd, env=full_env,
