@@ -62,7 +62,7 @@ def cache(tmp_path, monkeypatch):
 def run(bench, cache):
     """``bench`` against this test's cache only (no Docker engine answers)."""
     env = {"BENCHFLOW_CACHE": str(cache), "DOCKER_HOST": "unix:///nonexistent/bf-test-docker.sock",
-           "BENCHFLOW_REMOTE_DOCKER_HOST": ""}
+           "BENCHFLOW_REMOTE_DOCKER_HOST": "", "BENCHFLOW_PODMAN_HOST": ""}
 
     def call(*args: str) -> subprocess.CompletedProcess[str]:
         return bench(*args, env=env)
