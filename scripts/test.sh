@@ -29,7 +29,23 @@ done
 # npm/PyPI into a cached image layer solves the hello task against a scripted provider. The first
 # run on a machine installs them (a few minutes); later runs start from the cached layers.
 # Leave them out with: scripts/test.sh -m "not agents_e2e".
-# pytest exits 5 when no test ran: that is a failure too.
 # The suite waits on engines and subprocesses far more than it computes: four pytest workers, each
 # taking whole files (tests in one file share module fixtures and run in order), keep two cores busy.
-exec .venv/bin/python -m pytest -q -n "${BENCHFLOW_TEST_WORKERS:-4}" --dist loadfile "$@"
+# Tests marked `serial` (timing-sensitive under load: a fork bomb filling its sandbox, a Ray cluster,
+# every backend's conformance suite) run afterwards, alone. With arguments (a selection of yours),
+# one parallel pass runs exactly that selection.
+# pytest exits 5 when no test ran: that is a failure too (unless the other pass ran tests).
+PYTEST=(.venv/bin/python -m pytest -q)
+WORKERS=(-n "${BENCHFLOW_TEST_WORKERS:-4}" --dist loadfile)
+if [ "$#" -gt 0 ]; then
+  exec "${PYTEST[@]}" "${WORKERS[@]}" "$@"
+fi
+set +e
+"${PYTEST[@]}" "${WORKERS[@]}" -m "not serial"; parallel=$?
+"${PYTEST[@]}" -m serial; alone=$?
+set -e
+if [ "$parallel" -eq 5 ] && [ "$alone" -eq 5 ]; then exit 5; fi
+[ "$parallel" -eq 5 ] && parallel=0
+[ "$alone" -eq 5 ] && alone=0
+[ "$parallel" -ne 0 ] && exit "$parallel"
+exit "$alone"

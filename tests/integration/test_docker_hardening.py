@@ -124,6 +124,7 @@ async def test_pids_limit_defaults_and_follows_the_setting(monkeypatch, box):
         await other.stop()
 
 
+@pytest.mark.serial
 async def test_fork_bomb_is_bounded_and_fenced_before_the_verifier(monkeypatch, tmp_path):
     limit = 200
     monkeypatch.setenv(PIDS_LIMIT_ENV, str(limit))

@@ -29,7 +29,7 @@ from tests.integration.test_agent_pipeline import (
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 from tests.waiting import wait_until
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.serial]
 
 FAST_HEALTH_CHECKS = {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
                       "health_check_initial_delay_ms": 0}

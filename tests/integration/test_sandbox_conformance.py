@@ -444,3 +444,7 @@ async def test_cache_entries_are_well_formed(backend, sandbox):
     for entry in store.entries(kinds=store.kinds):
         assert entry.kind in store.kinds and entry.engine == store.place and entry.size_bytes >= 0
 
+
+
+# Every backend, one after another: under the parallel pass's load the slower engines time out.
+pytestmark = pytest.mark.serial
