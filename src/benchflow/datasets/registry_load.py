@@ -78,7 +78,8 @@ def load_registry(location: str) -> LoadedRegistry:
     """Read and parse the registry at ``location`` (see the module docstring).
 
     Raises:
-        DatasetError: unreadable, unreachable with no cached copy, or not a registry.
+        ConfigError: a local registry file that cannot be read (bad input, exit 2).
+        DatasetError: unreachable with no cached copy, or not a registry.
     """
     if location.startswith("hub:"):
         base = location[4:].rstrip("/")
@@ -92,7 +93,7 @@ def load_registry(location: str) -> LoadedRegistry:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise DatasetError(f"{path}: cannot read the registry ({exc.strerror}); give a registry JSON file or URL") from None
+        raise ConfigError(f"{path}: cannot read the registry ({exc.strerror}); give a registry JSON file or URL") from None
     return LoadedRegistry(parse_registry(_json(text, str(path)), str(path)), str(path.resolve()), local=True)
 
 
