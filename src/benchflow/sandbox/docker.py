@@ -50,9 +50,8 @@ from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .docker_build import build_image
 from .docker_engine import call
-from .docker_exec import close as close_socket
-from .docker_exec import frames
 from .docker_exec import run as run_exec
+from .engine_stream import attach_stream
 from .docker_leftovers import KEPT_PREFIX, RETAINED
 from .docker_setup import hardening, main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
@@ -266,26 +265,27 @@ class DockerSandbox:
             if self.pod is not None:
                 await self.pod.start(self._container)
         except BaseException:
-            for sock in box:
-                close_socket(sock)
+            for conn in box:
+                conn.wake()
+                conn.close()
             await self.stop()
             raise
         self._state = State.STARTED
 
     def _start_blocking(self, box: list) -> tuple[int, str]:
         """Attach, start, and read the main process's output up to the setup marker."""
-        sock = self.api.attach_socket(self._container, params={"stdout": 1, "stderr": 1, "stream": 1})
-        box.append(sock)
+        conn = attach_stream(self.api, self._container)
+        box.append(conn)
         try:
             self.api.start(self._container)
             seen = ""
-            for _, chunk in frames(sock):
+            for _, chunk in conn.frames():
                 seen += chunk.decode("utf-8", errors="replace")
                 ready = parse_ready(seen)
                 if ready is not None:
                     return ready
         finally:
-            close_socket(sock)
+            conn.close()
         state = self.api.inspect_container(self._container)["State"]
         return int(state.get("ExitCode") or 1), seen or f"the container exited ({state.get('Status')})"
 

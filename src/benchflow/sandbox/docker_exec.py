@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from benchflow.errors import InfraError
 
 from .base import ExecResult
 from .docker_engine import POOL, call
+from .engine_stream import EngineStream, exec_stream
 
 PRELUDE = ["/bin/sh", "-c", 'echo $$; exec "$@"', "sh"]
 TIMEOUT_RC = 124
@@ -61,30 +61,6 @@ exit 0
 
 def env_list(env: Mapping[str, str] | None) -> list[str] | None:
     return [f"{key}={value}" for key, value in env.items()] if env else None
-
-
-def raw_socket(sock):
-    """The socket object that can ``sendall`` and half-close (unix, tcp, TLS or ssh)."""
-    return getattr(sock, "_sock", sock)
-
-
-def close_write(sock) -> None:
-    raw = raw_socket(sock)
-    try:
-        if hasattr(raw, "shutdown_write"):  # paramiko channel (ssh://)
-            raw.shutdown_write()
-        else:
-            raw.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass
-
-
-def close(sock) -> None:
-    for target in (raw_socket(sock), sock):
-        try:
-            target.close()
-        except (OSError, AttributeError):  # AttributeError: a SocketIO whose socket is gone
-            pass
 
 
 @dataclass
@@ -128,19 +104,13 @@ class PidHeader:
         return rest
 
 
-def frames(sock):
-    from docker.utils.socket import frames_iter
-
-    return frames_iter(sock, tty=False)
-
-
 def start(api, container: str, cmd: list[str], *, user: str | None, env, cwd: str | None,
-          stdin: bool) -> tuple[str, object]:
-    """Create and start an exec; returns (exec id, hijacked socket)."""
+          stdin: bool) -> tuple[str, EngineStream]:
+    """Create and start an exec; returns (exec id, its hijacked connection)."""
     created = api.exec_create(container, PRELUDE + list(cmd), stdin=stdin, stdout=True, stderr=True,
                               user=user or "0", environment=env_list(env), workdir=cwd)
     exec_id = created["Id"]
-    return exec_id, api.exec_start(exec_id, socket=True)
+    return exec_id, exec_stream(api, exec_id)
 
 
 def exit_code(api, exec_id: str) -> int:
@@ -166,27 +136,24 @@ def kill_tree(api, container: str, pid: int | None, marker: str) -> None:
         pass
 
 
-def _kill_and_close(api, container: str, pid: int | None, marker: str, socks: list) -> None:
+def _kill_and_close(api, container: str, pid: int | None, marker: str, streams: list) -> None:
     """After a cancelled exec: kill its tree, then close its stream, which an engine may hold
     open for ever once the container is gone (dockerd with gVisor's runsc does), so that no
     worker thread waits on it and keeps the process from exiting."""
     kill_tree(api, container, pid, marker)
-    for sock in socks:
-        try:  # shutdown, unlike close, wakes a thread blocked reading the socket
-            raw_socket(sock).shutdown(socket.SHUT_RDWR)
-        except (OSError, AttributeError):
-            pass
-        close(sock)
+    for stream in streams:
+        stream.wake()
+        stream.close()
 
 
 def _run_blocking(api, container, cmd, user, env, cwd, stdin: bytes | None, out: _Stream,
                   err: _Stream, header: PidHeader, box: list) -> int:
-    exec_id, sock = start(api, container, cmd, user=user, env=env, cwd=cwd, stdin=stdin is not None)
-    box.append(sock)
+    exec_id, conn = start(api, container, cmd, user=user, env=env, cwd=cwd, stdin=stdin is not None)
+    box.append(conn)
     try:
         if stdin is not None:
-            POOL.submit(_feed, sock, stdin)
-        for stream, chunk in frames(sock):
+            POOL.submit(_feed, conn, stdin)
+        for stream, chunk in conn.frames():
             if stream == 1:
                 chunk = header.feed(chunk)
                 if chunk:
@@ -196,16 +163,16 @@ def _run_blocking(api, container, cmd, user, env, cwd, stdin: bytes | None, out:
     except OSError:
         pass  # closed under us after a timeout
     finally:
-        close(sock)
+        conn.close()
     return exit_code(api, exec_id)
 
 
-def _feed(sock, data: bytes) -> None:
+def _feed(conn: EngineStream, data: bytes) -> None:
     try:
-        raw_socket(sock).sendall(data)
+        conn.sendall(data)
     except OSError:
         return
-    close_write(sock)
+    conn.close_write()
 
 
 async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd: str | None,
@@ -227,8 +194,9 @@ async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd
         try:
             await asyncio.wait_for(asyncio.shield(worker), DRAIN_AFTER_KILL_SEC)
         except asyncio.TimeoutError:
-            for sock in box:
-                close(sock)
+            for conn in box:
+                conn.wake()
+                conn.close()
         await asyncio.gather(worker, return_exceptions=True)
         code = TIMEOUT_RC
     except asyncio.CancelledError:

@@ -13,6 +13,7 @@ import secrets
 
 from . import docker_exec as dx
 from .docker_engine import POOL, call
+from .engine_stream import EngineStream
 
 READ_LIMIT = 64 << 20
 """Longest line ``readline`` accepts: ACP messages can carry whole files."""
@@ -26,8 +27,8 @@ class _Writer:
 
     _EOF = None
 
-    def __init__(self, sock) -> None:
-        self._sock = sock
+    def __init__(self, conn: EngineStream) -> None:
+        self._conn = conn
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._sender: asyncio.Task | None = None
         self._error: BaseException | None = None
@@ -46,15 +47,14 @@ class _Writer:
             self._sender = asyncio.get_running_loop().create_task(self._send_all())
 
     async def _send_all(self) -> None:
-        raw = dx.raw_socket(self._sock)
         while True:
             data = await self._queue.get()
             try:
                 if data is self._EOF:
-                    await call(dx.close_write, self._sock)
+                    await call(self._conn.close_write)
                     return
                 if self._error is None:
-                    await call(raw.sendall, data)
+                    await call(self._conn.sendall, data)
             except OSError as exc:
                 self._error = exc
             finally:
@@ -75,12 +75,12 @@ class _Writer:
 class DockerProcess:
     """See :class:`benchflow.sandbox.base.Process`."""
 
-    def __init__(self, api, container: str, exec_id: str, sock,
+    def __init__(self, api, container: str, exec_id: str, conn: EngineStream,
                  loop: asyncio.AbstractEventLoop, marker: str) -> None:
-        self._api, self._container, self._exec_id, self._sock = api, container, exec_id, sock
+        self._api, self._container, self._exec_id, self._conn = api, container, exec_id, conn
         self.marker = marker
         """``BENCHFLOW_EXEC_ID`` of this process: ``kill`` finds its detached children by it."""
-        self.stdin = _Writer(sock)
+        self.stdin = _Writer(conn)
         self.stdout = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
         self.stderr = asyncio.StreamReader(limit=READ_LIMIT, loop=loop)
         self._header = dx.PidHeader()
@@ -100,7 +100,7 @@ class DockerProcess:
                 pass
 
         try:
-            for stream, chunk in dx.frames(self._sock):
+            for stream, chunk in self._conn.frames():
                 if stream == 1:
                     chunk = self._header.feed(chunk)
                     if chunk:
@@ -118,7 +118,7 @@ class DockerProcess:
         if self._code is None:
             await asyncio.shield(self._pump)
             self._code = await call(dx.exit_code, self._api, self._exec_id)
-            dx.close(self._sock)
+            self._conn.close()
         return self._code
 
     async def kill(self) -> None:
@@ -129,7 +129,8 @@ class DockerProcess:
         try:
             await asyncio.wait_for(asyncio.shield(self._pump), dx.DRAIN_AFTER_KILL_SEC)
         except asyncio.TimeoutError:
-            dx.close(self._sock)
+            self._conn.wake()
+            self._conn.close()
 
 
 async def open_process(api, container: str, cmd: list[str], *, user: str | None, env,
@@ -138,5 +139,5 @@ async def open_process(api, container: str, cmd: list[str], *, user: str | None,
         raise ValueError("exec_stream needs a command (an argv list)")
     marker = secrets.token_hex(8)
     env = {**(env or {}), "BENCHFLOW_EXEC_ID": marker}
-    exec_id, sock = await call(dx.start, api, container, cmd, user=user, env=env, cwd=cwd, stdin=True)
-    return DockerProcess(api, container, exec_id, sock, asyncio.get_running_loop(), marker)
+    exec_id, conn = await call(dx.start, api, container, cmd, user=user, env=env, cwd=cwd, stdin=True)
+    return DockerProcess(api, container, exec_id, conn, asyncio.get_running_loop(), marker)

@@ -1,0 +1,101 @@
+"""A test double of the Docker Engine API that answers an exec or an attach eagerly.
+
+It speaks the Engine API's HTTP on a Unix socket, like dockerd, for the calls an
+exec and a container start make (exec create, exec start, exec inspect, attach,
+start, inspect), and writes each hijacked stream's response headers and every
+frame of the command's output in one ``send``: what a real engine does when the
+command is faster than the client (a loaded machine). A client that reads the
+frames from the bare socket under the HTTP reader loses them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socketserver
+import struct
+import threading
+from http.server import BaseHTTPRequestHandler
+
+UPGRADED = (b"HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\n"
+            b"Connection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+
+
+def frame(stream: int, data: bytes) -> bytes:
+    return struct.pack(">BxxxL", stream, len(data)) + data
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: "_Server"
+
+    def log_message(self, *args) -> None:  # quiet; and a Unix peer has no address to print
+        pass
+
+    def _json(self, body: object, status: int = 200) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self) -> bytes:
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+        self._body()
+        path = self.path.split("?")[0]
+        if path.endswith("/exec"):
+            self._json({"Id": "exec1"}, 201)
+        elif path.endswith("/exec/exec1/start"):
+            self._hijacked(frame(1, b"4242\n" + self.server.stdout) + frame(2, self.server.stderr))
+        elif path.endswith("/attach"):
+            self._hijacked(frame(1, self.server.attach_output))
+        elif path.endswith("/start"):
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self._json({"message": f"no such endpoint {path}"}, 404)
+
+    def _hijacked(self, frames: bytes) -> None:
+        self.wfile.write(UPGRADED + frames)  # one write: headers and output arrive together
+        self.close_connection = True
+
+    def do_GET(self) -> None:  # noqa: N802
+        path = self.path.split("?")[0]
+        if path.endswith("/exec/exec1/json"):
+            self._json({"Running": False, "ExitCode": 3})
+        elif path.endswith("/json"):
+            self._json({"State": {"ExitCode": 0, "Status": "running"}})
+        else:
+            self._json({"message": f"no such endpoint {path}"}, 404)
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+    stdout = b""
+    stderr = b""
+    attach_output = b""
+
+
+class EagerEngine:
+    """The double on ``path``; ``url`` is its ``unix://`` address. Use as a context manager."""
+
+    def __init__(self, path: str, *, stdout: bytes = b"", stderr: bytes = b"",
+                 attach_output: bytes = b"") -> None:
+        self.path = path
+        self.url = f"unix://{path}"
+        self._server = _Server(path, _Handler)
+        self._server.stdout, self._server.stderr = stdout, stderr
+        self._server.attach_output = attach_output
+
+    def __enter__(self) -> "EagerEngine":
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        os.unlink(self.path)
