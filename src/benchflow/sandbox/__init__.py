@@ -44,9 +44,10 @@ DEFAULT_ORDER = ("docker", "local")
 # Names the CLI reference knows that this build does not provide, with why.
 UNSUPPORTED = {
     "modal": "no Modal backend yet: Modal's client speaks gRPC to Modal's service, and no backend was built on it",
-    "agentcore": ("AWS AgentCore has no sandbox a task can run in: its code interpreter runs AWS's own image, "
-                  "not the task's, and runtime commands (InvokeAgentRuntimeCommand) take no stdin, so an "
-                  "agent cannot be streamed to"),
+    "agentcore": ("AWS AgentCore cannot host a task's sandbox through boto3: its code interpreter runs AWS's own "
+                  "image, not the task's; a runtime runs an image from ECR that must serve AgentCore's HTTP "
+                  "agent contract, and its boto3 commands (InvokeAgentRuntimeCommand) take no stdin (the "
+                  "interactive shell is a WebSocket terminal outside boto3), so no agent can be streamed to"),
     "apple-container": "Apple's container CLI runs only on macOS, and there is no backend for it yet",
 }
 
