@@ -73,6 +73,15 @@ def _requests(folder: Path) -> list[tuple]:
 FETCHED = [("GET", "allowed.test", True, 200), ("GET", "denied.test", False, 403)]
 
 
+def _remove_kept_checkpoints(trial: Path) -> None:
+    """--checkpoints keeps its snapshots on purpose (tree.json lists them): the test removes them."""
+    from benchflow.sandbox import get_backend
+
+    tree = json.loads((trial / "tree.json").read_text())
+    kept = [c["snapshot"] for c in tree.get("checkpoints") or [] if c.get("kept") and c.get("snapshot")]
+    assert get_backend("docker").remove_snapshots(kept) == {}
+
+
 def test_branch_children_reach_only_the_allowed_host_through_their_own_proxy(tmp_path: Path, egress_task) -> None:
     task, allowed, denied = egress_task
     jobs = tmp_path / "jobs"
@@ -104,9 +113,29 @@ def test_a_checkpoint_retry_runs_behind_the_allowlist_proxy(tmp_path: Path, egre
     assert done.returncode == 0, done.stderr + done.stdout
     [result_path] = [p for p in jobs.rglob("result.json") if p.parent.name.startswith("egress__")]
     trial = result_path.parent
+    _remove_kept_checkpoints(trial)
     result = json.loads(result_path.read_text())
     assert result["rewards"]["reward"] == 0.0
     assert (result["retry"]["status"], result["retry"]["reward"]) == ("passed", 1.0), result["retry"]
     assert denied.hits == [] and allowed.hits == ["/"]
     assert _requests(trial / result["retry"]["path"]) == FETCHED
     assert _requests(trial) == []
+
+
+def test_a_continued_parent_keeps_its_earlier_egress_records(tmp_path: Path, egress_task) -> None:
+    task, allowed, denied = egress_task
+    jobs = tmp_path / "jobs"
+    # the parent fetches before the checkpoint and again after it (--parent continue): a second proxy,
+    # whose requests are added to the parent's egress.jsonl, not written over the first's
+    done = run_bench("branch", "--tasks-dir", str(task), "--agent", "oracle", "--sandbox", "docker", "--jobs-dir",
+                     str(jobs), "--prompt", "fetch", "--prompt", "fetch", "--checkpoint-after-prompt", "1",
+                     "--parent", "continue", "--child", "label=a,prompt=rest", "--child", "label=b,prompt=rest",
+                     env=RESOLVE)
+    assert done.returncode == 0, done.stderr + done.stdout
+    [trial] = [p.parent for p in jobs.rglob("tree.json")]
+    assert json.loads((trial / "result.json").read_text())["rewards"]["reward"] == 1.0
+    assert denied.hits == [] and allowed.hits == ["/", "/"]
+    assert _requests(trial) == sorted(FETCHED * 2)
+    network = json.loads((trial / "network.json").read_text())
+    assert network["allowed_hosts"] == ["allowed.test"]
+    assert network["continued"]["allowed_hosts"] == ["allowed.test"]

@@ -158,9 +158,10 @@ async def _branch(bt: BranchedTrial, sandbox: Sandbox, sink: AcpTrajectoryFile, 
 async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop: int, sink: AcpTrajectoryFile,
                           state: TrialState, timing: dict[str, float]) -> None:
     """Send parent prompts ``start..stop`` in one agent phase per stretch between ``--checkpoints``,
-    keeping a snapshot after each checkpoint prompt (at most ``--checkpoint-keep``, oldest deleted)."""
+    keeping a snapshot after each checkpoint prompt (at most ``--checkpoint-keep``, oldest deleted).
+    From ``start`` > 0 (``--parent continue``) the network records of the prompts before are kept."""
     points = checkpoint_after(bt.spec.checkpoints, len(bt.prompts))
-    async with agent_network(bt.req, sandbox, bt.paths, state):  # metadata block, allowlist proxy
+    async with agent_network(bt.req, sandbox, bt.paths, state, continued=start > 0):  # metadata block, proxy
         if state.error is None:
             await send_prompts(bt.req, sandbox, bt.paths, bt.prompts, start, stop, points,
                                bt.spec.checkpoint_keep, bt.tree, sink, state, timing)

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from benchflow.errors import AgentError
+from benchflow.records import read_json
 from benchflow.util import atomic
 
 from .egress import agent_allowlist, open_egress
@@ -72,9 +73,14 @@ async def metadata_verdict(req: Any, sandbox: Any, granted: str, asked: str) -> 
 
 
 @contextlib.asynccontextmanager
-async def agent_network(req: Any, sandbox: Any, paths: Any, state: Any) -> AsyncIterator[None]:
+async def agent_network(req: Any, sandbox: Any, paths: Any, state: Any, *,
+                        continued: bool = False) -> AsyncIterator[None]:
     """Prove the metadata block and, for ``allowlist``, run the egress proxy while the block runs.
-    Sets ``state.egress_env``; a failure becomes ``state.error`` (the caller then skips the agent)."""
+    Sets ``state.egress_env``; a failure becomes ``state.error`` (the caller then skips the agent).
+
+    ``continued``: a later stretch of an agent whose earlier stretch already wrote this folder's
+    records (``bench branch --parent continue``): ``egress.jsonl`` is appended to, and
+    ``network.json`` keeps the earlier record with this stretch's under ``continued``."""
     if state.error is not None:
         yield
         return
@@ -91,12 +97,13 @@ async def agent_network(req: Any, sandbox: Any, paths: Any, state: Any) -> Async
         if hosts is not None and state.error is None:
             record["allowed_hosts"] = hosts
             try:
-                egress = await open_egress(sandbox, hosts, paths.egress_log)
+                egress = await open_egress(sandbox, hosts, paths.egress_log, append=continued)
             except AgentError as exc:
                 state.error, state.error_category = f"egress proxy: {exc}", exc.category
             else:
                 state.egress_env = egress.env
-        atomic.write_json(paths.network, record)
+        earlier = read_json(paths.network) if continued else None
+        atomic.write_json(paths.network, {**earlier, "continued": record} if earlier else record)
         yield
     finally:
         if egress is not None:

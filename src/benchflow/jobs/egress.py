@@ -6,11 +6,13 @@ the sandbox reaches it through a forwarder of the model bridge (:mod:`.bridge`) 
 forwarder's exec stream, which needs no host mount and so works on every backend. The agent gets
 ``HTTP_PROXY``/``HTTPS_PROXY`` (both spellings) pointing at the forwarder and ``NO_PROXY`` for
 loopback, where the model bridge listens. Every request, allowed or refused, is a line of the
-trial's ``egress.jsonl``.
+trial's ``egress.jsonl``; a trial that opens a second proxy for a later stretch of its own agent
+(``bench branch --parent continue``) keeps the earlier lines (``append``).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -58,21 +60,22 @@ class TrialEgress:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-async def open_egress(sandbox: Any, allowed_hosts: list[str], log_path: Path) -> TrialEgress:
+async def open_egress(sandbox: Any, allowed_hosts: list[str], log_path: Path, *,
+                      append: bool = False) -> TrialEgress:
     """Start the proxy for ``allowed_hosts`` and its bridge into ``sandbox``; requests are written
-    to ``log_path`` as they finish.
+    to ``log_path`` as they finish, after the ones already there when ``append`` (else it starts empty).
 
     Raises:
         AgentError: the bridge's forwarder did not start (no python3 or node in the image).
     """
     folder = Path(tempfile.mkdtemp(prefix="benchflow-egress-"))
-    requests: list[dict[str, Any]] = []
+    requests: list[dict[str, Any]] = _earlier(log_path) if append else []
 
     def record(entry: dict[str, Any]) -> None:
         requests.append(entry)
         atomic.write_jsonl(log_path, requests)
 
-    atomic.write_jsonl(log_path, [])
+    atomic.write_jsonl(log_path, requests)
     proxy = EgressProxy(allowed_hosts, folder / SOCKET_NAME, record)
     try:
         await proxy.start()
@@ -82,3 +85,12 @@ async def open_egress(sandbox: Any, allowed_hosts: list[str], log_path: Path) ->
         shutil.rmtree(folder, ignore_errors=True)
         raise
     return TrialEgress(proxy=proxy, bridge=bridge, folder=folder, requests=requests)
+
+
+def _earlier(log_path: Path) -> list[dict[str, Any]]:
+    """The requests already in ``log_path`` (written atomically, so whole lines); none when missing."""
+    try:
+        lines = log_path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    return [json.loads(line) for line in lines if line.strip()]
