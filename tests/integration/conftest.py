@@ -42,3 +42,13 @@ def daytona_double():
     served = serve()
     yield served
     served.stop()
+
+
+@pytest.fixture(scope="session")
+def apple_container_double(tmp_path_factory) -> dict[str, str]:
+    """The environment that points the ``apple-container`` sandbox at the CLI double of
+    tests/doubles/apple_container_cli_double.py (its ``container`` first on PATH, and the backend's
+    test hook that allows it on a host that is not macOS)."""
+    from tests.doubles.apple_container_cli_double import install
+
+    return install(tmp_path_factory.mktemp("apple-container-cli"))

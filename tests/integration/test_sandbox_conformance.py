@@ -12,6 +12,11 @@ The ``daytona`` backend (an entry point of this package) talks to the Daytona AP
 double of ``tests/doubles/daytona_api_double.py``, which backs each sandbox with a
 container on the local engine.
 
+The ``apple-container`` backend runs the ``container`` CLI double of
+``tests/doubles/apple_container_cli_double.py`` (first on PATH, with the backend's
+non-macOS test hook set), which backs each Apple container with a container on the
+local engine.
+
 The remote-docker backend talks to the second engine of ``scripts/docker-engine.sh
 --remote`` (``unix:///run/benchflow-remote-docker.sock``) unless
 ``BENCHFLOW_REMOTE_DOCKER_HOST`` points elsewhere.
@@ -58,13 +63,13 @@ def local_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def machine(monkeypatch, local_cache, daytona_double) -> None:
+def machine(monkeypatch, local_cache, daytona_double, apple_container_double) -> None:
     """This machine as the suite sees it: the test plugin installed, a private cache, the
-    test script's second engine as the remote one when none is configured, and the Daytona
-    API double as Daytona."""
+    test script's second engine as the remote one when none is configured, the Daytona
+    API double as Daytona and the CLI double as Apple's container CLI."""
     monkeypatch.syspath_prepend(str(PLUGIN_PATH))
     monkeypatch.setenv("BENCHFLOW_CACHE", str(local_cache))
-    for name, value in daytona_double.env().items():
+    for name, value in daytona_double.env().items() | apple_container_double.items():
         monkeypatch.setenv(name, value)
     if not os.environ.get("BENCHFLOW_REMOTE_DOCKER_HOST"):
         monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", REMOTE_SOCKET)

@@ -36,6 +36,7 @@ BACKENDS: dict[str, str] = {
     "local": "benchflow.sandbox.local:BACKEND",
     "podman": "benchflow.sandbox.docker_backend:PODMAN_BACKEND",
     "docker+runsc": "benchflow.sandbox.docker_backend:GVISOR_BACKEND",
+    "apple-container": "benchflow.sandbox.apple_container_backend:BACKEND",
 }
 
 # The default --sandbox: the first of these that works here, else the last.
@@ -48,7 +49,6 @@ UNSUPPORTED = {
                   "image, not the task's; a runtime runs an image from ECR that must serve AgentCore's HTTP "
                   "agent contract, and its boto3 commands (InvokeAgentRuntimeCommand) take no stdin (the "
                   "interactive shell is a WebSocket terminal outside boto3), so no agent can be streamed to"),
-    "apple-container": "Apple's container CLI runs only on macOS, and there is no backend for it yet",
 }
 
 

@@ -1,0 +1,99 @@
+"""The ``apple-container`` backend: each sandbox a Linux container in a lightweight VM of its own, made by
+Apple's ``container`` CLI on macOS 26 (Apple silicon).
+
+It works here when this is macOS, ``container`` is on PATH and ``container
+system status`` answers (:mod:`.apple_container_cli`); otherwise it is
+unavailable with that one-line reason and ``--sandbox apple-container`` is
+refused before anything starts.
+
+Every container carries the owner labels of the docker backend (``benchflow.owned``,
+job, trial, task, owning pid and host) plus ``benchflow.backend=apple-container``,
+so :meth:`AppleContainerBackend.leftovers` finds what a killed run left in
+``container list --all --format json`` and ``remove`` deletes it.
+
+What it can do, as data (see docs/apple-container.md): ``no-network`` is
+``--network none``, which gives the VM no network interface (the CLI enforces
+it from release 0.6; an older CLI refuses the flag, so such a start fails
+instead of running with a network); ``allowlist`` runs the same way with the
+trial's egress proxy reached over an exec stream; ``public`` is the default
+vmnet network. Builds from the task's Dockerfile or a prebuilt image; cpus
+and memory are the VM's. No snapshots, GPUs, compose services, host mounts
+(the model bridge's unix socket cannot cross into the VM), cached agent
+layers or kept sandboxes in this version.
+"""
+
+from __future__ import annotations
+
+import time
+
+from benchflow.errors import SandboxUnavailable
+
+from . import apple_container_cli as cli
+from . import docker_engine as eng
+from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+
+NAME = "apple-container"
+
+
+class AppleContainerBackend(Backend):
+    """See the module docstring."""
+
+    name = NAME
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(network_modes=frozenset({"no-network", "public", "allowlist"}), snapshots=False,
+                            gpus=False, multi_service=False, build_from_dockerfile=True, resource_limits=True,
+                            host_mounts=False, image_layers=False, keep=False, exec_writes_persist=True)
+
+    def available(self) -> tuple[bool, str]:
+        return cli.status()
+
+    def create(self, spec: SandboxSpec):
+        from .apple_container_sandbox import AppleContainerSandbox
+
+        labels = cli.owner_labels({eng.TASK: spec.name, **spec.labels}) | {eng.BACKEND: NAME}
+        return AppleContainerSandbox(spec, capabilities=self.capabilities, labels=labels)
+
+    def exists(self, sandbox_id: str) -> bool:
+        try:
+            return bool(cli.snapshots([sandbox_id]))
+        except SandboxUnavailable:
+            return False
+
+    def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
+        """Its containers in ``container list --all``; none where the CLI cannot run (not macOS)."""
+        try:
+            cli.executable()
+        except SandboxUnavailable:
+            return []
+        wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
+        return [_row(item) for item in cli.snapshots()
+                if all(cli.labels(item).get(key) == value for key, value in wanted.items())]
+
+    def remove(self, ids: list[str]) -> dict[str, str]:
+        stayed: dict[str, str] = {}
+        for sandbox_id in ids:
+            try:
+                done = cli.run(["delete", "--force", sandbox_id])
+                if done.returncode != 0 and self.exists(sandbox_id):
+                    stayed[sandbox_id] = cli.error_line(done)
+            except SandboxUnavailable as exc:
+                stayed[sandbox_id] = str(exc)
+        return stayed
+
+
+def _row(item: dict) -> OwnedSandbox:
+    marks = cli.labels(item)
+    alive = cli.owner_alive(marks)
+    pid = marks.get(eng.PID)
+    who = (f"live pid {pid}" if alive else f"gone (pid {pid})" if alive is False
+           else f"other host {marks.get(eng.HOST, '?')}" if pid else "none")
+    created = eng.created_at(marks, cli.started(item)) or time.time()
+    return OwnedSandbox(id=cli.container_id(item), name=cli.container_id(item), sandbox=NAME, engine="apple container",
+                        state=cli.state(item), image=cli.image(item), created=created, job=marks.get(eng.JOB),
+                        trial=marks.get(eng.TRIAL), task=marks.get(eng.TASK), owner=who, owner_alive=alive,
+                        kept=False)
+
+
+BACKEND = AppleContainerBackend()

@@ -1,0 +1,142 @@
+"""Commands in an Apple container: ``container exec`` processes, their timeouts, streams and kills.
+
+Each command is one ``container exec`` client process on this host. Its
+environment reaches the container as ``--env KEY`` (the CLI copies the value
+from its own environment), so no value is on a command line. Every command
+carries a per-exec marker (``BENCHFLOW_EXEC_ID``, which ``setsid`` children
+keep): killing the client does not end what it started inside the container,
+so a timeout or a stream's ``kill`` runs
+:data:`benchflow.sandbox.docker_exec.KILL_TREE` as root with the marker (every
+process carrying it is stopped, then killed), and the client then ends with
+its command. A user other than root is given by name (the CLI resolves it in
+the container's ``/etc/passwd``); root by uid and gid 0, whatever the image's
+``USER``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import Mapping
+
+from .apple_container_cli import executable
+from .base import ExecResult
+from .docker_exec import KILL_TREE
+from .local_exec import _drain, _feed, _text, exit_code, kill, spawn
+
+MARKER = "BENCHFLOW_EXEC_ID"
+ROOT_USERS = (None, "root", "0")
+TIMEOUT_RC = 124
+DRAIN_AFTER_KILL_SEC = 5.0
+KILL_TIMEOUT_SEC = 30.0
+_background: set[asyncio.Future] = set()
+"""In-container kills of cancelled execs, running on after their caller is gone (a reference kept)."""
+
+
+def command(sandbox_id: str, cmd: list[str], *, user: str | None = None, cwd: str | None = None,
+            env: Mapping[str, str] | None = None, interactive: bool = False,
+            marker: str | None = None) -> tuple[list[str], dict[str, str]]:
+    """(argv of the ``container exec`` client, its environment) for ``cmd`` in ``sandbox_id``."""
+    if not cmd:
+        raise ValueError("exec needs a command (an argv list)")
+    values = dict(env or {})
+    if marker is not None:
+        values[MARKER] = marker
+    for key in values:
+        if not key or "=" in key or "\0" in key:
+            raise ValueError(f"exec: {key!r} is not an environment variable name")
+    args = [executable(), "exec"]
+    if interactive:
+        args.append("--interactive")
+    args += ["--uid", "0", "--gid", "0"] if user in ROOT_USERS else ["--user", str(user)]
+    if cwd:
+        args += ["--workdir", cwd]
+    for key in values:
+        args += ["--env", key]
+    return [*args, sandbox_id, *cmd], {**os.environ, **values}
+
+
+async def kill_marked(sandbox_id: str, marker: str) -> None:
+    """Stop, then kill, every process in the container carrying ``marker``. Never raises."""
+    argv, env = command(sandbox_id, ["sh", "-c", KILL_TREE, "sh", "", marker])  # no root pid: the marker alone
+    try:
+        proc = await spawn(argv, stdin=False, env=env)
+        try:
+            await asyncio.wait_for(proc.communicate(), KILL_TIMEOUT_SEC)
+        except BaseException:
+            kill(proc)
+            raise
+    except Exception:  # noqa: BLE001, S110 - the container may be gone; its processes went with it
+        pass
+
+
+async def run(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping[str, str] | None,
+              cwd: str | None, timeout: float | None, stdin: bytes | None, output_cap: int) -> ExecResult:
+    """Run ``cmd`` to its end; a timeout kills its process tree in the container and returns rc 124."""
+    marker = secrets.token_hex(8)
+    argv, client_env = command(sandbox_id, cmd, user=user, cwd=cwd, env=env, interactive=stdin is not None,
+                               marker=marker)
+    proc = await spawn(argv, stdin=stdin is not None, env=client_env)
+    readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
+    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin)) if stdin is not None and proc.stdin else None
+    timed_out = False
+    try:
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+            await kill_marked(sandbox_id, marker)
+            try:
+                await asyncio.wait_for(asyncio.shield(proc.wait()), DRAIN_AFTER_KILL_SEC)
+            except asyncio.TimeoutError:
+                kill(proc)
+                await proc.wait()
+        (out, out_cut), (err, err_cut) = await readers
+        if feeder is not None:
+            await feeder
+    except BaseException:
+        kill(proc)
+        for task in (readers, feeder):
+            if task is not None:
+                task.cancel()
+        cleanup = asyncio.ensure_future(kill_marked(sandbox_id, marker))
+        _background.add(cleanup)
+        cleanup.add_done_callback(_background.discard)
+        raise
+    rc = TIMEOUT_RC if timed_out else exit_code(proc.returncode)
+    if timed_out:
+        err += f"\n[timed out after {timeout:g}s; the process tree was killed]\n".encode()
+    return ExecResult(return_code=rc, stdout=_text(out, out_cut), stderr=_text(err, err_cut),
+                      timed_out=timed_out, truncated=bool(out_cut or err_cut))
+
+
+class AppleProcess:
+    """A long-lived command with open stdio (the ``Process`` protocol of base.py): the client's pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, sandbox_id: str, marker: str) -> None:
+        self._proc = proc
+        self._sandbox_id = sandbox_id
+        self._marker = marker
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+        self.stderr = proc.stderr
+
+    async def wait(self) -> int:
+        return exit_code(await self._proc.wait())
+
+    async def kill(self) -> None:
+        await kill_marked(self._sandbox_id, self._marker)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._proc.wait()), DRAIN_AFTER_KILL_SEC)
+        except asyncio.TimeoutError:
+            kill(self._proc)
+            await self._proc.wait()
+
+
+async def open_process(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping[str, str] | None,
+                       cwd: str | None) -> AppleProcess:
+    """Start ``cmd`` with open stdin/stdout/stderr and return at once."""
+    marker = secrets.token_hex(8)
+    argv, client_env = command(sandbox_id, cmd, user=user, cwd=cwd, env=env, interactive=True, marker=marker)
+    return AppleProcess(await spawn(argv, stdin=True, env=client_env), sandbox_id, marker)

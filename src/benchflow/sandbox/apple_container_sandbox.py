@@ -1,0 +1,328 @@
+"""One Apple container (a lightweight Linux VM of its own) for one trial, through the ``container`` CLI.
+
+``build`` runs ``container build`` on the task's context (the same context the
+docker backend sends its engine: ``.dockerignore`` honoured, Dockerfile
+rewritten for a ``FROM`` override, the CA bundle and a no-skill run; see
+:mod:`.docker_build`), tagged by the task's content digest, so an unchanged
+task is found by one ``image inspect`` and never rebuilt; a prebuilt image is
+pulled when it is not there. Apple's builder has no build network option:
+builds use the builder VM's network whatever ``build_network`` says.
+
+``start`` runs the container detached under a name chosen beforehand (the
+CLI's ``--name`` is the container's id), so a failed or cancelled start
+deletes it by that name; a start that was already asked for is let finish
+first, so nothing is created after the delete. The container idles in the
+keep-alive loop of :mod:`.docker_setup`; the setup script then runs as an exec
+(agent user, ``/logs``). ``no-network`` and ``allowlist`` are
+``--network none`` (the VM gets no network interface at all: loopback only),
+``public`` the ``default`` vmnet network. CPUs are whole (the VM's), memory
+is in MiB. Files go as one tar through an exec's stdin or stdout
+(:mod:`.copyout` makes what comes out safe). ``stop`` is ``delete --force``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError, SandboxUnavailable
+
+from . import apple_container_cli as cli
+from . import apple_container_exec as ex
+from . import docker_engine as eng
+from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .copyout import CopyReport, copy_out_tar
+from .docker_build import context_tar, image_tag
+from .docker_setup import KEEPALIVE, SETUP, resolve_workdir
+from .local_exec import kill, spawn
+from .tarstream import pack
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_LINES = 40
+SETUP_TIMEOUT_SEC = 120
+GONE_RC = 44
+_locks: dict[str, asyncio.Lock] = {}
+"""One build per image tag at a time in this process (two sandboxes of one task build it once)."""
+
+
+def network_flag(mode: str) -> str:
+    """The CLI's ``--network`` for a sandbox network mode."""
+    if mode in ("no-network", "allowlist"):
+        return "none"
+    if mode == "public":
+        return "default"
+    raise CapabilityError(f"sandbox.network_mode={mode!r} is not supported by the apple-container sandbox; "
+                          "use public, allowlist or no-network")
+
+
+def run_args(name: str, image: str, spec: SandboxSpec, labels: Mapping[str, str]) -> list[str]:
+    """``container run`` for one sandbox (without the executable); ``spec.env`` goes as ``--env KEY``."""
+    args = ["run", "--detach", "--name", name, "--network", network_flag(spec.network_mode),
+            "--cpus", str(max(1, math.ceil(spec.cpus))), "--memory", f"{max(1, int(spec.memory_mb))}M"]
+    for key, value in labels.items():
+        args += ["--label", f"{key}={value}"]
+    for key in spec.env:
+        args += ["--env", key]
+    return [*args, "--entrypoint", "/bin/sh", image, "-c", KEEPALIVE]
+
+
+class AppleContainerSandbox:
+    """See the module docstring (the ``Sandbox`` protocol of base.py)."""
+
+    def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.capabilities = capabilities
+        self.labels = dict(labels)
+        self.image: str | None = None
+        self.build_log = ""
+        self.name = f"bf-{_slug(spec.name)[:40]}-{secrets.token_hex(4)}"
+        self._id: str | None = None
+        self._running = False
+        self._stopped = False
+        self._workdir: str | None = None
+        self._stop_task: asyncio.Future | None = None
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self._id
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir or resolve_workdir(self.spec.workdir, None)
+
+    def _refuse_what_it_cannot_do(self) -> None:
+        if self.spec.mounts:
+            raise CapabilityError(f"{self.spec.name}: the apple-container sandbox mounts no host folders "
+                                  f"({', '.join(self.spec.mounts)}): a unix socket does not cross into its VM")
+        if self.spec.compose_file is not None:
+            raise CapabilityError(f"{self.spec.name}: the apple-container sandbox runs one container, not a "
+                                  "docker-compose environment")
+        network_flag(self.spec.network_mode)
+
+    async def build(self) -> None:
+        """Find or build (or pull) the image; see the module docstring.
+
+        Raises:
+            BuildError: the build failed or timed out; ``log_tail`` holds the end of its output.
+        """
+        self._refuse_what_it_cannot_do()
+        if self.image is not None:
+            return
+        if self.spec.image:
+            await self._pull(self.spec.image)
+            self.image = self.spec.image
+            return
+        tag = image_tag(self.spec)
+        async with _locks.setdefault(tag, asyncio.Lock()):
+            if (await asyncio.to_thread(cli.run, ["image", "inspect", tag])).returncode != 0:
+                self.build_log = await self._build(tag)
+        self.image = tag
+
+    async def _pull(self, ref: str) -> None:
+        if (await asyncio.to_thread(cli.run, ["image", "inspect", ref])).returncode == 0:
+            return
+        done = await asyncio.to_thread(cli.run, ["image", "pull", "--progress", "none", ref],
+                                       timeout=self.spec.build_timeout_sec)
+        if done.returncode != 0:
+            raise SandboxError(f"sandbox.docker_image {ref!r}: not in Apple container's images and the pull "
+                               f"failed ({cli.error_line(done)})")
+
+    async def _build(self, tag: str) -> str:
+        marks = cli.owner_labels({eng.TASK: self.spec.name, **self.spec.labels}) | {
+            eng.KIND: "image", eng.CACHE_KEY: self.spec.cache_key}
+        with tempfile.TemporaryDirectory(prefix="bf-apple-build-") as folder:
+            await asyncio.to_thread(_unpack_context, self.spec, Path(folder))
+            args = [cli.executable(), "build", "--tag", tag, "--file", str(Path(folder) / self.spec.dockerfile),
+                    "--progress", "plain"]
+            for key, value in marks.items():
+                args += ["--label", f"{key}={value}"]
+            proc = await spawn([*args, folder], stdin=False)
+            try:
+                out, err = await asyncio.wait_for(proc.communicate(), self.spec.build_timeout_sec)
+            except asyncio.TimeoutError:
+                kill(proc)
+                out, err = await proc.communicate()
+                raise BuildError(f"{self.spec.name}: image build timed out after {self.spec.build_timeout_sec:g}s "
+                                 "(sandbox.build_timeout_sec)", log_tail=_tail(out + err)) from None
+            except BaseException:
+                kill(proc)
+                raise
+        text = (out + err).decode(errors="replace")
+        if proc.returncode != 0:
+            raise BuildError(f"{self.spec.name}: image build failed (container build exit {proc.returncode})",
+                             log_tail=_tail(out + err))
+        return text
+
+    async def start(self) -> None:
+        if self._running:
+            return
+        if self._stopped:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        try:
+            await self.build()
+            await self._run()
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _run(self) -> None:
+        args = run_args(self.name, self.image or "", self.spec, self.labels)
+        env = {**os.environ, **self.spec.env}
+        self._id = self.name  # known before the CLI is asked, so a failure or cancel deletes what it made
+        asking = asyncio.ensure_future(asyncio.to_thread(cli.run, args, env=env))
+        try:
+            done = await asyncio.shield(asking)
+        except asyncio.CancelledError:
+            await asyncio.gather(asking, return_exceptions=True)  # let the create land, then stop() deletes it
+            raise
+        if done.returncode != 0:
+            raise SandboxError(f"{self.spec.name}: `container run` failed: {cli.error_line(done)}")
+        self._running = True
+
+    async def _setup(self) -> None:
+        image_wd = None
+        if self.spec.workdir is None:  # an exec without --workdir starts in the image's WORKDIR
+            found = await ex.run(self._require(), ["pwd"], user=None, env=None, cwd=None, timeout=SETUP_TIMEOUT_SEC,
+                                 stdin=None, output_cap=DEFAULT_OUTPUT_CAP_BYTES)
+            image_wd = found.stdout.strip() if found.success else None
+        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
+        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/",
+                               timeout=SETUP_TIMEOUT_SEC)
+        if not done.success:
+            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
+                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+
+    def _require(self) -> str:
+        if not self._running or self._stopped or self._id is None:
+            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+        return self._id
+
+    async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
+                   cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
+                   output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
+        sandbox_id = self._require()
+        try:
+            result = await ex.run(sandbox_id, cmd, user=user, env=env, cwd=cwd or self.workdir,
+                                  timeout=timeout, stdin=stdin, output_cap=output_cap)
+        except SandboxUnavailable as exc:
+            raise InfraError(f"exec in apple container {sandbox_id}: {exc}") from exc
+        if result.return_code != 0 and result.stderr.rstrip().rsplit("\n", 1)[-1].startswith("Error:"):
+            from .apple_container_backend import BACKEND  # the CLI failed, not the command: is the sandbox gone?
+
+            if not await asyncio.to_thread(BACKEND.exists, sandbox_id):
+                raise InfraError(f"apple container {sandbox_id} is gone: {result.stderr.strip()[-300:]}")
+        return result
+
+    async def exec_stream(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
+                          cwd: str | None = None) -> ex.AppleProcess:
+        return await ex.open_process(self._require(), cmd, user=user, env=env, cwd=cwd or self.workdir)
+
+    async def put(self, local: Path, remote: str) -> None:
+        local = Path(local)
+        if not local.exists() and not local.is_symlink():
+            raise FileNotFoundError(f"put: {local} does not exist")
+        sandbox_id = self._require()
+        archive = await asyncio.to_thread(pack, local, remote)
+        try:
+            code, err = await asyncio.to_thread(_pipe_in, sandbox_id, archive)
+        finally:
+            archive.close()
+        if code != 0:
+            raise InfraError(f"put {local} -> {remote}: {err.strip()[-300:]}")
+
+    async def get(self, remote: str, local: Path) -> CopyReport:
+        sandbox_id = self._require()
+        return await asyncio.to_thread(_pipe_out, sandbox_id, PurePosixPath(remote), Path(local))
+
+    async def snapshot(self, *, retain: bool = False) -> str:
+        raise CapabilityError(f"{self.spec.name}: the apple-container sandbox has no snapshots")
+
+    async def restore(self, ref: str) -> None:
+        raise CapabilityError(f"{self.spec.name}: the apple-container sandbox has no snapshots")
+
+    async def stop(self) -> None:
+        """Delete the container. Idempotent, never raises, finishes under cancellation."""
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(self._stop_all())
+        try:
+            await asyncio.shield(self._stop_task)
+        except asyncio.CancelledError:
+            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
+            raise
+
+    async def _stop_all(self) -> None:
+        self._stopped = True
+        if self._id is None:
+            return
+        from .apple_container_backend import BACKEND
+
+        stayed = await asyncio.to_thread(BACKEND.remove, [self._id])
+        if stayed:
+            log.warning("could not delete apple container %s: %s (bench sandbox cleanup removes it)",
+                        self._id, stayed[self._id])
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "task"
+
+
+def _tail(data: bytes) -> str:
+    return "".join(data.decode(errors="replace").splitlines(keepends=True)[-LOG_TAIL_LINES:])
+
+
+def _unpack_context(spec: SandboxSpec, folder: Path) -> None:
+    """The build context of :func:`.docker_build.context_tar`, as the folder ``container build`` reads."""
+    with context_tar(spec) as buffer, tarfile.open(fileobj=buffer, mode="r") as archive:
+        archive.extractall(folder, filter="tar")
+
+
+def _pipe_in(sandbox_id: str, archive) -> tuple[int, str]:
+    """Unpack the tar ``archive`` at ``/`` in the container through an exec's stdin: (exit status, stderr)."""
+    argv, env = ex.command(sandbox_id, ["tar", "-xpf", "-", "-C", "/"], cwd="/", interactive=True)
+    with subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE) as proc:
+        with contextlib.suppress(BrokenPipeError):
+            shutil.copyfileobj(archive, proc.stdin, 1 << 20)
+        proc.stdin.close()
+        err = proc.stderr.read().decode(errors="replace")
+        return proc.wait(), err
+
+
+def _pipe_out(sandbox_id: str, remote: PurePosixPath, local: Path) -> CopyReport:
+    """``remote`` as a tar on an exec's stdout, through :func:`.copyout.copy_out_tar` to ``local``."""
+    script = f'test -e "$1" || test -L "$1" || exit {GONE_RC}; exec tar -cf - -C "$2" "$3"'
+    argv, env = ex.command(sandbox_id, ["sh", "-c", script, "sh", str(remote), str(remote.parent), remote.name],
+                           cwd="/")
+    with tempfile.TemporaryFile() as err, subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                                                           stdout=subprocess.PIPE, stderr=err) as proc:
+        first = proc.stdout.read(1 << 16)
+
+        def chunks():
+            try:
+                yield first
+                while chunk := proc.stdout.read(1 << 20):
+                    yield chunk
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+
+        if not first:
+            code = proc.wait()
+            err.seek(0)
+            if code == GONE_RC:
+                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+            raise InfraError(f"get {remote}: {err.read().decode(errors='replace').strip()[-300:] or f'exit {code}'}")
+        return copy_out_tar(chunks(), remote.name, local)

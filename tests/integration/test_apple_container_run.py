@@ -1,0 +1,128 @@
+"""``bench run --sandbox apple-container`` and ``bench sandbox list|cleanup`` end to end, against the ``container``
+CLI double (tests/doubles/apple_container_cli_double.py; each Apple container a container on the local engine),
+and the refusal on a host that is not macOS."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_bench
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+
+pytestmark = pytest.mark.docker
+
+
+def _rows(env: dict[str, str]) -> list[dict]:
+    listed = run_bench("sandbox", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    return [row for row in json.loads(listed.stdout) if row["sandbox"] == "apple-container"]
+
+
+def test_oracle_run_scores_one_and_leaves_no_container(tmp_path: Path, apple_container_double) -> None:
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    env = apple_container_double | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "apple-container", "--jobs-dir", str(jobs), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Outcomes: 1 scored (1 passed, 0 failed), 0 unscored, 0 errored" in done.stdout
+    result = json.loads(next(jobs.rglob("result.json")).read_text())
+    assert result["rewards"] == {"reward": 1.0} and result["environment"] == "apple-container"
+    job = str(next(path for path in jobs.iterdir() if path.is_dir()).resolve())  # its label benchflow.job
+    assert [row for row in _rows(env) if row["job"] == job] == []
+
+
+def test_an_acp_agent_asks_its_model_over_the_exec_stream(tmp_path: Path, apple_container_double) -> None:
+    from tests.integration.test_model_bridge import (
+        ASK_AND_DUMP_ENV,
+        assert_no_host_key_anywhere,
+        run_model_agent,
+        sandbox_env,
+        trial_dirs,
+    )
+
+    jobs, upstream = run_model_agent(tmp_path, "apple-container", ASK_AND_DUMP_ENV,
+                                     env=apple_container_double | {"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert len(upstream.requests) == 1
+    [trial] = trial_dirs(jobs)
+    result = json.loads((trial / "result.json").read_text())
+    assert result["rewards"]["reward"] == 1.0, result.get("error")
+    assert sandbox_env(trial)["OPENAI_API_KEY"].startswith("sk-benchflow-")
+    assert_no_host_key_anywhere(jobs)
+
+
+def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, apple_container_double,
+                                                            monkeypatch) -> None:
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in apple_container_double.items():
+        monkeypatch.setenv(name, value)
+    backend = get_backend("apple-container")
+    job = f"left-{secrets.token_hex(4)}"
+    box = backend.create(SandboxSpec(name="left", environment_dir=None, image="debian:bookworm-slim",
+                                     cache_key="left", network_mode="no-network",
+                                     labels={"benchflow.job": job, "benchflow.trial": "t1"}))
+    box.labels["benchflow.pid"] = "999999999"  # as if a killed run had made it: its owner does not run
+    asyncio.run(box.start())
+    try:
+        rows = [row for row in _rows(apple_container_double) if row["id"] == box.sandbox_id]
+        assert [(row["trial"], row["job"], row["owner_alive"], row["state"]) for row in rows] == [
+            ("t1", job, False, "running")]
+        cleaned = run_bench("sandbox", "cleanup", "--id", box.sandbox_id, env=apple_container_double)
+        assert cleaned.returncode == 0, cleaned.stderr
+        assert not backend.exists(box.sandbox_id)
+    finally:
+        asyncio.run(box.stop())
+
+
+def test_allowlist_reaches_only_the_named_host_through_the_egress_proxy(tmp_path: Path,
+                                                                        apple_container_double) -> None:
+    from tests.integration.test_allowlist_network import SOLVE, TEST, Server
+
+    token = secrets.token_hex(8)
+    allowed, denied = Server(token), Server("must never be reached")
+    try:
+        task = tmp_path / "tasks" / "egress"
+        for sub in ("environment", "oracle", "verifier"):
+            (task / sub).mkdir(parents=True)
+        (task / "task.md").write_text(
+            "---\nschema_version: '1.3'\nagent: {timeout_sec: 60}\nverifier: {timeout_sec: 60}\n"
+            "sandbox: {network_mode: allowlist, allowed_hosts: [allowed.test]}\n---\n\n## prompt\n\nFetch.\n")
+        (task / "environment" / "Dockerfile").write_text("FROM benchflow/python:3.11-bookworm\nWORKDIR /app\n")
+        (task / "oracle" / "solve.sh").write_text(SOLVE.format(allowed=allowed.port, denied=denied.port))
+        (task / "verifier" / "test.sh").write_text(TEST.format(token=token))
+        jobs = tmp_path / "jobs"
+        done = run_bench("run", str(tmp_path / "tasks"), "-s", "apple-container", "--jobs-dir", str(jobs),
+                         env=apple_container_double | {
+                             "BENCHFLOW_CACHE": str(tmp_path / "cache"),
+                             "BENCHFLOW_EGRESS_RESOLVE": "allowed.test=127.0.0.1,denied.test=127.0.0.1"})
+        assert done.returncode == 0, done.stderr
+        trial = next(jobs.glob("*/egress__*"))
+        result = json.loads((trial / "result.json").read_text())
+        assert result["rewards"] == {"reward": 1.0}, (result.get("error"),
+                                                      (trial / "verifier" / "test-stdout.txt").read_text())
+        assert denied.hits == [] and sorted(allowed.hits) == ["/", "/tunnel"]
+        network = json.loads((trial / "network.json").read_text())
+        assert network["network_mode"] == {"asked": "allowlist", "granted": "allowlist"}
+    finally:
+        allowed.close()
+        denied.close()
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="on macOS the real CLI may be there")
+def test_off_macos_the_run_is_refused_with_one_line(tmp_path: Path, apple_container_double) -> None:
+    """The run card refuses it before anything starts, as every backend that cannot run here (exit 1, the
+    contracts' code for a plan that cannot run, like a missing credential)."""
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    env = {"PATH": apple_container_double["PATH"], "BENCHFLOW_APPLE_CONTAINER_ANY_OS": ""}
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "apple-container", "--jobs-dir",
+                     str(tmp_path / "jobs"), env=env)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "needs macOS 26 with Apple's container CLI" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").rglob("result.json"))
