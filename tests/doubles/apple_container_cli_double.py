@@ -198,7 +198,7 @@ def snapshot(item: dict) -> dict:
     host = item["HostConfig"]
     started = None
     if state.get("StartedAt", "").startswith(("19", "20")) and not state["StartedAt"].startswith("0001"):
-        stamp = datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z") + "+00:00")
+        stamp = datetime.fromisoformat(state["StartedAt"][:26].rstrip("Z") + "Z")
         started = stamp.timestamp() - SWIFT_EPOCH
     running = state["Running"]
     network = "none" if host.get("NetworkMode") == "none" else "default"
@@ -308,7 +308,7 @@ def cmd_build(args: list[str]) -> None:
 
 def cmd_image(args: list[str]) -> None:
     verb, rest = (args[0], args[1:]) if args else ("list", [])
-    opts, refs = parse(rest, 0)
+    _, refs = parse(rest, 0)
     if verb == "inspect":
         found = []
         for ref in refs:

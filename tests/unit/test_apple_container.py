@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchflow.errors import CapabilityError, ConfigError
-from benchflow.sandbox import SandboxSpec, UNSUPPORTED, get_backend, names
+from benchflow.sandbox import UNSUPPORTED, SandboxSpec, get_backend, names
 from benchflow.sandbox import apple_container_cli as cli
 from benchflow.sandbox import apple_container_exec as ex
 from benchflow.sandbox.apple_container_sandbox import network_flag, run_args

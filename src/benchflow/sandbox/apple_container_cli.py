@@ -148,7 +148,7 @@ def started(item: dict) -> float | None:
         return float(value) + SWIFT_EPOCH
     if isinstance(value, str):
         try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            return datetime.fromisoformat(value).timestamp()
         except ValueError:
             return None
     return None

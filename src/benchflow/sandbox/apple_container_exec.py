@@ -84,12 +84,12 @@ async def run(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping
     try:
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
             await kill_marked(sandbox_id, marker)
             try:
                 await asyncio.wait_for(asyncio.shield(proc.wait()), DRAIN_AFTER_KILL_SEC)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 kill(proc)
                 await proc.wait()
         (out, out_cut), (err, err_cut) = await readers
@@ -129,7 +129,7 @@ class AppleProcess:
         await kill_marked(self._sandbox_id, self._marker)
         try:
             await asyncio.wait_for(asyncio.shield(self._proc.wait()), DRAIN_AFTER_KILL_SEC)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             kill(self._proc)
             await self._proc.wait()
 

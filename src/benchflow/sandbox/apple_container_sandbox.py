@@ -36,7 +36,13 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError, SandboxUnavailable
+from benchflow.errors import (
+    BuildError,
+    CapabilityError,
+    InfraError,
+    SandboxError,
+    SandboxUnavailable,
+)
 
 from . import apple_container_cli as cli
 from . import apple_container_exec as ex
@@ -151,7 +157,7 @@ class AppleContainerSandbox:
             proc = await spawn([*args, folder], stdin=False)
             try:
                 out, err = await asyncio.wait_for(proc.communicate(), self.spec.build_timeout_sec)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 kill(proc)
                 out, err = await proc.communicate()
                 raise BuildError(f"{self.spec.name}: image build timed out after {self.spec.build_timeout_sec:g}s "
@@ -220,7 +226,8 @@ class AppleContainerSandbox:
         except SandboxUnavailable as exc:
             raise InfraError(f"exec in apple container {sandbox_id}: {exc}") from exc
         if result.return_code != 0 and result.stderr.rstrip().rsplit("\n", 1)[-1].startswith("Error:"):
-            from .apple_container_backend import BACKEND  # the CLI failed, not the command: is the sandbox gone?
+            # the CLI failed, not the command: is the sandbox gone?
+            from .apple_container_backend import BACKEND
 
             if not await asyncio.to_thread(BACKEND.exists, sandbox_id):
                 raise InfraError(f"apple container {sandbox_id} is gone: {result.stderr.strip()[-300:]}")
