@@ -10,7 +10,8 @@ a ``time.monotonic()`` value) and ``cpu``. ``benchmarks/run_overhead.py`` prints
 Phases are exclusive: a hooked function's time excludes the hooked functions it calls. Hooks are
 placed on names as modules load; a name that no longer exists is skipped (listed in ``missing``),
 so the profile degrades instead of breaking when the code moves. Engine calls are timed on the
-Docker SDK's HTTP transport (they run in worker threads while the main thread waits in a phase).
+engine client's HTTP transport (``sandbox.engine_api``; the Docker SDK's for the calls it hands on);
+they run in worker threads while the main thread waits in a phase.
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ def timed_exec(exec_module):
         patch(module)
         if module.__name__ == "requests.adapters":
             hook_transport(module)
+        if module.__name__ == "benchflow.sandbox.engine_api":
+            hook_engine_client(module)
     return run
 
 
@@ -164,13 +167,38 @@ def hook_transport(adapters) -> None:
         try:
             return send(self, request, *a, **k)
         finally:
-            path = request.path_url.split("?")[0]
-            parts = [p for p in path.split("/") if p and not p.startswith("v1.")]
-            kind = f"{request.method} /" + "/".join(p if len(p) < 40 else "{id}" for p in parts[:1] + parts[2:3])
-            row = engine.setdefault(kind, [0, 0.0])
-            row[0] += 1
-            row[1] += time.monotonic() - t
+            count(request.method, request.path_url, time.monotonic() - t)
     adapters.HTTPAdapter.send = timed
+
+
+def count(method: str, path: str, spent: float) -> None:
+    parts = [p for p in path.split("?")[0].split("/") if p and not p.startswith("v1.")]
+    kind = f"{method} /" + "/".join(p if len(p) < 40 else "{id}" for p in parts[:1] + parts[2:3])
+    row = engine.setdefault(kind, [0, 0.0])
+    row[0] += 1
+    row[1] += spent
+
+
+def hook_engine_client(api) -> None:
+    """Time each request of :class:`benchflow.sandbox.engine_api.EngineClient` (to its response
+    headers; a streamed body is read by the caller), hijacks included."""
+    send, hijack = api.EngineClient._send, api.EngineClient.hijack
+
+    def timed_send(self, method, path, *a, **k):
+        t = time.monotonic()
+        try:
+            return send(self, method, path, *a, **k)
+        finally:
+            count(method, path, time.monotonic() - t)
+
+    def timed_hijack(self, path, *a, **k):
+        t = time.monotonic()
+        try:
+            return hijack(self, path, *a, **k)
+        finally:
+            count("POST", path, time.monotonic() - t)
+
+    api.EngineClient._send, api.EngineClient.hijack = timed_send, timed_hijack
 
 
 def report(code: int) -> None:

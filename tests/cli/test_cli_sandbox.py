@@ -83,7 +83,7 @@ def test_attach_runs_a_command_as_root_and_release_deletes(bench, tmp_path):
         released = bench("sandbox", "release", str(trial))
         assert released.returncode == 0, released.stderr
         assert not (trial / "kept-sandbox.json").exists()
-        from docker.errors import NotFound
+        from benchflow.sandbox.engine_api import NotFound
 
         with pytest.raises(NotFound):
             box.api.inspect_container(record["sandbox_id"])

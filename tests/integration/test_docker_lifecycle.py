@@ -152,7 +152,7 @@ def test_an_unowned_container_goes_only_after_max_age():
         named = cleanup(docker_found(), max_age_sec=3600, ids=[created[:12]])
         assert [e["id"] for e in named.removed] == [created]
     finally:
-        from docker.errors import NotFound
+        from benchflow.sandbox.engine_api import NotFound
 
         try:
             api.remove_container(created, force=True)
@@ -165,7 +165,7 @@ def test_an_unowned_container_goes_only_after_max_age():
     ({"workdir": "/proc/not-allowed"}, "did not start"),
 ])
 async def test_a_start_that_fails_raises_and_removes_the_container(overrides, message):
-    from docker.errors import NotFound
+    from benchflow.sandbox.engine_api import NotFound
 
     from benchflow.errors import SandboxError
 

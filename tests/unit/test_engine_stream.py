@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
-import docker
-
 from benchflow.sandbox import docker_exec
 from benchflow.sandbox.docker_stream import open_process
+from benchflow.sandbox.engine_api import EngineClient
 from benchflow.sandbox.engine_stream import attach_stream
 from tests.doubles.eager_engine_double import EagerEngine
 
 
 def _api(engine: EagerEngine):
-    return docker.APIClient(base_url=engine.url, version="1.41", timeout=5)
+    return EngineClient(engine.url, version="1.41", timeout=5)
 
 
 def test_exec_output_sent_with_the_headers_is_kept(tmp_path):

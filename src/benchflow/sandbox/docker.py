@@ -1,8 +1,8 @@
 """The sandbox of the ``docker`` and ``remote-docker`` backends (:mod:`.docker_backend`), on the
 Docker Engine API.
 
-Every call goes through the SDK's low-level ``APIClient`` (no ``docker`` CLI
-process per call); blocking calls run in a worker pool. ``remote-docker`` is
+Every call goes to the Engine API (:mod:`.engine_api`; no ``docker`` CLI process per
+call); blocking calls run in a worker pool. ``remote-docker`` is
 the same class pointed at ``BENCHFLOW_REMOTE_DOCKER_HOST``.
 
 Container shape: the task image (built once per content digest, see
@@ -48,14 +48,21 @@ from benchflow.errors import (
 from . import ca, docker_pod
 from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .copyout import CopyReport, copy_out_tar
 from .docker_build import build_image
 from .docker_engine import call
 from .docker_exec import run as run_exec
-from .engine_stream import attach_stream
 from .docker_leftovers import KEPT_PREFIX, RETAINED
 from .docker_setup import hardening, main_command, parse_ready, resolve_workdir
 from .docker_stream import DockerProcess, open_process
-from .copyout import CopyReport, copy_out_tar
+from .engine_api import (
+    EngineError,
+    ImageNotFound,
+    NotFound,
+    container_config,
+    host_config,
+)
+from .engine_stream import attach_stream
 from .tarstream import pack_many, pack_members
 
 log = logging.getLogger(__name__)
@@ -164,14 +171,12 @@ class DockerSandbox:
         return self.pod.service(name)
 
     def _ensure_pulled(self, image: str) -> None:
-        from docker.errors import APIError, ImageNotFound
-
         try:
             self.api.inspect_image(image)
         except ImageNotFound:
             try:
                 self.api.pull(image)
-            except APIError as exc:
+            except EngineError as exc:
                 raise SandboxError(f"sandbox.docker_image {image!r}: not on the engine and the pull "
                                    f"failed ({exc.explanation or exc}); load or build it first") from exc
             from .docker_cache import record_pull
@@ -194,12 +199,10 @@ class DockerSandbox:
                                                   f"{self.spec.network_mode}-network task runs with none")
         if self.network_note:
             log.info("%s: %s", self.spec.name, self.network_note)
-        from docker.errors import APIError
-
         worker = asyncio.ensure_future(call(self._create_blocking, network))
         try:
             self._container = await asyncio.shield(worker)
-        except APIError as exc:
+        except EngineError as exc:
             raise SandboxError(f"{self.spec.name}: the container could not be created: "
                                f"{exc.explanation or exc}") from exc
         except asyncio.CancelledError:
@@ -223,26 +226,23 @@ class DockerSandbox:
         env = {**(self.pod.main_environment() if self.pod is not None else {}), **self.spec.env}
         if self.spec.ca_bundle is not None:
             env.update(ca.ca_env())
-        binds = {str(host): {"bind": inside, "mode": "ro"} for inside, host in self.spec.mounts.items()}
-        host_config = api.create_host_config(
-            init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
-            mem_limit=f"{int(self.spec.memory_mb)}m", binds=binds or None, runtime=self.runtime, **pod,
-            **hardening())
+        binds = {str(host): inside for inside, host in self.spec.mounts.items()}
+        host = host_config(init=True, network_mode=network, nano_cpus=int(self.spec.cpus * 1e9),
+                           memory_bytes=int(self.spec.memory_mb) << 20, binds=binds, runtime=self.runtime,
+                           **pod, **hardening())
         name = f"bf-{_slug(self.spec.name)}-{secrets.token_hex(4)}"
-        created = api.create_container(
-            self.image, entrypoint=[], command=main_command(self.spec.sandbox_user, self._workdir),
-            stdin_open=True, user="0",
-            working_dir=self._workdir, environment=env, labels=self._labels(), name=name,
-            host_config=host_config)
-        return created["Id"]
+        config = container_config(
+            self.image, entrypoint=[],
+            command=main_command(self.spec.sandbox_user, self._workdir),
+            stdin_open=True, user="0", working_dir=self._workdir, environment=env, labels=self._labels(),
+            host_config=host)
+        return api.create(config, name)["Id"]
 
     async def start(self) -> None:
         if self._state is State.STARTED:
             return
         if self._state is State.STOPPED:
             raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
-        from docker.errors import APIError
-
         box: list = []
         try:
             await self.create()  # inside: a cancelled create has learnt its container's id, and it goes
@@ -256,7 +256,7 @@ class DockerSandbox:
             except asyncio.TimeoutError:
                 raise SandboxError(f"{self.spec.name}: sandbox setup did not finish within "
                                    f"{SETUP_TIMEOUT_SEC}s") from None
-            except APIError as exc:
+            except EngineError as exc:
                 raise SandboxError(f"{self.spec.name}: the container did not start: "
                                    f"{exc.explanation or exc}") from exc
             if status != 0:
@@ -323,8 +323,6 @@ class DockerSandbox:
             raise InfraError(f"put {what}: the engine refused the archive")
 
     async def get(self, remote: str, local: Path) -> CopyReport:
-        from docker.errors import NotFound
-
         container = self._require_container()
 
         def fetch() -> CopyReport:
@@ -454,8 +452,6 @@ class DockerSandbox:
                     log.debug("removing snapshot %s: %s", ref, exc)
 
     def _remove_container(self, container: str) -> None:
-        from docker.errors import NotFound
-
         if self.pod is not None:  # the siblings live in this container's network: they go first
             self.pod.remove()
         try:

@@ -163,7 +163,7 @@ def _per_loop(table: weakref.WeakKeyDictionary, make):
 
 
 def image_exists(api, tag: str) -> bool:
-    from docker.errors import ImageNotFound
+    from .engine_api import ImageNotFound
 
     try:
         api.inspect_image(tag)

@@ -74,7 +74,7 @@ class DockerCache:
         Raises:
             SandboxUnavailable: the engine does not answer.
         """
-        from docker.errors import ImageNotFound
+        from .engine_api import ImageNotFound
 
         answers, why = eng.ping(self.url)
         if not answers:

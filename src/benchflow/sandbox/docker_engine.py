@@ -1,10 +1,11 @@
 """Connections to Docker engines and the ownership labels put on everything we create.
 
-One low-level ``docker.APIClient`` per engine URL, shared by the whole process
+One :class:`.engine_api.EngineClient` per engine URL, shared by the whole process
 (its connection pool is thread-safe; every blocking call runs in a worker
-thread). The local engine comes from ``DOCKER_HOST`` (or the default socket);
-``remote-docker`` reads ``BENCHFLOW_REMOTE_DOCKER_HOST`` (``ssh://``,
-``tcp://`` with ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``, ``unix://``).
+thread); the rarer calls it hands to the Docker SDK's ``APIClient``, made on first use.
+The local engine comes from ``DOCKER_HOST`` (or the default socket); ``remote-docker`` reads
+``BENCHFLOW_REMOTE_DOCKER_HOST`` (``ssh://``, ``tcp://`` with ``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH``,
+``unix://``).
 
 Ownership labels name the owning process by host, pid and the pid's start
 time, so ``bench sandbox cleanup`` can tell an orphan (owner gone, or the pid
@@ -20,9 +21,11 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from benchflow.errors import SandboxUnavailable
+
+from .engine_api import EngineClient
 
 OWNED = "benchflow.owned"
 KIND = "benchflow.kind"
@@ -52,8 +55,8 @@ def remote_url() -> str | None:
     return os.environ.get(REMOTE_ENV) or None
 
 
-def client(url: str | None = None):
-    """The shared ``APIClient`` for ``url`` (None: the local engine from the environment).
+def client(url: str | None = None) -> EngineClient:
+    """The shared engine client for ``url`` (None: the local engine from the environment).
 
     Raises:
         SandboxUnavailable: the URL cannot be used (bad scheme, missing TLS files).
@@ -61,12 +64,17 @@ def client(url: str | None = None):
     with _lock:
         api = _clients.get(url)
         if api is None:
-            api = _connect(url)
+            try:
+                api = EngineClient(url, timeout=API_TIMEOUT_SEC, version=_api_versions.get(_where(url)),
+                                   sdk=functools.partial(_sdk, url))
+            except (ValueError, OSError) as exc:
+                raise SandboxUnavailable(f"Docker engine {url or 'from DOCKER_HOST'}: {exc}") from exc
             _clients[url] = api
         return api
 
 
-def _connect(url: str | None):
+def _sdk(url: str | None):
+    """The Docker SDK's ``APIClient`` for ``url``: builds, pulls, commits, compose volumes."""
     import docker
     from docker.errors import DockerException
 
@@ -102,16 +110,8 @@ def ping(url: str | None = None, timeout: float = 5.0) -> tuple[bool, str]:
     known = _answered.get(key)
     if known is not None:
         return True, known
-    import docker
-    from docker.constants import MINIMUM_DOCKER_API_VERSION
-
-    try:  # a fixed API version: the client does not ask the engine for one first
-        if url is not None and url.startswith("ssh://"):
-            probe = docker.APIClient(base_url=url, timeout=timeout, use_ssh_client=True,
-                                     version=MINIMUM_DOCKER_API_VERSION)
-        else:
-            env = dict(os.environ, DOCKER_HOST=url) if url else None
-            probe = docker.from_env(environment=env, timeout=timeout, version=MINIMUM_DOCKER_API_VERSION).api
+    try:  # unversioned: the engine's own answer gives the version later calls use
+        probe = EngineClient(url, timeout=timeout)
         try:
             version = probe.version(api_version=False)
         finally:
@@ -164,7 +164,7 @@ def owner_labels(extra: dict[str, str] | None = None, *, kind: str = "sandbox") 
         PID: str(pid),
         PID_START: process_start_ticks(pid) or "",
         HOST: socket.gethostname(),
-        CREATED: datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        CREATED: datetime.now(UTC).isoformat(timespec="seconds"),
     })
     return labels
 

@@ -25,7 +25,7 @@ async def create_kept(sandbox) -> dict[str, object]:
 
 
 def _container(record: Mapping[str, object]) -> dict:
-    from docker.errors import NotFound
+    from .engine_api import NotFound
 
     sandbox_id = str(record["sandbox_id"])
     try:

@@ -84,7 +84,7 @@ def _row(ident: str, name: str, labels: dict[str, str], backend: str, url: str |
 def remove(url: str | None, ids: list[str]) -> dict[str, str]:
     """Force-remove containers (and their anonymous volumes); a member of a multi-service pod takes
     the whole pod with it (its other containers and named volumes). id -> reason for those that stay."""
-    from docker.errors import NotFound
+    from .engine_api import NotFound
 
     failed = {}
     api = eng.client(url)
@@ -108,7 +108,7 @@ def remove(url: str | None, ids: list[str]) -> dict[str, str]:
 def remove_pod(api, pod: str) -> str:
     """Force-remove every container, then every volume, labelled as pod ``pod``; '' when all went,
     else what stayed and why."""
-    from docker.errors import NotFound
+    from .engine_api import NotFound
 
     stayed = []
     for item in api.containers(all=True, filters={"label": f"{POD}={pod}"}):
@@ -129,7 +129,7 @@ def remove_pod(api, pod: str) -> str:
 
 
 def exists(url: str | None, container: str) -> bool:
-    from docker.errors import NotFound
+    from .engine_api import NotFound
 
     try:
         eng.client(url).inspect_container(container)
@@ -157,7 +157,7 @@ def stale_snapshots(url: str | None, owner: str | None) -> list[str]:
 
 def remove_images(url: str | None, refs: list[str]) -> dict[str, str]:
     """Remove these images; ref -> reason for each that stays (one already gone counts as removed)."""
-    from docker.errors import ImageNotFound
+    from .engine_api import ImageNotFound
 
     failed = {}
     api = eng.client(url)

@@ -297,7 +297,7 @@ class ServiceSandbox:
             raise InfraError(f"put {local} -> {remote} ({self.service_name}): the engine refused the archive")
 
     async def get(self, remote: str, local: Path):
-        from docker.errors import NotFound
+        from .engine_api import NotFound
 
         from .copyout import copy_out_tar
 

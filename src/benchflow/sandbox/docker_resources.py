@@ -9,7 +9,7 @@ _image_status: dict[tuple[str | None, str], tuple[bool, str]] = {}
 
 
 def image_status(url: str | None, ref: str, *, pull: bool) -> tuple[bool | None, str]:
-    from docker.errors import DockerException, ImageNotFound
+    from .engine_api import EngineError, ImageNotFound
 
     known = _image_status.get((url, ref))
     if known is not None:
@@ -23,7 +23,7 @@ def image_status(url: str | None, ref: str, *, pull: bool) -> tuple[bool | None,
             return None, "is not on the engine: a run pulls it, else builds environment/Dockerfile"
         try:
             api.pull(ref)
-        except DockerException as exc:
+        except (EngineError, OSError) as exc:
             why = str(getattr(exc, "explanation", None) or exc).strip().splitlines()[0][:200]
             status = (False, f"cannot be pulled ({why})")
         else:
@@ -31,7 +31,7 @@ def image_status(url: str | None, ref: str, *, pull: bool) -> tuple[bool | None,
 
             record_pull(url, ref)
             status = (True, "was pulled")
-    except DockerException as exc:
+    except (EngineError, OSError) as exc:
         return False, f"cannot be looked up: the engine did not answer ({type(exc).__name__})"
     _image_status[(url, ref)] = status
     return status
