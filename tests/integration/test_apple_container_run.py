@@ -126,3 +126,50 @@ def test_off_macos_the_run_is_refused_with_one_line(tmp_path: Path, apple_contai
     assert "needs macOS 26 with Apple's container CLI" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "jobs").exists() or not any((tmp_path / "jobs").rglob("result.json"))
+
+
+def test_a_build_past_its_timeout_is_stopped_and_a_cancelled_exec_ends_inside(tmp_path: Path, apple_container_double,
+                                                                              monkeypatch) -> None:
+    from benchflow.errors import BuildError
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in apple_container_double.items():
+        monkeypatch.setenv(name, value)
+    env = tmp_path / "environment"
+    env.mkdir()
+    seconds = f"29.{secrets.randbelow(10**6)}"
+    (env / "Dockerfile").write_text(f"FROM debian:bookworm-slim\nRUN sleep {seconds}\n")
+    slow = get_backend("apple-container").create(SandboxSpec(
+        name="slow", environment_dir=env, cache_key=f"slow-{seconds}", network_mode="no-network",
+        build_timeout_sec=2))
+    with pytest.raises(BuildError, match="timed out after 2s"):
+        asyncio.run(slow.start())
+    assert slow.sandbox_id is None
+
+    box = get_backend("apple-container").create(SandboxSpec(
+        name="cancel", environment_dir=None, image="debian:bookworm-slim", cache_key="cancel",
+        network_mode="no-network"))
+    needle = f"sleep 3{seconds}"
+
+    async def sleeping() -> bool:
+        seen = await box.exec(["sh", "-c", "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '"])
+        return needle in seen.stdout
+
+    async def until(want: bool) -> None:
+        deadline = asyncio.get_running_loop().time() + 30
+        while await sleeping() != want:
+            assert asyncio.get_running_loop().time() < deadline, f"{needle!r} running is not {want} after 30s"
+            await asyncio.sleep(0.1)
+
+    async def cancel_an_exec() -> None:
+        await box.start()
+        try:
+            running = asyncio.ensure_future(box.exec(needle.split()))
+            await until(True)
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+            await until(False)  # the client's end ends nothing inside: the marked tree is killed there
+        finally:
+            await box.stop()
+
+    asyncio.run(cancel_an_exec())

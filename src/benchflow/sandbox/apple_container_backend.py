@@ -55,6 +55,12 @@ class AppleContainerBackend(Backend):
         labels = cli.owner_labels({eng.TASK: spec.name, **spec.labels}) | {eng.BACKEND: NAME}
         return AppleContainerSandbox(spec, capabilities=self.capabilities, labels=labels)
 
+    def set_build_concurrency(self, n: int) -> None:
+        """The limit :func:`.docker_build.build_slots` reads (a loop's build semaphore is made on its first build)."""
+        from .docker_build import set_build_concurrency
+
+        set_build_concurrency(n)
+
     def exists(self, sandbox_id: str) -> bool:
         try:
             return bool(cli.snapshots([sandbox_id]))

@@ -100,8 +100,8 @@ def snapshots(ids: list[str] | None = None) -> list[dict]:
         found = []
         for sandbox_id in ids:  # one at a time: inspect fails as a whole when one id is missing
             done = run(["inspect", sandbox_id])
-            if done.returncode == 0:
-                found.extend(_parse(done, "inspect"))
+            if done.returncode == 0:  # the CLI searches by prefix too: only the id itself counts
+                found.extend(item for item in _parse(done, "inspect") if container_id(item) == sandbox_id)
         return found
     done = run(["list", "--all", "--format", "json"])
     if done.returncode != 0:

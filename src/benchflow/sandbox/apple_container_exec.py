@@ -100,6 +100,7 @@ async def run(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping
         for task in (readers, feeder):
             if task is not None:
                 task.cancel()
+                task.add_done_callback(_retrieved)
         cleanup = asyncio.ensure_future(kill_marked(sandbox_id, marker))
         _background.add(cleanup)
         cleanup.add_done_callback(_background.discard)
@@ -109,6 +110,12 @@ async def run(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping
         err += f"\n[timed out after {timeout:g}s; the process tree was killed]\n".encode()
     return ExecResult(return_code=rc, stdout=_text(out, out_cut), stderr=_text(err, err_cut),
                       timed_out=timed_out, truncated=bool(out_cut or err_cut))
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    """Mark a cancelled helper's outcome as seen (else asyncio logs "exception was never retrieved")."""
+    if not future.cancelled():
+        future.exception()
 
 
 class AppleProcess:

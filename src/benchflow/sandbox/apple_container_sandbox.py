@@ -33,6 +33,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import weakref
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
@@ -49,7 +50,7 @@ from . import apple_container_exec as ex
 from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .copyout import CopyReport, copy_out_tar
-from .docker_build import context_tar, image_tag
+from .docker_build import BUILD_SLOTS_ENV, build_slots, context_tar, image_tag
 from .docker_setup import KEEPALIVE, SETUP, resolve_workdir
 from .local_exec import kill, spawn
 from .tarstream import pack
@@ -59,8 +60,17 @@ log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 40
 SETUP_TIMEOUT_SEC = 120
 GONE_RC = 44
-_locks: dict[str, asyncio.Lock] = {}
-"""One build per image tag at a time in this process (two sandboxes of one task build it once)."""
+_tag_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per event loop: one build per image tag at a time (two sandboxes of one task build it once)."""
+_slots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per event loop: at most :func:`.docker_build.build_slots` builds at once (``--build-concurrency``)."""
+
+
+def _of_loop(table: weakref.WeakKeyDictionary, make):
+    loop = asyncio.get_running_loop()
+    if loop not in table:
+        table[loop] = make()
+    return table[loop]
 
 
 def network_flag(mode: str) -> str:
@@ -130,10 +140,14 @@ class AppleContainerSandbox:
             await self._pull(self.spec.image)
             self.image = self.spec.image
             return
+        from benchflow.util.file_slots import held_slot
+
         tag = image_tag(self.spec)
-        async with _locks.setdefault(tag, asyncio.Lock()):
+        async with _of_loop(_tag_locks, dict).setdefault(tag, asyncio.Lock()):
             if (await asyncio.to_thread(cli.run, ["image", "inspect", tag])).returncode != 0:
-                self.build_log = await self._build(tag)
+                async with (_of_loop(_slots, lambda: asyncio.Semaphore(build_slots())),
+                            held_slot(os.environ.get(BUILD_SLOTS_ENV))):  # the slots worker shards share
+                    self.build_log = await self._build(tag)
         self.image = tag
 
     async def _pull(self, ref: str) -> None:
