@@ -299,9 +299,11 @@ def cmd_build(args: list[str]) -> None:
         out.append("--no-cache")
     if "--quiet" in opts:
         out.append("--quiet")
-    done = subprocess.run([DOCKER, *out, rest[0] if rest else "."], check=False)
+    done = subprocess.run([DOCKER, *out, rest[0] if rest else "."], check=False, stderr=subprocess.PIPE, text=True)
+    sys.stderr.write(done.stderr)
     if done.returncode != 0:
-        fail("build failed")
+        lines = [line for line in done.stderr.splitlines() if line.strip()] or ["build failed"]
+        fail(lines[-1].removeprefix("ERROR: "))
     for tag in opts.get("--tag", []):
         print(f"Successfully built {tag}")
 

@@ -173,3 +173,21 @@ def test_a_build_past_its_timeout_is_stopped_and_a_cancelled_exec_ends_inside(tm
             await box.stop()
 
     asyncio.run(cancel_an_exec())
+
+
+def test_a_failed_build_names_its_last_line_and_keeps_the_log_tail(tmp_path: Path, apple_container_double,
+                                                                   monkeypatch) -> None:
+    from benchflow.errors import BuildError
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in apple_container_double.items():
+        monkeypatch.setenv(name, value)
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo the-build-broke; exit 3\n")
+    box = get_backend("apple-container").create(SandboxSpec(
+        name="broken", environment_dir=env, cache_key=f"broken-{secrets.token_hex(4)}", network_mode="no-network"))
+    with pytest.raises(BuildError) as caught:
+        asyncio.run(box.start())
+    assert "image build failed: " in str(caught.value) and "\n" not in str(caught.value)
+    assert "the-build-broke" in caught.value.log_tail

@@ -181,8 +181,8 @@ class AppleContainerSandbox:
                 raise
         text = (out + err).decode(errors="replace")
         if proc.returncode != 0:
-            raise BuildError(f"{self.spec.name}: image build failed (container build exit {proc.returncode})",
-                             log_tail=_tail(out + err))
+            last = (_tail(out + err).strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+            raise BuildError(f"{self.spec.name}: image build failed: {last.strip()[:300]}", log_tail=_tail(out + err))
         return text
 
     async def start(self) -> None:
