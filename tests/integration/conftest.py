@@ -52,3 +52,14 @@ def apple_container_double(tmp_path_factory) -> dict[str, str]:
     from tests.doubles.apple_container_cli_double import install
 
     return install(tmp_path_factory.mktemp("apple-container-cli"))
+
+
+@pytest.fixture(scope="session")
+def modal_double():
+    """The Modal gRPC API double (tests/doubles/modal_api_double.py) on a loopback port for the session;
+    ``.env()`` is what points the ``modal`` sandbox at it."""
+    from tests.doubles.modal_api_double import serve
+
+    served = serve()
+    yield served
+    served.stop()

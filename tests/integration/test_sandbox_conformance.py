@@ -10,7 +10,8 @@ A backend that does not work on this machine is skipped with its own reason
 
 The ``daytona`` backend (an entry point of this package) talks to the Daytona API
 double of ``tests/doubles/daytona_api_double.py``, which backs each sandbox with a
-container on the local engine.
+container on the local engine. The ``modal`` backend talks to the Modal gRPC API double of
+``tests/doubles/modal_api_double.py`` (control plane and task command router), which does the same.
 
 The ``apple-container`` backend runs the ``container`` CLI double of
 ``tests/doubles/apple_container_cli_double.py`` (first on PATH, with the backend's
@@ -63,13 +64,13 @@ def local_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def machine(monkeypatch, local_cache, daytona_double, apple_container_double) -> None:
+def machine(monkeypatch, local_cache, daytona_double, apple_container_double, modal_double) -> None:
     """This machine as the suite sees it: the test plugin installed, a private cache, the
     test script's second engine as the remote one when none is configured, the Daytona
-    API double as Daytona and the CLI double as Apple's container CLI."""
+    API double as Daytona, the CLI double as Apple's container CLI and the Modal gRPC double as Modal."""
     monkeypatch.syspath_prepend(str(PLUGIN_PATH))
     monkeypatch.setenv("BENCHFLOW_CACHE", str(local_cache))
-    for name, value in daytona_double.env().items() | apple_container_double.items():
+    for name, value in daytona_double.env().items() | apple_container_double.items() | modal_double.env().items():
         monkeypatch.setenv(name, value)
     if not os.environ.get("BENCHFLOW_REMOTE_DOCKER_HOST"):
         monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", REMOTE_SOCKET)

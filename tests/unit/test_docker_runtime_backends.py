@@ -67,7 +67,7 @@ def test_podman_uses_its_socket_and_mounts_this_hosts_folders(monkeypatch):
     assert db.PODMAN_BACKEND.capabilities.host_mounts
 
 
-@pytest.mark.parametrize("name, why", [("modal", "no Modal backend")])
+@pytest.mark.parametrize("name, why", [("agentcore", "AgentCore")])
 def test_reference_names_without_a_backend_are_refused_with_why(name, why):
     with pytest.raises(ConfigError) as caught:
         get_backend(name)

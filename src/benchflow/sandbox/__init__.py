@@ -37,6 +37,7 @@ BACKENDS: dict[str, str] = {
     "podman": "benchflow.sandbox.docker_backend:PODMAN_BACKEND",
     "docker+runsc": "benchflow.sandbox.docker_backend:GVISOR_BACKEND",
     "apple-container": "benchflow.sandbox.apple_container_backend:BACKEND",
+    "modal": "benchflow.sandbox.modal_backend:BACKEND",
 }
 
 # The default --sandbox: the first of these that works here, else the last.
@@ -44,7 +45,6 @@ DEFAULT_ORDER = ("docker", "local")
 
 # Names the CLI reference knows that this build does not provide, with why.
 UNSUPPORTED = {
-    "modal": "no Modal backend yet: Modal's client speaks gRPC to Modal's service, and no backend was built on it",
     "agentcore": ("AWS AgentCore cannot host a task's sandbox through boto3: its code interpreter runs AWS's own "
                   "image, not the task's; a runtime runs an image from ECR that must serve AgentCore's HTTP "
                   "agent contract, and its boto3 commands (InvokeAgentRuntimeCommand) take no stdin (the "

@@ -1,0 +1,378 @@
+"""One Modal sandbox for one trial, through the ``modal`` SDK's async API (``.aio``).
+
+``build`` has Modal build the image (``modal.Image.from_dockerfile`` with the
+task's ``environment/`` as context, or ``from_registry`` for a prebuilt image;
+Modal caches builds by their definition, so an unchanged task reuses its
+image); ``start`` creates the sandbox (:func:`.modal_backend.create_kwargs`:
+cpu/memory, ``block_network``, owner tags) in the app of the backend, learns
+its id before anything else can fail, so a failed or cancelled start
+terminates it, then runs the docker backend's setup script (agent user,
+``/logs``). Every command is a Modal exec with real stdio: stdin is written and
+closed, stdout and stderr stream back as bytes. A command carries a per-exec
+marker in its environment (``BENCHFLOW_EXEC_ID``) so a timeout kills its whole
+tree, ``setsid`` children too. Files move as one tar through an exec's stdin
+(``put``) or stdout (``get``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
+
+from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .bundled_skills import in_folder
+from .copyout import CopyReport, copy_out_tar
+from .daytona_build import dockerfile_text
+from .daytona_commands import MARKER, argv
+from .docker_exec import KILL_TREE
+from .docker_setup import SETUP, resolve_workdir
+from .tarstream import pack
+
+log = logging.getLogger(__name__)
+
+LIFETIME_SEC = 24 * 3600
+"""Modal's longest sandbox lifetime: what a killed run leaves ends by itself after it."""
+TIMEOUT_RC = 124
+DRAIN_AFTER_KILL_SEC = 5.0
+CHUNK = 1 << 20
+
+
+class ModalSandbox:
+    """See the module docstring. ``tags`` are the owner labels written on the sandbox."""
+
+    def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, tags: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.capabilities = capabilities
+        self.tags = dict(tags)
+        self._client = None
+        self._app = None
+        self._image = None
+        self._box = None
+        self._id: str | None = None
+        self._workdir: str | None = None
+        self._stopped = False
+        self._scratch: Path | None = None
+        self._stop_task: asyncio.Future | None = None
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self._id
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir or resolve_workdir(self.spec.workdir, None)
+
+    def _refuse_what_it_cannot_do(self) -> None:
+        if self.spec.mounts:
+            raise CapabilityError(f"{self.spec.name}: a Modal sandbox runs in Modal's cloud and cannot mount "
+                                  "this machine's folders")
+        if self.spec.compose_file is not None:
+            raise CapabilityError(f"{self.spec.name}: the Modal sandbox runs one container, not a "
+                                  "docker-compose environment")
+        if self.capabilities.network_for(self.spec.network_mode) is None:
+            raise CapabilityError(f"{self.spec.name}: network mode {self.spec.network_mode!r} is not enforced "
+                                  "by the Modal sandbox (see docs/modal.md)")
+
+    async def _connect(self) -> None:
+        import modal
+
+        from .modal_backend import aclient, app_name
+
+        if self._client is None:
+            self._client = await aclient()
+        if self._app is None:
+            self._app = await modal.App.lookup.aio(app_name(), create_if_missing=True, client=self._client)
+
+    def _definition(self):
+        """The ``modal.Image`` of the spec (nothing is sent yet)."""
+        import modal
+
+        if self.spec.image:
+            return modal.Image.from_registry(self.spec.image)
+        text = dockerfile_text(self.spec)  # a missing Dockerfile fails here, before anything is created
+        context = Path(self.spec.environment_dir)
+        if self.spec.bundled_skills:
+            return modal.Image.from_dockerfile(context / self.spec.dockerfile, context_dir=context)
+        self._scratch = Path(tempfile.mkdtemp(prefix="bf-modal-"))
+        (self._scratch / "Dockerfile").write_text(text)
+        return modal.Image.from_dockerfile(self._scratch / "Dockerfile", context_dir=context,
+                                           ignore=lambda path: in_folder(Path(path).as_posix()))
+
+    async def build(self) -> None:
+        """Have Modal build the image (a cache hit when the definition is unchanged)."""
+        if self._image is not None:
+            return
+        self._refuse_what_it_cannot_do()
+        image = self._definition()
+        try:
+            await self._connect()
+            self._image = await asyncio.wait_for(image.build.aio(self._app), self.spec.build_timeout_sec)
+        except (CapabilityError, BuildError):
+            raise
+        except TimeoutError as exc:
+            raise BuildError(f"{self.spec.name}: the Modal image build took longer than "
+                             f"{self.spec.build_timeout_sec:g}s") from exc
+        except Exception as exc:  # the SDK names what failed; the build log is Modal's
+            raise BuildError(f"{self.spec.name}: Modal could not build the image: {_first_line(exc)}",
+                             log_tail=str(exc)[-4000:]) from exc
+
+    async def start(self) -> None:
+        if self._box is not None:
+            return
+        if self._stopped:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        try:
+            await self.build()
+            await self._create(self._image)
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _create(self, image) -> None:
+        import modal
+
+        from .modal_backend import create_kwargs
+
+        await self._connect()
+        try:
+            self._box = await modal.Sandbox.create.aio(
+                app=self._app, image=image, client=self._client,
+                **create_kwargs(self.spec, self.tags, timeout_sec=LIFETIME_SEC))
+        except Exception as exc:
+            raise SandboxError(f"{self.spec.name}: Modal did not create the sandbox: {_first_line(exc)}") from exc
+        self._id = self._box.object_id
+
+    async def _setup(self) -> None:
+        image_wd = None
+        if self.spec.workdir is None:  # an exec starts in the image's WORKDIR
+            image_wd = (await self._run(["pwd"], timeout=120))[1].text().strip() or None
+        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
+        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/")
+        if not done.success:
+            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
+                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+
+    def _require(self):
+        if self._box is None or self._stopped:
+            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+        return self._box
+
+    async def open(self, words: list[str]):
+        """Start ``words`` as a Modal exec with binary stdio and return the SDK's process."""
+        try:
+            return await self._require().exec.aio(*words, text=False)
+        except InfraError:
+            raise
+        except Exception as exc:
+            raise InfraError(f"exec in Modal sandbox {self._id}: {_first_line(exc)}") from exc
+
+    async def _run(self, words: list[str], *, timeout: float | None, stdin: bytes | None = None,
+                   marker: str | None = None, cap: int = DEFAULT_OUTPUT_CAP_BYTES * 64
+                   ) -> tuple[int | None, _Collector, _Collector]:
+        """Run ``words`` to its end: (exit code or None on timeout, stdout, stderr)."""
+        process = await self.open(words)
+        out, err = _Collector(cap), _Collector(cap)
+
+        async def finish() -> int:
+            await feed(process.stdin, stdin or b"")
+            await asyncio.gather(out.read(process.stdout), err.read(process.stderr))
+            return await process.wait.aio()
+
+        task = asyncio.ensure_future(finish())
+        try:
+            code = await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            if marker is not None:
+                await self.kill(marker)
+            try:
+                await asyncio.wait_for(asyncio.shield(task), DRAIN_AFTER_KILL_SEC)
+            except (TimeoutError, Exception):  # noqa: BLE001 - the output so far is what there is
+                task.cancel()
+            code = None
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        except Exception as exc:
+            raise InfraError(f"exec in Modal sandbox {self._id}: {_first_line(exc)}") from exc
+        return code, out, err
+
+    async def kill(self, marker: str) -> None:
+        """Stop, then kill, every process of the exec ``marker`` (its whole tree, setsid children too)."""
+        await self._run(["sh", "-c", KILL_TREE, "sh", "", marker], timeout=30)
+
+    async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
+                   cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
+                   output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
+        self._require()
+        marker = secrets.token_hex(8)
+        words = argv(cmd, cwd=cwd or self.workdir, env={MARKER: marker, **(env or {})}, user=user)
+        code, out, err = await self._run(words, timeout=timeout, stdin=stdin, marker=marker, cap=output_cap)
+        stdout, stderr, cut = out.text(), err.text(), out.cut or err.cut
+        if code is None:
+            stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
+            return ExecResult(TIMEOUT_RC, stdout, stderr, timed_out=True, truncated=cut)
+        return ExecResult(code, stdout, stderr, truncated=cut)
+
+    async def exec_stream(self, cmd: list[str], *, user: str | None = None,
+                          env: Mapping[str, str] | None = None, cwd: str | None = None):
+        from .modal_stream import ModalProcess
+
+        self._require()
+        marker = secrets.token_hex(8)
+        words = argv(cmd, cwd=cwd or self.workdir, env={MARKER: marker, **(env or {})}, user=user)
+        return ModalProcess(self, await self.open(words), marker)
+
+    async def put(self, local: Path, remote: str) -> None:
+        local = Path(local)
+        if not local.exists() and not local.is_symlink():
+            raise FileNotFoundError(f"put: {local} does not exist")
+        process = await self.open(["tar", "-xpf", "-", "-C", "/"])
+        err = _Collector(64 << 10)
+        reading = asyncio.ensure_future(asyncio.gather(_Collector(0).read(process.stdout), err.read(process.stderr)))
+        try:
+            with pack(local, remote) as archive:
+                while chunk := await asyncio.to_thread(archive.read, CHUNK):
+                    process.stdin.write(chunk)
+                    await process.stdin.drain.aio()
+            process.stdin.write_eof()
+            await process.stdin.drain.aio()
+            await reading
+            code = await process.wait.aio()
+        except Exception as exc:
+            reading.cancel()
+            raise InfraError(f"put {local} -> {remote} in Modal sandbox {self._id}: {_first_line(exc)}") from exc
+        if code != 0:
+            raise InfraError(f"put {local} -> {remote}: {bytes(err.data).decode(errors='replace').strip()[-300:]}")
+
+    async def get(self, remote: str, local: Path) -> CopyReport:
+        name = PurePosixPath(remote)
+        script = 'test -e "$1" || test -L "$1" || exit 44; exec tar -cf - -C "$2" "$3"'
+        with tempfile.TemporaryDirectory() as spool:
+            target = Path(spool) / "archive.tar"
+            process = await self.open(["sh", "-c", script, "sh", str(name), str(name.parent), name.name])
+            err = _Collector(64 << 10)
+            try:
+                await feed(process.stdin, b"")
+                with target.open("wb") as handle:
+                    await asyncio.gather(_write_to(process.stdout, handle), err.read(process.stderr))
+                code = await process.wait.aio()
+            except Exception as exc:
+                raise InfraError(f"get {remote} from Modal sandbox {self._id}: {_first_line(exc)}") from exc
+            if code == 44:
+                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+            if code != 0:
+                raise InfraError(f"get {remote}: {bytes(err.data).decode(errors='replace').strip()[-300:]}")
+            return await asyncio.to_thread(lambda: copy_out_tar(_chunks(target), name.name, Path(local)))
+
+    async def snapshot(self, *, retain: bool = False) -> str:
+        """A Modal filesystem snapshot (an image id); Modal keeps it for a day and has no call to delete it."""
+        from .modal_backend import SNAPSHOT_TTL_SEC
+
+        if retain:
+            raise CapabilityError("--sandbox modal: a snapshot cannot be retained (Modal has no call to delete "
+                                  "one, so BenchFlow could not clean it up)")
+        box = self._require()
+        try:
+            image = await box.snapshot_filesystem.aio(timeout=600, ttl=SNAPSHOT_TTL_SEC)
+        except Exception as exc:
+            raise InfraError(f"snapshot of Modal sandbox {self._id}: {_first_line(exc)}") from exc
+        return image.object_id
+
+    async def restore(self, ref: str) -> None:
+        """A new sandbox started from the snapshot image ``ref`` takes this one's place (which is
+        terminated); before ``start()``, the sandbox starts straight from it."""
+        import modal
+
+        if self._stopped:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        old = self._id if self._box is not None else None
+        self._box = None
+        try:
+            await self._connect()
+            await self._create(modal.Image.from_id(ref, client=self._client))
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+        if old is not None:
+            from .modal_backend import BACKEND
+
+            await asyncio.to_thread(BACKEND.remove, [old])
+
+    async def stop(self) -> None:
+        """Terminate the sandbox. Idempotent, never raises, finishes under cancellation."""
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(self._stop_all())
+        try:
+            await asyncio.shield(self._stop_task)
+        except asyncio.CancelledError:
+            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
+            raise
+
+    async def _stop_all(self) -> None:
+        self._stopped = True
+        if self._id is not None:
+            try:
+                await self._box.terminate.aio()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("could not terminate Modal sandbox %s: %s (bench sandbox cleanup removes it)",
+                            self._id, _first_line(exc))
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+class _Collector:
+    """The bytes of one stream, kept up to ``cap`` (the rest is read and counted, not kept)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.data, self.total = cap, bytearray(), 0
+
+    @property
+    def cut(self) -> bool:
+        return self.total > self.cap
+
+    async def read(self, stream) -> None:
+        async for chunk in stream:
+            self.total += len(chunk)
+            room = self.cap - len(self.data)
+            if room > 0:
+                self.data.extend(chunk[:room])
+
+    def text(self) -> str:
+        """What was kept, decoded, with a note saying how much was dropped when the stream was cut."""
+        text = self.data.decode("utf-8", errors="replace")
+        if self.cut:
+            text += f"\n[output truncated: {self.total - self.cap} more bytes not shown (cap {self.cap} bytes)]\n"
+        return text
+
+
+async def feed(writer, data: bytes) -> None:
+    """Write ``data`` to a Modal exec's stdin in chunks, then close it."""
+    for start in range(0, len(data), CHUNK):
+        writer.write(data[start:start + CHUNK])
+        await writer.drain.aio()
+    writer.write_eof()
+    await writer.drain.aio()
+
+
+async def _write_to(stream, handle) -> None:
+    async for chunk in stream:
+        await asyncio.to_thread(handle.write, chunk)
+
+
+def _chunks(path: Path):
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
