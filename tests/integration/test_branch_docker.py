@@ -97,11 +97,13 @@ def test_kill_9_mid_branch_then_rerun_finishes_only_the_rest(bench, tmp_path: Pa
     proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", *args], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        def slow_running() -> bool:
-            found = list(tmp_path.glob("branch-*/*/branches/fork-0/children/slow/observation.json"))
-            return bool(found) and json.loads(found[0].read_text())["status"] == "running"
+        def status(child: str) -> str | None:
+            found = list(tmp_path.glob(f"branch-*/*/branches/fork-0/children/{child}/observation.json"))
+            return json.loads(found[0].read_text())["status"] if found else None
 
-        wait_until(slow_running, timeout=240, what="the slow child to start")
+        # children take turns only for their agents: first's verifier may still run when slow's agent starts
+        wait_until(lambda: status("slow") == "running" and status("first") == "passed", timeout=240,
+                   what="the first child's verdict and the slow child's start")
         wait_until(lambda: _leftovers(_job(tmp_path))[0], timeout=60, what="the slow child's container")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -50,6 +50,9 @@ class ChildRun:
     """The agent is already installed in the snapshot (the parent's install, or its image layer)."""
     resume_session: str | None = None
     """The ACP session to reload (``--resume-session``: the conversation at the fork)."""
+    clear_logs: bool = True
+    """The snapshot may hold an earlier agent's ``/logs/agent`` (cleared first, one exec); False
+    when the fork was taken before any agent ran or with its logs already cleared."""
     session_id: str | None = None
     """The session the child's agent ended in (a nested fork's children reload it)."""
 
@@ -102,7 +105,8 @@ async def _attempt(run: ChildRun, sandbox: Sandbox, restore: Callable[[], Awaita
             await restore()
             timing["environment_setup"] = time.monotonic() - t0
         state.sandbox_id = sandbox.sandbox_id
-        await clear_agent_logs(sandbox)
+        if run.clear_logs:
+            await clear_agent_logs(sandbox)
         async with agent_network(req, sandbox, paths, state):  # a restored sandbox is a new one: its own proxy
             if state.error is None:
                 await agent_phase(req, sandbox, paths, run.prompts, sink, state, timing,

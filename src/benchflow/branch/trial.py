@@ -21,7 +21,8 @@ import asyncio
 import datetime as dt
 import logging
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,13 @@ from benchflow.jobs.phases import (
 from benchflow.jobs.trial import unexpected_category
 from benchflow.jobs.trial_request import TrialRequest, sandbox_spec
 from benchflow.sandbox.base import Sandbox
-from benchflow.sandbox.session import SessionSetupError, sandbox_session
+from benchflow.sandbox.session import SessionSetupError, sandbox_session, stop_surely
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
 
 from . import env_state
 from .checkpoint import send_prompts
-from .child import ChildRun, run_child
+from .child import ChildRun, clear_agent_logs, run_child
 from .env_state import DeclaredState
 from .spec import BranchSpec, checkpoint_after
 from .tree import ROOT_FORK, TreeFile, child_paths, child_prompts, fork_id
@@ -67,6 +68,8 @@ class BranchedTrial:
     """A kept snapshot to restore first (``--from-checkpoint``)."""
     env_state: DeclaredState | None = None
     """The task's declared database state, captured at each fork (``--snapshot-layers environment|both``)."""
+    clean_forks: set[str] = field(default_factory=set)
+    """Forks whose snapshot holds no earlier agent's ``/logs/agent``: their children need not clear it."""
 
     @property
     def prompts(self) -> list[str]:
@@ -169,7 +172,17 @@ async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop:
 
 async def fork_point(bt: BranchedTrial, sandbox: Sandbox, fork: str) -> str | None:
     """Take ``fork``'s snapshot: the declared environment state first (when asked), then the sandbox
-    (unless ``--snapshot-layers environment``); returns the sandbox snapshot's reference."""
+    (unless ``--snapshot-layers environment``); returns the sandbox snapshot's reference.
+
+    The root fork's snapshot is taken with ``/logs/agent`` as children start with it: untouched when
+    no agent ran yet, else emptied here once (the parent's logs are copied out already, and with
+    ``--parent discard`` nothing continues in this sandbox) instead of once by each child."""
+    if fork == ROOT_FORK:
+        ran = bt.tree.tree.checkpoint_after_prompt > 0 or bt.start_from is not None
+        if ran and bt.spec.parent == "discard":
+            await clear_agent_logs(sandbox)
+        if not ran or bt.spec.parent == "discard":
+            bt.clean_forks.add(fork)
     if bt.env_state is not None:
         await env_state.capture(sandbox, bt.env_state, state_folder(bt.paths, fork))
     if bt.spec.snapshot_layers == "environment":
@@ -209,6 +222,11 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | No
 
         outcomes = await asyncio.gather(*(one(n) for n in todo))
         stopped = bt.spec.stop_on_child_failure and not all(outcomes)
+    elif _in_turns(bt, fork, todo, ref):
+        from .turns import in_turns
+
+        await in_turns(len(todo), lambda i, turn: _turned_child(bt, sandbox, fork, todo[i], ref, turn,
+                                                                first=i == 0, dirty=dirty))
     else:
         for i, node in enumerate(todo):
             later = len(todo) - i - 1 + (fork == ROOT_FORK and bt.spec.parent == "continue")
@@ -221,19 +239,56 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | No
     tree.set_fork(fork, status=status)
 
 
-async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str | None) -> bool:
-    """A child in a sandbox of its own: started straight from the snapshot where the backend can
-    (``start_from_snapshot``), else started from the task image and restored."""
-    assert ref is not None, "an isolated fork has a sandbox snapshot (plan_branch refuses it otherwise)"
-    direct = bt.req.backend.capabilities.start_from_snapshot
+def _in_turns(bt: BranchedTrial, fork: str, todo: list[str], ref: str | None) -> bool:
+    """Whether a sequential fork's children can run in turns (:mod:`.turns`): each in a sandbox
+    started from the snapshot, every child standing alone."""
+    tree = bt.tree.tree
+    return (ref is not None and len(todo) > 1 and bt.req.backend.capabilities.start_from_snapshot
+            and not bt.spec.stop_on_child_failure and bt.env_state is None
+            and bt.session_spec().compose_file is None
+            and all(tree.fork(fork_id(node)) is None for node in todo))
 
+
+async def _turned_child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str, turn: Any, *,
+                        first: bool, dirty: bool) -> bool:
+    """One child of a fork run in turns: the first in the trial's sandbox (a spare started ahead for
+    ``--parent continue``), the others each in a sandbox of its own started from the snapshot."""
+    if first:
+        extra = int(fork == ROOT_FORK and bt.spec.parent == "continue")
+        return await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=extra, after_agent=turn.hand_over)
+    async with turn.sandbox_slot():
+        try:
+            async with _snapshot_session(bt, ref) as session:
+                await turn.wait()
+                return await _child(bt, session.sandbox, fork, node, ref, fresh=True, after_agent=turn.hand_over)
+        except SessionSetupError as failure:  # started again in its turn, a failure then recorded on the child
+            log.info("%s: its sandbox did not start from the snapshot ahead (%s); again in its turn", node, failure)
+        await turn.wait()
+        box = bt.req.backend.create(bt.session_spec())
+        try:
+            return await _child(bt, box, fork, node, ref, fresh=False, after_agent=turn.hand_over)
+        finally:
+            await stop_surely(box)
+
+
+def _snapshot_session(bt: BranchedTrial, ref: str) -> Any:
+    """A sandbox session started straight from snapshot ``ref`` (``start_from_snapshot`` backends)."""
     async def from_snapshot(box: Sandbox) -> Sandbox:
         await box.restore(ref)
         return box
 
-    async with sandbox_session(bt.req.backend, bt.session_spec(),
-                               prepare=from_snapshot if direct else None) as session:
-        return await _child(bt, session.sandbox, fork, node, ref, fresh=direct)
+    return sandbox_session(bt.req.backend, bt.session_spec(), prepare=from_snapshot)
+
+
+async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str | None) -> bool:
+    """A child in a sandbox of its own: started straight from the snapshot where the backend can
+    (``start_from_snapshot``), else started from the task image and restored."""
+    assert ref is not None, "an isolated fork has a sandbox snapshot (plan_branch refuses it otherwise)"
+    if bt.req.backend.capabilities.start_from_snapshot:
+        async with _snapshot_session(bt, ref) as session:
+            return await _child(bt, session.sandbox, fork, node, ref, fresh=True)
+    async with sandbox_session(bt.req.backend, bt.session_spec()) as session:
+        return await _child(bt, session.sandbox, fork, node, ref, fresh=False)
 
 
 async def prepare_spare(sandbox: Sandbox, ref: str, count: int) -> None:
@@ -244,10 +299,11 @@ async def prepare_spare(sandbox: Sandbox, ref: str, count: int) -> None:
 
 
 async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None, *, fresh: bool,
-                 ahead: int = 0) -> bool:
+                 ahead: int = 0, after_agent: Callable[[], None] | None = None) -> bool:
     """Run one child (or only its nested fork when the child itself finished earlier); True when it
     ended with a reward or a verifier verdict. ``fresh``: the sandbox is at ``ref`` already (a
-    retry restores all the same); ``ahead``: restores of ``ref`` that follow, started ahead."""
+    retry restores all the same); ``ahead``: restores of ``ref`` that follow, started ahead;
+    ``after_agent``: called when its agent phase is over (a turn handed on)."""
     tree = bt.tree
     spec_child = next(c for c in bt.spec.children if c.label == node)
     parent_node = tree.tree.fork(fork).parent_node
@@ -263,10 +319,13 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
         paths = type(paths)(paths.root / ".replay", trial=paths.trial, node=f"{node}.replay")
     run = ChildRun(req=bt.req, paths=paths, fork=fork, parent_node=parent_node, prompts=prompts,
                    prompt_source=tree.tree.node(node).prompt_source, installed=bt.installed,
-                   resume_session=tree.tree.fork(fork).session_id if bt.spec.resume_session else None)
+                   resume_session=tree.tree.fork(fork).session_id if bt.spec.resume_session else None,
+                   clear_logs=fork not in bt.clean_forks)
     nested_ref: list[str | None] = []
 
     async def snapshot_nested() -> None:
+        if after_agent is not None:
+            after_agent()
         if nested is not None and not tree.fork_done(nested_id):
             nested_ref.append(await fork_point(bt, sandbox, nested_id))
             tree.set_fork(nested_id, snapshot=nested_ref[0], snapshot_kept=bt.spec.retain_snapshots,

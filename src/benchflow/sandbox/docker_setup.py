@@ -93,11 +93,23 @@ KEEPALIVE = "while read -r _; do :; done; while sleep 86400; do :; done"
 binary, and dies on SIGTERM at once (docker-init is PID 1, so there is no grace wait). Podman
 closes that stdin when the start's attach connection closes; then ``sleep`` keeps it alive."""
 
+DONE = "/etc/.benchflow-setup"
+"""Written by a setup that succeeded: the user and workdir it set up for. A container started from a
+snapshot of a set-up sandbox (a branch's restore) finds it and skips the setup: the snapshot holds
+the sandbox as it was, and setting up again would not only cost time: ``chown -R`` of the
+workspace copies every file of the snapshot's layers up into the new container (overlay storage),
+which makes the restore, and every later snapshot, as slow as the workspace is large."""
+
 MAIN = f"""
 setup() {{ set -e
 {SETUP}
 }}
-out=$( (setup "$@") 2>&1 ); rc=$?
+want="$1 $2"; had=
+[ -f {DONE} ] && read -r had < {DONE}
+if [ "$had" = "$want" ]; then rc=0; else
+  out=$( (setup "$@") 2>&1 ); rc=$?
+  [ "$rc" = 0 ] && printf '%s\\n' "$want" 2>/dev/null > {DONE}
+fi
 [ "$rc" = 0 ] || printf '%s\\n' "$out"
 echo "{READY} $rc"
 {KEEPALIVE}
