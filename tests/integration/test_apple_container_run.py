@@ -191,3 +191,19 @@ def test_a_failed_build_names_its_last_line_and_keeps_the_log_tail(tmp_path: Pat
         asyncio.run(box.start())
     assert "image build failed: " in str(caught.value) and "\n" not in str(caught.value)
     assert "the-build-broke" in caught.value.log_tail
+
+
+def test_a_pinned_image_is_used_pulled_or_said_missing(apple_container_double, monkeypatch) -> None:
+    from benchflow.sandbox import get_backend
+
+    for name, value in apple_container_double.items():
+        monkeypatch.setenv(name, value)
+    backend = get_backend("apple-container")
+    assert backend.image_status("debian:bookworm-slim") == (True, "is in Apple container's images")
+    missing = f"benchflow/not-there:{secrets.token_hex(4)}"
+    ok, why = backend.image_status(missing, pull=False)
+    assert ok is None and "a run pulls it" in why
+    ok, why = backend.image_status(missing)
+    assert ok is False and why.startswith("cannot be pulled (")
+    cpus, memory = backend.host_resources()
+    assert cpus and cpus >= 1 and memory and memory > 256

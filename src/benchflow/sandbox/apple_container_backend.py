@@ -33,6 +33,8 @@ from . import docker_engine as eng
 from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
 
 NAME = "apple-container"
+PULL_TIMEOUT_SEC = 600
+_image_status: dict[str, tuple[bool, str]] = {}
 
 
 class AppleContainerBackend(Backend):
@@ -60,6 +62,29 @@ class AppleContainerBackend(Backend):
         from .docker_build import set_build_concurrency
 
         set_build_concurrency(n)
+
+    def image_status(self, ref: str, *, pull: bool = True) -> tuple[bool | None, str]:
+        """In Apple container's images, or pulled now (asked once per process)."""
+        known = _image_status.get(ref)
+        if known is not None:
+            return known
+        try:
+            if cli.run(["image", "inspect", ref]).returncode == 0:
+                status = (True, "is in Apple container's images")
+            elif not pull:
+                return None, "is not in Apple container's images: a run pulls it, else builds environment/Dockerfile"
+            else:
+                done = cli.run(["image", "pull", "--progress", "none", ref], timeout=PULL_TIMEOUT_SEC)
+                status = (True, "was pulled") if done.returncode == 0 else (
+                    False, f"cannot be pulled ({cli.error_line(done)})")
+        except SandboxUnavailable as exc:
+            return False, f"cannot be looked up: {exc}"
+        _image_status[ref] = status
+        return status
+
+    def host_resources(self) -> tuple[float | None, int | None]:
+        """This Mac's CPUs and memory: the most one VM can be given."""
+        return cli.host_resources()
 
     def exists(self, sandbox_id: str) -> bool:
         try:

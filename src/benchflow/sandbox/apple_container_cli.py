@@ -184,3 +184,19 @@ def owner_alive(marks: dict[str, str]) -> bool | None:
         return False
     recorded = marks.get(eng.PID_START)
     return not recorded or recorded == now
+
+
+def host_resources() -> tuple[float | None, int | None]:
+    """(CPUs, memory in MiB) of this machine: ``sysctl hw.memsize`` on macOS, ``sysconf`` elsewhere."""
+    cpus = os.cpu_count()
+    memory = None
+    try:
+        if sys.platform == "darwin":
+            said = subprocess.run(["sysctl", "-n", "hw.memsize"], capture_output=True, text=True, timeout=10,
+                                  check=False).stdout.strip()
+            memory = int(said) >> 20 if said.isdigit() else None
+        else:
+            memory = (os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")) >> 20
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        memory = None
+    return (float(cpus) if cpus else None), memory
