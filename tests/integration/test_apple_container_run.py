@@ -37,6 +37,20 @@ def test_oracle_run_scores_one_and_leaves_no_container(tmp_path: Path, apple_con
     assert [row for row in _rows(env) if row["job"] == job] == []
 
 
+def test_fixture_tasks_score_as_on_docker(tmp_path: Path, apple_container_double) -> None:
+    """The repository's fixture tasks with a separate verifier sandbox, artifacts and setup commands."""
+    tasks = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(tasks), "--include", "reward-partial", "--include", "separate-verifier",
+                     "--include", "artifacts-out", "--include", "setup-capture", "--sandbox", "apple-container",
+                     "--jobs-dir", str(jobs), env=apple_container_double | {"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    rewards = {json.loads(path.read_text())["task_name"]: json.loads(path.read_text())["rewards"]
+               for path in jobs.rglob("result.json")}
+    assert rewards == {"reward-partial": {"reward": 0.5}, "separate-verifier": {"reward": 1.0},
+                       "artifacts-out": {"reward": 1.0}, "setup-capture": {"reward": 1.0}}, done.stdout
+
+
 def test_an_acp_agent_asks_its_model_over_the_exec_stream(tmp_path: Path, apple_container_double) -> None:
     from tests.integration.test_model_bridge import (
         ASK_AND_DUMP_ENV,
