@@ -54,6 +54,8 @@ TOKEN_ID = "ak-double"
 TOKEN_SECRET = "as-double"
 LABEL = "benchflow-modal-double"
 BUILDER_VERSION = "2025.06"
+PUBLIC_NETWORK = os.environ.get("BENCHFLOW_DOCKER_PUBLIC_NETWORK") or "bridge"
+"""The engine network of a sandbox with a network (an engine without a bridge names another)."""
 SUCCESS = api_pb2.GenericResult.GENERIC_STATUS_SUCCESS
 FAILURE = api_pb2.GenericResult.GENERIC_STATUS_FAILURE
 TERMINATED = api_pb2.GenericResult.GENERIC_STATUS_TERMINATED
@@ -215,7 +217,7 @@ class State:
                 layer.tag, entrypoint=list(definition.entrypoint_args) or ["sleep", "infinity"], command=[],
                 environment=env, labels={LABEL: str(os.getpid()), "sandbox": box.id}, init=True, detach=True,
                 working_dir=definition.workdir or None,
-                network_mode="none" if definition.block_network else "bridge",
+                network_mode="none" if _blocked(definition) else PUBLIC_NETWORK,
                 nano_cpus=int((resources.milli_cpu or 125) * 1e6),
                 mem_limit=f"{resources.memory_mb or 128}m")
             box.container = container.id
@@ -247,6 +249,14 @@ class State:
                 self.engine.images.remove(tag, force=True)
             except docker.errors.APIError:
                 pass
+
+
+def _blocked(definition: api_pb2.Sandbox) -> bool:
+    """Whether the sandbox has no network: V2 creates send ``network_access`` BLOCKED, V1 ``block_network``."""
+    kind = definition.network_access.network_access_type
+    if kind == api_pb2.NetworkAccess.NetworkAccessType.ALLOWLIST:
+        raise RuntimeError("the double has no allow-listed networks")
+    return definition.block_network or kind == api_pb2.NetworkAccess.NetworkAccessType.BLOCKED
 
 
 def _from_base(line: str, bases: dict[str, Layer]) -> str:

@@ -1,0 +1,144 @@
+"""``bench run --sandbox modal`` and ``bench sandbox list|cleanup`` end to end, against the Modal gRPC API
+double (tests/doubles/modal_api_double.py; each sandbox a container on the local engine)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_bench
+from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
+
+pytestmark = pytest.mark.docker
+
+
+def test_oracle_run_scores_one_and_leaves_no_sandbox(tmp_path: Path, modal_double) -> None:
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    env = modal_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    before = len(modal_double.state.created)
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "modal", "--jobs-dir", str(jobs), env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Outcomes: 1 scored (1 passed, 0 failed), 0 unscored, 0 errored" in done.stdout
+    result = json.loads(next(jobs.rglob("result.json")).read_text())
+    assert result["rewards"] == {"reward": 1.0} and result["environment"] == "modal"
+    assert len(modal_double.state.created) > before, "the run made its sandbox through Modal's API"
+    listed = run_bench("sandbox", "list", "--json", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert [row for row in json.loads(listed.stdout) if row["sandbox"] == "modal"] == []
+
+
+def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, modal_double, monkeypatch) -> None:
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in modal_double.env().items():
+        monkeypatch.setenv(name, value)
+    backend = get_backend("modal")
+    box = backend.create(SandboxSpec(name="left", environment_dir=None, image="debian:bookworm-slim",
+                                     cache_key="left", network_mode="no-network",
+                                     labels={"benchflow.job": f"left-{tmp_path.name}", "benchflow.trial": "t1"}))
+    # As if a killed run had made it: its owner is a pid that does not run.
+    box.tags["benchflow.pid"] = "999999999"
+    asyncio.run(box.start())
+    try:
+        env = modal_double.env()
+        listed = run_bench("sandbox", "list", "--json", env=env)
+        assert listed.returncode == 0, listed.stderr
+        rows = [row for row in json.loads(listed.stdout) if row["id"] == box.sandbox_id]
+        assert [(row["sandbox"], row["trial"], row["owner_alive"]) for row in rows] == [("modal", "t1", False)]
+        cleaned = run_bench("sandbox", "cleanup", "--id", box.sandbox_id, env=env)
+        assert cleaned.returncode == 0, cleaned.stderr
+        assert not backend.exists(box.sandbox_id)
+    finally:
+        asyncio.run(box.stop())
+
+
+def test_what_a_sandbox_asks_modal_for_and_a_failed_build(tmp_path: Path, modal_double, monkeypatch) -> None:
+    from benchflow.errors import BuildError
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in modal_double.env().items():
+        monkeypatch.setenv(name, value)
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM debian:bookworm-slim\nCOPY note.txt /opt/note.txt\n")
+    (env / "note.txt").write_text("from the context\n")
+    spec = SandboxSpec(name="asks", environment_dir=env, cache_key="asks", network_mode="no-network", cpus=1.5,
+                       memory_mb=3000, env={"TASK_VAR": "1"}, workdir="/opt",
+                       labels={"benchflow.job": "j-asks", "benchflow.trial": "t-asks"})
+    box = get_backend("modal").create(spec)
+
+    async def look() -> tuple[str, str]:
+        await box.start()
+        try:
+            return (await box.exec(["cat", "note.txt"])).stdout, (await box.exec(["printenv", "TASK_VAR"])).stdout
+        finally:
+            await box.stop()
+
+    assert asyncio.run(look()) == ("from the context\n", "1\n")
+    request = modal_double.state.created[-1]
+    definition = request.definition
+    assert definition.network_access.network_access_type == definition.network_access.BLOCKED
+    assert (definition.resources.milli_cpu, definition.resources.milli_cpu_max) == (1500, 1500)
+    assert (definition.resources.memory_mb, definition.resources.memory_mb_max) == (3000, 3000)
+    tags = {tag.tag_name: tag.tag_value for tag in request.tags}
+    assert {"benchflow.job": "j-asks", "benchflow.trial": "t-asks", "benchflow.backend": "modal",
+            "benchflow.owned": "true"}.items() <= tags.items()
+    assert {key: value for source in request.secret_sources for key, value in source.env.contents.items()} == {
+        "TASK_VAR": "1"}
+    assert not get_backend("modal").exists(box.sandbox_id)
+
+    (env / "Dockerfile").write_text("FROM debian:bookworm-slim\nRUN echo the build broke; exit 3\n")
+    made = len(modal_double.state.created)
+    broken = get_backend("modal").create(SandboxSpec(name="broken", environment_dir=env, cache_key="broken",
+                                                     network_mode="no-network"))
+    with pytest.raises(BuildError, match="could not build"):
+        asyncio.run(broken.start())
+    assert len(modal_double.state.created) == made, "no sandbox is made for an image that did not build"
+
+
+def test_without_a_token_or_with_a_wrong_one_modal_is_unavailable(modal_double, monkeypatch) -> None:
+    from benchflow.sandbox import get_backend
+
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
+    ok, why = get_backend("modal").available()
+    assert not ok and "MODAL_TOKEN_ID" in why
+    for name, value in modal_double.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MODAL_TOKEN_SECRET", "wrong")
+    ok, why = get_backend("modal").available()
+    assert not ok and "refused MODAL_TOKEN_ID/MODAL_TOKEN_SECRET" in why
+
+
+def test_a_run_without_a_token_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The run card refuses it before anything starts (exit 1: the contracts' code for a plan that cannot run
+    here, a missing credential among them, as for every backend)."""
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "modal", "--jobs-dir", str(tmp_path / "jobs"),
+                     env={"MODAL_TOKEN_ID": "", "MODAL_TOKEN_SECRET": ""})
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "MODAL_TOKEN_ID" in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_model_calling_agent_reaches_the_gateway_over_the_exec_stream(tmp_path: Path, modal_double) -> None:
+    """An ACP agent in a Modal sandbox (no host mounts): its ACP session and the model bridge's
+    binary frames both travel over Modal exec streams (stdin writes, stdout reads)."""
+    from tests.integration.test_model_bridge import (
+        ASK_AND_DUMP_ENV,
+        run_model_agent,
+        sandbox_env,
+        trial_dirs,
+    )
+
+    jobs, upstream = run_model_agent(tmp_path, "modal", ASK_AND_DUMP_ENV,
+                                     env=modal_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert len(upstream.requests) == 1
+    [trial] = trial_dirs(jobs)
+    result = json.loads((trial / "result.json").read_text())
+    assert result["rewards"]["reward"] == 1.0, result.get("error")
+    assert sandbox_env(trial)["OPENAI_API_KEY"].startswith("sk-benchflow-")
