@@ -142,3 +142,25 @@ def test_an_unknown_name_still_lists_it_as_a_choice():
     with pytest.raises(ConfigError) as caught:
         get_backend("apple-containers")
     assert "apple-container" in str(caught.value)
+
+
+async def test_a_non_root_exec_gets_its_users_home_looked_up_once(monkeypatch):
+    from benchflow.sandbox.base import ExecResult
+
+    calls = []
+
+    async def fake_run(sandbox_id, cmd, *, user, env, cwd, timeout, stdin, output_cap):
+        calls.append((cmd[:2], user, dict(env or {})))
+        return ExecResult(0, "/home/agent\n" if cmd[:2] == ["sh", "-c"] and user is None else "")
+
+    monkeypatch.setattr(ex, "run", fake_run)
+    box = get_backend("apple-container").create(SandboxSpec(name="t", environment_dir=None, cache_key="k", image="x"))
+    box._id, box._running = "box", True
+    await box.exec(["true"], user="agent", env={"A": "1"})
+    await box.exec(["true"], user="agent")
+    await box.exec(["true"])
+    await box.exec(["true"], user="agent", env={"HOME": "/elsewhere"})
+    assert [(user, env) for cmd, user, env in calls if cmd == ["true"]] == [
+        ("agent", {"A": "1", "HOME": "/home/agent"}), ("agent", {"HOME": "/home/agent"}), (None, {}),
+        ("agent", {"HOME": "/elsewhere"})]
+    assert sum(cmd == ["sh", "-c"] for cmd, _, _ in calls) == 1, "looked up once"

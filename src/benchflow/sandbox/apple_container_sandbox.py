@@ -60,6 +60,8 @@ log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 40
 SETUP_TIMEOUT_SEC = 120
 GONE_RC = 44
+HOME_OF = ('while IFS=: read -r name _ uid _ _ home _; do '
+           'if [ "$name" = "$1" ] || [ "$uid" = "$1" ]; then echo "$home"; exit 0; fi; done < /etc/passwd')
 _tag_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """Per event loop: one build per image tag at a time (two sandboxes of one task build it once)."""
 _slots: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -109,6 +111,7 @@ class AppleContainerSandbox:
         self._stopped = False
         self._workdir: str | None = None
         self._stop_task: asyncio.Future | None = None
+        self._homes: dict[str, str] = {}
 
     @property
     def sandbox_id(self) -> str | None:
@@ -234,6 +237,7 @@ class AppleContainerSandbox:
                    cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
                    output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
         sandbox_id = self._require()
+        env = await self._with_home(user, env)
         try:
             result = await ex.run(sandbox_id, cmd, user=user, env=env, cwd=cwd or self.workdir,
                                   timeout=timeout, stdin=stdin, output_cap=output_cap)
@@ -249,7 +253,22 @@ class AppleContainerSandbox:
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
                           cwd: str | None = None) -> ex.AppleProcess:
-        return await ex.open_process(self._require(), cmd, user=user, env=env, cwd=cwd or self.workdir)
+        sandbox_id = self._require()
+        env = await self._with_home(user, env)
+        return await ex.open_process(sandbox_id, cmd, user=user, env=env, cwd=cwd or self.workdir)
+
+    async def _with_home(self, user: str | None, env: Mapping[str, str] | None) -> Mapping[str, str] | None:
+        """``env`` with ``HOME`` of a non-root ``user`` from the container's ``/etc/passwd`` (looked up once
+        per user): an exec's environment is the container's, whose ``HOME`` is root's, and an agent's
+        tools write there."""
+        if user in ex.ROOT_USERS or (env and "HOME" in env):
+            return env
+        if user not in self._homes:
+            found = await ex.run(self._require(), ["sh", "-c", HOME_OF, "sh", str(user)], user=None, env=None,
+                                 cwd="/", timeout=SETUP_TIMEOUT_SEC, stdin=None, output_cap=4096)
+            self._homes[str(user)] = found.stdout.strip() if found.success else ""
+        home = self._homes[str(user)]
+        return {**(env or {}), "HOME": home} if home else env
 
     async def put(self, local: Path, remote: str) -> None:
         local = Path(local)
