@@ -58,14 +58,14 @@ def executable() -> str:
     return found
 
 
-def run(args: list[str], *, timeout: float = CALL_TIMEOUT_SEC, stdin: bytes | None = None,
+def run(args: list[str], *, timeout: float = CALL_TIMEOUT_SEC,
         env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """One CLI call to its end (bytes out). A call that cannot start or hangs raises
     :class:`SandboxUnavailable`; a non-zero exit is the caller's to judge."""
     argv = [executable(), *args]
     try:
-        feed = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
-        return subprocess.run(argv, capture_output=True, timeout=timeout, check=False, env=env, **feed)
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, check=False,
+                              env=env)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SandboxUnavailable(f"`{CLI} {' '.join(args[:2])}` did not answer: {exc}") from exc
 

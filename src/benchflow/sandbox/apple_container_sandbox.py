@@ -154,13 +154,11 @@ class AppleContainerSandbox:
         self.image = tag
 
     async def _pull(self, ref: str) -> None:
-        if (await asyncio.to_thread(cli.run, ["image", "inspect", ref])).returncode == 0:
-            return
-        done = await asyncio.to_thread(cli.run, ["image", "pull", "--progress", "none", ref],
-                                       timeout=self.spec.build_timeout_sec)
-        if done.returncode != 0:
-            raise SandboxError(f"sandbox.docker_image {ref!r}: not in Apple container's images and the pull "
-                               f"failed ({cli.error_line(done)})")
+        from .apple_container_backend import BACKEND
+
+        ok, why = await asyncio.to_thread(BACKEND.image_status, ref)
+        if not ok:
+            raise SandboxError(f"sandbox.docker_image {ref!r} {why}; load or build it first")
 
     async def _build(self, tag: str) -> str:
         marks = cli.owner_labels({eng.TASK: self.spec.name, **self.spec.labels}) | {
