@@ -39,6 +39,7 @@ import io
 import json
 import os
 import secrets
+import string
 import tarfile
 import threading
 import time
@@ -357,9 +358,9 @@ class ModalApi(api_grpc.ModalClientBase):
             raise GRPCError(Status.NOT_FOUND, f"Image {request.image_id} not found")
         await stream.send_message(api_pb2.ImageFromIdResponse(image_id=request.image_id))
 
-    def _create(self, request, env: dict[str, str]) -> Box:
+    def _create(self, request, env: dict[str, str], sandbox_id: str) -> Box:
         self.state.created.append(request)
-        box = Box(id=f"sb-{secrets.token_hex(8)}", task_id=f"ta-{secrets.token_hex(8)}", app_id=request.app_id,
+        box = Box(id=sandbox_id, task_id=f"ta-{secrets.token_hex(8)}", app_id=request.app_id,
                   definition=request.definition, tags={t.tag_name: t.tag_value for t in request.tags}, env=env)
         self.state.boxes[box.id] = box
         threading.Thread(target=self.state.bring_up, args=(box,), daemon=True).start()
@@ -368,7 +369,8 @@ class ModalApi(api_grpc.ModalClientBase):
     async def SandboxCreate(self, stream) -> None:
         """The V1 create (the SDK's path for GPU sandboxes): env comes as secrets of the definition."""
         request = await self._request(stream, "SandboxCreate")
-        box = self._create(request, {})
+        v1_id = "sb-" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(22))
+        box = self._create(request, {}, v1_id)  # the SDK tells V1 sandboxes by the shape of their id
         await stream.send_message(api_pb2.SandboxCreateResponse(
             sandbox_id=box.id, metadata=api_pb2.SandboxHandleMetadata(app_id=box.app_id)))
 
@@ -378,7 +380,7 @@ class ModalApi(api_grpc.ModalClientBase):
         env: dict[str, str] = {}
         for source in request.secret_sources:
             env.update(self.state.secrets.get(source.secret_id, {}) if source.secret_id else dict(source.env.contents))
-        box = self._create(request, env)
+        box = self._create(request, env, f"sb-v2-{secrets.token_hex(8)}")
         await stream.send_message(api_pb2.SandboxCreateV2Response(
             sandbox_id=box.id, metadata=api_pb2.SandboxHandleMetadata(app_id=box.app_id)))
 

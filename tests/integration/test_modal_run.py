@@ -142,3 +142,23 @@ def test_a_model_calling_agent_reaches_the_gateway_over_the_exec_stream(tmp_path
     result = json.loads((trial / "result.json").read_text())
     assert result["rewards"]["reward"] == 1.0, result.get("error")
     assert sandbox_env(trial)["OPENAI_API_KEY"].startswith("sk-benchflow-")
+
+
+def test_a_task_that_asks_for_gpus_goes_to_modal_by_default(tmp_path: Path, modal_double) -> None:
+    """Without --sandbox, a GPU task runs on Modal when its token is set (the reference's default rule); the
+    SDK sends GPU sandboxes through its V1 create, whose env comes as a secret. The double gives no GPU:
+    it records what was asked."""
+    task = make_task(tmp_path / "tasks", "gpu", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    card = task / "task.md"
+    card.write_text(card.read_text().replace("sandbox: {network_mode: no-network}",
+                                             "sandbox: {network_mode: no-network, gpus: 2, gpu_types: [A100]}"))
+    jobs = tmp_path / "jobs"
+    env = modal_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(tmp_path / "tasks"), "--jobs-dir", str(jobs), env=env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert "default for tasks that ask for GPUs" in done.stderr, done.stderr
+    result = json.loads(next(jobs.rglob("result.json")).read_text())
+    assert result["rewards"] == {"reward": 1.0} and result["environment"] == "modal"
+    gpu = modal_double.state.created[-1].definition.resources.gpu_config
+    assert (gpu.gpu_type, gpu.count) == ("A100", 2)
+    assert "SandboxCreate" in modal_double.state.calls

@@ -72,3 +72,26 @@ def test_what_a_modal_sandbox_cannot_do_is_refused_before_anything_is_made(monke
                     spec(compose_file=tmp_path / "docker-compose.yaml")):
         with pytest.raises(CapabilityError):
             asyncio.run(backend.create(refused).build())
+
+
+def test_gpu_tasks_default_to_modal_only_when_it_is_set_up(monkeypatch) -> None:
+    from benchflow.sandbox import default_backend
+
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    name, why, _ = default_backend(needs_gpus=True)
+    assert name != "modal" and "GPUs" not in why, "without a token the usual default stays (the card refuses)"
+
+
+def test_a_spec_carries_the_tasks_gpus(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from benchflow.sandbox.from_task import spec_for_task
+    from benchflow.tasks.config import SandboxConfig
+
+    cfg = SandboxConfig(gpus=2, gpu_types=["H100", "A100"])
+    task = SimpleNamespace(name="g", config=SimpleNamespace(sandbox=cfg), digest=lambda: "d", compose_env={},
+                           paths=SimpleNamespace(environment_dir=tmp_path, dockerfile=tmp_path / "Dockerfile",
+                                                 compose_file=None))
+    made = spec_for_task(task)
+    assert (made.gpus, made.gpu_types) == (2, ("H100", "A100"))
+    assert create_kwargs(made, TAGS, timeout_sec=60)["gpu"] == "H100:2"

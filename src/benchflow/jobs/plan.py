@@ -209,13 +209,15 @@ def _select(tasks: list[PlannedTask], spec: RunSpec) -> list[PlannedTask]:
     return chosen
 
 
-def choose_sandbox(spec: RunSpec) -> tuple[str, str, tuple[bool, str]]:
-    """(backend name, why it was chosen, its availability)."""
+def choose_sandbox(spec: RunSpec, tasks: list[PlannedTask] | None = None) -> tuple[str, str, tuple[bool, str]]:
+    """(backend name, why it was chosen, its availability); without ``--sandbox``, the default for ``tasks``
+    (one that gives GPUs when a task asks for them)."""
     from benchflow.sandbox import default_backend, get_backend
 
     if spec.sandbox:
         return spec.sandbox, "--sandbox", get_backend(spec.sandbox).available()
-    return default_backend()
+    needs_gpus = any(t.task.config.sandbox.gpus or t.task.config.sandbox.gpu_types for t in tasks or [])
+    return default_backend(needs_gpus=needs_gpus)
 
 
 def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
@@ -236,7 +238,7 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
     chosen = _select(loaded, spec)
     if not chosen:
         raise UserError("no task selected: check --include/--exclude against the task folder names")
-    sandbox, why, availability = choose_sandbox(spec)
+    sandbox, why, availability = choose_sandbox(spec, chosen)
     from benchflow.sandbox import get_backend
 
     from benchflow.skills.policy import policy_of, self_gen_prompts

@@ -43,6 +43,10 @@ BACKENDS: dict[str, str] = {
 # The default --sandbox: the first of these that works here, else the last.
 DEFAULT_ORDER = ("docker", "local")
 
+# The default --sandbox for tasks that ask for GPUs, when none of DEFAULT_ORDER gives GPUs and it is set up
+# (the reference's rule: "docker, or modal for a task that asks for GPUs").
+GPU_DEFAULT = "modal"
+
 # Names the CLI reference knows that this build does not provide, with why.
 UNSUPPORTED = {
     "agentcore": ("AWS AgentCore cannot host a task's sandbox through boto3: its code interpreter runs AWS's own "
@@ -88,9 +92,15 @@ def get_backend(name: str) -> Backend:
     return getattr(importlib.import_module(module), attr)
 
 
-def default_backend() -> tuple[str, str, tuple[bool, str]]:
+def default_backend(*, needs_gpus: bool = False) -> tuple[str, str, tuple[bool, str]]:
     """(name, why it was chosen, its availability): the first of :data:`DEFAULT_ORDER` that works
-    here, else the last one."""
+    here, else the last one; with ``needs_gpus`` (a task asks for GPUs), :data:`GPU_DEFAULT` when
+    none of those gives GPUs and it is set up (its credentials are in the environment)."""
+    if needs_gpus and not any(get_backend(name).capabilities.gpus for name in DEFAULT_ORDER):
+        gpu = get_backend(GPU_DEFAULT)
+        if gpu.configured():
+            return GPU_DEFAULT, f"default for tasks that ask for GPUs ({', '.join(DEFAULT_ORDER)} give none)", \
+                gpu.available()
     skipped = []
     for name in DEFAULT_ORDER[:-1]:
         availability = get_backend(name).available()

@@ -98,6 +98,10 @@ class SandboxSpec:
     """Prebuilt image to use instead of building (task ``sandbox.docker_image``)."""
     cpus: float = 1.0
     memory_mb: int = 2048
+    gpus: int = 0
+    """GPUs the task asks for (task ``sandbox.gpus``); the run card refuses them on a backend without ``gpus``."""
+    gpu_types: tuple[str, ...] = ()
+    """Acceptable GPU types, first preferred (task ``sandbox.gpu_types``)."""
     network_mode: NetworkMode = "public"
     build_timeout_sec: float = 600.0
     env: Mapping[str, str] = field(default_factory=dict)

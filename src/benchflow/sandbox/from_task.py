@@ -26,7 +26,8 @@ def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | N
     return SandboxSpec(
         name=sanitize(task.name), environment_dir=task.paths.environment_dir,
         cache_key=digest or task.digest(), dockerfile=task.paths.dockerfile.name, image=cfg.docker_image,
-        cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb), network_mode=cfg.network_mode,
+        cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb), gpus=int(cfg.gpus or 0),
+        gpu_types=tuple(cfg.gpu_types or ()), network_mode=cfg.network_mode,
         build_timeout_sec=float(cfg.build_timeout_sec), env=dict(cfg.env or {}), workdir=cfg.workdir,
         base_image_override=base_image_override, sandbox_user=sandbox_user, labels=dict(labels or {}),
         ca_bundle=ca_bundle, mounts=dict(mounts or {}), compose_file=task.paths.compose_file,

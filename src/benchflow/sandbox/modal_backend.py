@@ -91,7 +91,7 @@ def off_loop(fn: Callable[[], T]) -> T:
         return pool.submit(fn).result()
 
 
-def gpu_request(count: int, types: list[str] | None) -> str | None:
+def gpu_request(count: int, types: tuple[str, ...] | list[str] | None) -> str | None:
     """Modal's ``gpu`` string for a task's ``sandbox.gpus``/``gpu_types``: ``TYPE[:N]``; a task that names
     types but no count gets one; ``any`` when it names none (Modal picks)."""
     if not count and not types:
@@ -110,7 +110,7 @@ def create_kwargs(spec: SandboxSpec, tags: Mapping[str, str], *, timeout_sec: in
         "cpu": (cpus, cpus), "memory": (memory, memory), "timeout": int(timeout_sec),
         "block_network": spec.network_mode == "no-network", "tags": dict(tags), "env": dict(spec.env) or None,
     }
-    gpu = gpu_request(getattr(spec, "gpus", 0), getattr(spec, "gpu_types", None))
+    gpu = gpu_request(spec.gpus, spec.gpu_types)
     if gpu:
         kwargs["gpu"] = gpu
     return kwargs
