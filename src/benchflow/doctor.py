@@ -26,6 +26,7 @@ from benchflow.util.files import dotenv_names
 CREDENTIAL_VARS = (
     "ANTHROPIC_API_KEY", "CLAUDE_CODE_OAUTH_TOKEN", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY",
     "OPENROUTER_API_KEY", "AZURE_API_KEY", "GITHUB_TOKEN", "DAYTONA_API_KEY",
+    "MODAL_TOKEN_SECRET",
 )
 PROBES = (("api.anthropic.com", 443), ("api.openai.com", 443), ("generativelanguage.googleapis.com", 443),
           ("pypi.org", 443))

@@ -47,7 +47,7 @@ SourceRef = Annotated[Optional[str], typer.Option("--source-ref", hidden=True, h
 ExpectedTasks = Annotated[Optional[int], typer.Option("--expected-tasks", hidden=True, help="Fail unless the selected task count matches")]
 
 # Where and how: sandbox, concurrency, job folder
-Sandbox = Annotated[Optional[str], typer.Option("--sandbox", "-s", help="Where trials run: docker, remote-docker, podman, docker+runsc (gVisor), local or daytona (DAYTONA_API_KEY) (default: docker when an engine answers, else local)")]
+Sandbox = Annotated[Optional[str], typer.Option("--sandbox", "-s", help="Where trials run: docker, remote-docker, podman, docker+runsc (gVisor), local, daytona (DAYTONA_API_KEY) or modal (MODAL_TOKEN_ID/MODAL_TOKEN_SECRET) (default: docker when an engine answers, else local; modal for tasks that ask for GPUs when its token is set)")]
 Concurrency = Annotated[Optional[int], typer.Option("--concurrency", "-j", help="Trials running at a time (up to --warm-pool more are prepared ahead)")]
 WarmPool = Annotated[Optional[int], typer.Option("--warm-pool", help="Sandboxes prepared ahead of their trial's turn, beyond the running ones (0 to --concurrency; default 1, or 0 at -j 1)")]
 BuildConcurrency = Annotated[Optional[int], typer.Option("--build-concurrency", hidden=True, help="Max concurrent docker image builds. Defaults to --concurrency. Set lower (e.g. 8) when --concurrency is high to avoid overwhelming the docker daemon with parallel builds.")]
