@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 import docker
 from grpclib import GRPCError, Status
-from modal_proto import task_command_router_grpc, task_command_router_pb2 as sr
+from modal_proto import task_command_router_grpc
+from modal_proto import task_command_router_pb2 as sr
 
-from tests.doubles.modal_api_double import State, complete, token_subject
+from tests.doubles.modal_double_state import State, complete, token_subject
 
 STDERR = sr.TaskExecStdioFileDescriptor.TASK_EXEC_STDIO_FILE_DESCRIPTOR_STDERR
 

@@ -138,7 +138,8 @@ class ModalBackend(Backend):
             return False, "the modal SDK is not installed (pip install 'benchflow[modal]')"
         where = os.environ.get(URL_ENV) or "api.modal.com"
         try:
-            self._app(client())
+            with client() as modal_client:
+                _app(modal_client)
         except SandboxUnavailable as exc:
             return False, str(exc)
         except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
@@ -156,22 +157,17 @@ class ModalBackend(Backend):
         tags = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
         return ModalSandbox(spec, capabilities=self.capabilities, tags=tags)
 
-    @staticmethod
-    def _app(modal_client):
-        import modal
-
-        return modal.App.lookup(app_name(), create_if_missing=True, client=modal_client)
-
     def exists(self, sandbox_id: str) -> bool:
         return off_loop(lambda: self._exists(sandbox_id))
 
     def _exists(self, sandbox_id: str) -> bool:
         import modal
 
-        try:
-            return modal.Sandbox.from_id(sandbox_id, client=client()).poll() is None
-        except modal.exception.NotFoundError:
-            return False
+        with client() as modal_client:
+            try:
+                return modal.Sandbox.from_id(sandbox_id, client=modal_client).poll() is None
+            except modal.exception.NotFoundError:
+                return False
 
     def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
         return off_loop(lambda: self._leftovers(owner))
@@ -179,16 +175,15 @@ class ModalBackend(Backend):
     def _leftovers(self, owner: str | None) -> list[OwnedSandbox]:
         wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
         try:
-            modal_client = client()
-            import modal
+            with client() as modal_client:
+                import modal
 
-            app = self._app(modal_client)
-            rows = []
-            for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=modal_client):
-                tags = box.get_tags()
-                if all(tags.get(k) == v for k, v in wanted.items()):
-                    rows.append(_row(box.object_id, tags))
-            return rows
+                rows = []
+                for box in modal.Sandbox.list(app_id=_app(modal_client).app_id, tags=wanted, client=modal_client):
+                    tags = box.get_tags()
+                    if all(tags.get(k) == v for k, v in wanted.items()):
+                        rows.append(_row(box.object_id, tags))
+                return rows
         except SandboxUnavailable:
             return []
         except Exception as exc:
@@ -198,21 +193,29 @@ class ModalBackend(Backend):
         return off_loop(lambda: self._remove(ids))
 
     def _remove(self, ids: list[str]) -> dict[str, str]:
-        stayed: dict[str, str] = {}
         try:
             modal_client = client()
         except SandboxUnavailable as exc:
             return {sandbox_id: str(exc) for sandbox_id in ids}
         import modal
 
-        for sandbox_id in ids:
-            try:
-                modal.Sandbox.from_id(sandbox_id, client=modal_client).terminate()
-            except modal.exception.NotFoundError:
-                continue
-            except Exception as exc:  # noqa: BLE001
-                stayed[sandbox_id] = _why(exc)
+        stayed: dict[str, str] = {}
+        with modal_client:
+            for sandbox_id in ids:
+                try:
+                    modal.Sandbox.from_id(sandbox_id, client=modal_client).terminate()
+                except modal.exception.NotFoundError:
+                    continue
+                except Exception as exc:  # noqa: BLE001
+                    stayed[sandbox_id] = _why(exc)
         return stayed
+
+
+def _app(modal_client):
+    """The Modal app every BenchFlow sandbox belongs to (made on first use)."""
+    import modal
+
+    return modal.App.lookup(app_name(), create_if_missing=True, client=modal_client)
 
 
 def _why(exc: Exception) -> str:

@@ -55,6 +55,7 @@ class ModalSandbox:
         self._app = None
         self._image = None
         self._box = None
+        self._replaced: list = []
         self._id: str | None = None
         self._workdir: str | None = None
         self._stopped = False
@@ -293,7 +294,8 @@ class ModalSandbox:
 
         if self._stopped:
             raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
-        old = self._id if self._box is not None else None
+        if self._box is not None:
+            self._replaced.append(self._box)  # terminated below, or by stop() when the restore fails
         self._box = None
         try:
             await self._connect()
@@ -302,10 +304,8 @@ class ModalSandbox:
         except BaseException:
             await self.stop()
             raise
-        if old is not None:
-            from .modal_backend import BACKEND
-
-            await asyncio.to_thread(BACKEND.remove, [old])
+        while self._replaced:
+            await _terminate(self._replaced.pop())
 
     async def stop(self) -> None:
         """Terminate the sandbox. Idempotent, never raises, finishes under cancellation."""
@@ -319,14 +319,25 @@ class ModalSandbox:
 
     async def _stop_all(self) -> None:
         self._stopped = True
-        if self._id is not None:
+        for box in [self._box, *self._replaced]:
+            if box is not None:
+                await _terminate(box)
+        if self._client is not None:
             try:
-                await self._box.terminate.aio()
-            except Exception as exc:  # noqa: BLE001
-                log.warning("could not terminate Modal sandbox %s: %s (bench sandbox cleanup removes it)",
-                            self._id, _first_line(exc))
+                await self._client.close.aio()
+            except Exception:  # noqa: BLE001, S110 - its connections go with the process anyway
+                pass
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+async def _terminate(box) -> None:
+    """Terminate a Modal sandbox; a failure is logged (``bench sandbox cleanup`` removes what stayed)."""
+    try:
+        await box.terminate.aio()
+    except Exception as exc:  # noqa: BLE001
+        log.warning("could not terminate Modal sandbox %s: %s (bench sandbox cleanup removes it)",
+                    box.object_id, _first_line(exc))
 
 
 class _Collector:

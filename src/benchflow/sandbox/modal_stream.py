@@ -31,11 +31,9 @@ class _Stdin:
             try:
                 if item is None:
                     self._writer.write_eof()
-                await_send = item is None or bool(item)
-                if item:
+                else:
                     self._writer.write(item)
-                if await_send:
-                    await self._writer.drain.aio()
+                await self._writer.drain.aio()
             except Exception:  # noqa: BLE001, S110 - the process ended; what it was sent is moot
                 pass
             finally:
