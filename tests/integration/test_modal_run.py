@@ -162,3 +162,24 @@ def test_a_task_that_asks_for_gpus_goes_to_modal_by_default(tmp_path: Path, moda
     gpu = modal_double.state.created[-1].definition.resources.gpu_config
     assert (gpu.gpu_type, gpu.count) == ("A100", 2)
     assert "SandboxCreate" in modal_double.state.calls
+
+
+@pytest.mark.slow
+def test_bench_branch_children_restore_modal_snapshots(tmp_path: Path, modal_double) -> None:
+    """``bench branch`` on Modal: children start from filesystem snapshots (images) of one sandbox, reach
+    different rewards, a nested fork starts from its parent child's state, and no sandbox is left."""
+    from tests.conftest import FIXTURE_TASKS
+
+    env = modal_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    children = ["--child", "label=good,prompt=write done", "--child", "label=bad,prompt=write nope, really",
+                "--child", "label=more,parent=good,prompt=append !", "--child", "label=same,parent=good,prompt=append "]
+    done = run_bench("branch", "--tasks-dir", str(FIXTURE_TASKS / "branch-prompts"), "--agent", "oracle",
+                     "--sandbox", "modal", "--jobs-dir", str(tmp_path / "jobs"), *children, env=env)
+    assert done.returncode == 0, done.stderr + done.stdout
+    observed = {path.parent.name: json.loads(path.read_text())["reward"]
+                for path in (tmp_path / "jobs").rglob("children/*/observation.json")}
+    assert observed == {"good": 1.0, "bad": 0.0, "more": 0.5, "same": 1.0}
+    assert "TaskSnapshotFilesystem" in modal_double.state.calls
+    job = str(next((tmp_path / "jobs").glob("branch-*")).resolve())
+    assert [box.id for box in modal_double.state.boxes.values()
+            if box.tags.get("benchflow.job") == job and box.result is None] == []
