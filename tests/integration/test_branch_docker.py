@@ -89,6 +89,27 @@ def test_isolated_and_concurrent_children_agree_with_sequential_restores(bench, 
     assert seen["seq"] == seen["iso"] == seen["conc"]
 
 
+def test_children_in_turns_agree_with_restores_of_one_sandbox(bench, tmp_path: Path) -> None:
+    # flat children take turns (each later one in a sandbox started from the snapshot); with
+    # --stop-on-child-failure they restore the one sandbox between children instead
+    # ("same" appends nothing: 1.0 only if it saw good's answer instead of the snapshot)
+    flat = ["--child", "label=good,prompt=write done", "--child", "label=same,prompt=append ",
+            "--child", "label=bad,prompt=write nope", "--child", "label=again,prompt=write done"]
+    seen = {}
+    for name, flags in (("turns", []), ("restores", ["--stop-on-child-failure"])):
+        done = bench("branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker",
+                     "--jobs-dir", str(tmp_path / name), *flags, *flat)
+        assert done.returncode == 0, done.stderr + done.stdout
+        job = _job(tmp_path / name)
+        seen[name] = _rewards(bench, job)
+        result = json.loads(next(job.glob("*/result.json")).read_text())
+        assert result["rewards"]["reward"] == 1.0  # --parent continue after the children
+        assert _leftovers(job) == ([], [])
+    assert seen["turns"] == seen["restores"]
+    assert {node: reward for node, (reward, _) in seen["turns"].items()} == {
+        "good": 1.0, "same": 0.0, "bad": 0.0, "again": 1.0}
+
+
 def test_kill_9_mid_branch_then_rerun_finishes_only_the_rest(bench, tmp_path: Path) -> None:
     args = ["branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker", "--jobs-dir",
             str(tmp_path), "--child", "label=first,prompt=write done", "--child", "label=slow,prompt=sleep 20",

@@ -11,8 +11,11 @@ still exists. A rerun runs only what is unfinished.
 
 A fork's snapshot is the declared environment state (:mod:`.env_state`, with
 ``--snapshot-layers environment|both``) and the sandbox snapshot (unless
-``environment``). Sequential children ask the backend to start the next
-restore's sandbox ahead (``prepare_restore``) while a child runs.
+``environment``). Sequential children run in turns where the backend starts
+sandboxes from a snapshot (:mod:`.turns`: one agent at a time, each later child
+in a sandbox started ahead from the snapshot); otherwise they restore the one
+sandbox, asking the backend to start the next restore's sandbox ahead
+(``prepare_restore``) while a child runs.
 """
 
 from __future__ import annotations
