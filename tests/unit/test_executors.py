@@ -15,7 +15,7 @@ import pytest
 from benchflow.errors import ConfigError, InfraError
 from benchflow.executors import preflight
 from benchflow.executors.gateway_link import GatewayLink, LinkAddress, RemoteModelAccess
-from benchflow.executors.ray_executor import resources
+from benchflow.executors.ray_executor import bundle, resources
 from benchflow.executors.trial_bundle import install, pack
 from benchflow.jobs.config_file import build_run_spec
 
@@ -58,6 +58,9 @@ def test_what_a_cluster_node_cannot_keep_is_refused_up_front(fields: dict) -> No
 def test_ray_resources_are_the_granted_sandbox() -> None:
     task = SimpleNamespace(config=SimpleNamespace(sandbox=SimpleNamespace(cpus=4, memory_mb=8192, gpus=1)))
     assert resources(task, None) == {"num_cpus": 4.0, "memory": 8192 * 2**20, "num_gpus": 1.0}
+    assert bundle(resources(task, None)) == {"CPU": 4.0, "memory": 8192 * 2**20, "GPU": 1.0}
+    no_gpu = SimpleNamespace(config=SimpleNamespace(sandbox=SimpleNamespace(cpus=1, memory_mb=512, gpus=0)))
+    assert bundle(resources(no_gpu, None)) == {"CPU": 1.0, "memory": 512 * 2**20}  # Ray refuses a zero entry
     fit = SimpleNamespace(cpus=(4.0, 2.0), memory_mb=(8192, 4096))  # clamped to the host by the plan
     assert resources(task, fit) == {"num_cpus": 2.0, "memory": 4096 * 2**20, "num_gpus": 1.0}
 
@@ -158,7 +161,8 @@ def test_a_lost_worker_is_an_infra_failure_and_a_node_side_bug_is_not() -> None:
 
     error, category, lost = _failure(ray, ray.exceptions.WorkerCrashedError())
     assert (category, lost) == ("infra_failure", True) and error.startswith("ray: WorkerCrashedError")
-    bug = ray.exceptions.RayTaskError("run_attempt_on_node", "Traceback …", KeyError("oops"))
+    assert _failure(ray, ray.exceptions.RayActorError())[1:] == ("infra_failure", True)  # the node's agent died
+    bug = ray.exceptions.RayTaskError("NodeAgent.run_attempt", "Traceback …", KeyError("oops"))
     assert _failure(ray, bug)[1:] == ("other", False)  # never retried as if the infrastructure failed
     assert _failure(ray, TypeError("cannot pickle '_thread.lock' object"))[1:] == ("other", False)
 

@@ -1,12 +1,17 @@
-"""The driver's side of ``--executor ray``: each attempt a Ray task, each finished folder installed here.
+"""The driver's side of ``--executor ray``: each attempt placed by Ray, run by its node's agent.
 
 The scheduler (retries, budgets, concurrency) runs unchanged in the driver and hands every
-attempt to :meth:`RayExecutor.run_attempt`, which submits :func:`.ray_node.run_attempt_on_node`
-with the task's resources as Ray resources (``num_cpus``, ``memory``, ``num_gpus``) and awaits
-it. The driver is the only writer of the job folder: a node returns the result document and the
-packed trial folder, installed here in one rename. An attempt whose node or worker died is
-recorded as an ``infra_failure`` (Ray does not retry it: ``--max-retries`` does, on whatever node
-is free), and the sandboxes of dead owners on the driver's engine are removed.
+attempt to :meth:`RayExecutor.run_attempt`. The attempt's resources (the task's CPUs, memory and
+GPUs) are reserved as a one-bundle Ray placement group, so Ray decides where it runs and counts
+what it holds, as for a Ray task; the attempt then runs on that node's :class:`.ray_node.NodeAgent`
+(one actor per node and run, started for every live node when the run opens, so its start
+overlaps the planning), and the placement group is removed when it ends. One agent process per
+node instead of one Ray worker process per concurrent attempt: BenchFlow is imported and the
+engine connection opened once per node (``benchmarks/scale_out.py``). The driver is the only
+writer of the job folder: a node returns the result document and the packed trial folder,
+installed here in one rename. An attempt whose node or agent died is recorded as an
+``infra_failure`` (Ray does not retry it: ``--max-retries`` does, on whatever node is free), and
+the sandboxes of dead owners on the driver's engine are removed.
 """
 
 from __future__ import annotations
@@ -23,10 +28,16 @@ from typing import Any
 from benchflow.util import atomic
 
 from .gateway_link import LinkAddress
-from .ray_node import NodeWork, run_attempt_on_node
+from .ray_node import NodeAgent, NodeWork
 from .trial_bundle import install, pack
 
 _MiB = 1024 * 1024
+
+
+def bundle(need: dict[str, float]) -> dict[str, float]:
+    """:func:`resources` as a placement-group bundle (Ray's resource names; none of zero)."""
+    named = {"CPU": need["num_cpus"], "memory": need["memory"], "GPU": need["num_gpus"]}
+    return {key: value for key, value in named.items() if value > 0}
 
 
 def resources(task: Any, fit: Any) -> dict[str, float]:
@@ -43,15 +54,30 @@ class RayExecutor:
     cluster: str
     link: LinkAddress | None = None
     remote: bool = True
-    _task: Any = None
+    _agent_class: Any = None
+    _agents: dict[str, Any] = field(default_factory=dict)
+    """Node id -> the run's agent on that node."""
     _folders: dict[Path, Any] = field(default_factory=dict)
     _lost_on: dict[str, Any] = field(default_factory=dict)
+    """Job label -> backend of attempts whose worker died: their sandboxes are reaped again at close."""
     _reporters: dict[str, Any] = field(default_factory=dict)
     """Trial name -> its request's ``on_phase``, for the phases a node reports over the gateway link."""
-    """Job label -> backend of attempts whose worker died: their sandboxes are reaped again at close."""
 
     def __post_init__(self) -> None:
-        self._task = self.ray.remote(run_attempt_on_node)
+        self._agent_class = self.ray.remote(NodeAgent)
+        for node in self.ray.nodes():  # started now: their start overlaps the driver's planning
+            if node.get("Alive"):
+                self._agent(node["NodeID"])
+
+    def _agent(self, node_id: str) -> Any:
+        """The run's agent on ``node_id``, started on first use (a node that joined mid-run)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        if node_id not in self._agents:
+            self._agents[node_id] = self._agent_class.options(
+                num_cpus=0, max_restarts=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+            ).remote()
+        return self._agents[node_id]
 
     async def run_attempt(self, req: Any) -> dict[str, Any]:
         from benchflow.jobs.layout import trial_name
@@ -64,25 +90,31 @@ class RayExecutor:
                         labels=dict(req.labels), seed=req.seed, fit=req.fit, cluster=self.cluster,
                         task_secrets=req.task_secrets, agent_env=dict(req.agent_env), ca_bundle=ca_bundle,
                         link=self.link, provenance=req.provenance)
-        options = {**resources(req.task, req.fit), "max_retries": 0, "retry_exceptions": False,
-                   "scheduling_strategy": "SPREAD", "name": f"benchflow:{name}"}
+        placement = ref = node = None
         try:  # an agent or task that cannot be pickled, an unreadable task folder: this attempt's error
-            ref = self._task.options(**options).remote(work, await self._task_folder(req.task))
-        except Exception as exc:  # noqa: BLE001 - recorded on the trial, never raised into the scheduler
-            return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
-        req.on_phase(name, "start")  # later phases come over the gateway link, when the run has one
-        self._reporters[name] = req.on_phase
-        try:
+            folder = await self._task_folder(req.task)
+            placement = self.ray.util.placement_group([bundle(resources(req.task, req.fit))],
+                                                      name=f"benchflow:{name}")
+            await placement.ready()  # Ray found a node with room for the attempt and holds it
+            node = (await asyncio.to_thread(self.ray.util.placement_group_table, placement))["bundles_to_node_id"][0]
+            ref = self._agent(node).run_attempt.options(name=f"benchflow:{name}").remote(work, folder)
+            req.on_phase(name, "start")  # later phases come over the gateway link, when the run has one
+            self._reporters[name] = req.on_phase
             outcome = await ref
             await asyncio.to_thread(install, outcome.folder, req.job.trial(name).root)
         except asyncio.CancelledError:  # Ctrl-C, SIGTERM or a budget stop: the node removes its sandbox
-            self.ray.cancel(ref)
-            await _settle(ref)
+            if ref is not None:
+                self.ray.cancel(ref)
+                await _settle(ref)
             raise
-        except Exception as exc:  # noqa: BLE001 - a lost node or worker, a node-side bug, a bad bundle
+        except Exception as exc:  # noqa: BLE001 - a lost node or agent, a node-side bug, a bad bundle
+            if isinstance(exc, self.ray.exceptions.RayActorError) and node is not None:
+                self._agents.pop(node, None)  # a new one if the node still lives
             return await self._lost(req, name, started_at, time.monotonic() - t0, exc)
         finally:
             self._reporters.pop(name, None)
+            if placement is not None:
+                self.ray.util.remove_placement_group(placement)
         return outcome.result
 
     def phase(self, trial: str, phase: str) -> None:
@@ -128,10 +160,15 @@ class RayExecutor:
         return result
 
     async def close(self) -> None:
-        """Reap once more what lost attempts left on the driver's engine: a dead node's worker can
-        outlive the loss by a while, and its sandbox is an orphan only once it is gone."""
+        """End the agents (every attempt has ended), then reap once more what lost attempts left on
+        the driver's engine: a dead node's agent can outlive the loss by a while, and its sandbox is
+        an orphan only once it is gone."""
         from benchflow.sandbox.orphans import reap
 
+        for agent in self._agents.values():
+            with contextlib.suppress(Exception):
+                self.ray.kill(agent, no_restart=True)
+        self._agents.clear()
         for label, backend in self._lost_on.items():
             await asyncio.to_thread(reap, backend, label)
 
@@ -143,7 +180,7 @@ def _failure(ray: Any, exc: Exception) -> tuple[str, str, bool]:
     if isinstance(exc, ray.exceptions.RayTaskError):  # the node-side code raised
         cause = exc.cause if isinstance(exc.cause, BaseException) else exc
         return f"{type(cause).__name__}: {cause}", unexpected_category(cause), False
-    if isinstance(exc, ray.exceptions.RayError):  # the worker or its node died, or the object was lost
+    if isinstance(exc, ray.exceptions.RayError):  # the agent or its node died, or the object was lost
         first = (str(exc).strip().splitlines() or [""])[0]
         return f"ray: {type(exc).__name__}: {first}", "infra_failure", True
     return f"{type(exc).__name__}: {exc}", unexpected_category(exc), False

@@ -1,10 +1,14 @@
-"""What a cluster node does for one trial attempt: run it in a scratch folder, hand back its record and folder.
+"""What a cluster node does for the job: one agent process runs that node's attempts side by side.
 
-This is the body of the Ray task (imported by reference on the node, so every node needs the
-same BenchFlow installed). The node never writes the job folder: it runs the ordinary
-:func:`benchflow.jobs.trial.run_trial` against its own sandbox backend (its local Docker engine,
-or ``local``) in a private scratch folder, notes in ``config.json`` which node ran it, and
-returns the result document plus the packed trial folder for the driver to install.
+:class:`NodeAgent` is the body of a Ray actor, one per node and run (created by
+:mod:`.ray_executor`, imported by reference on the node, so every node needs the same BenchFlow
+installed). It runs each attempt as a coroutine on its one event loop: BenchFlow is imported
+and the engine connection opened once per node, not once per concurrent slot (a Ray task per
+attempt needed a worker process per slot, each importing Ray and BenchFlow: most of the
+executor's overhead on a small cluster). The node never writes the job folder: it runs the
+ordinary :func:`benchflow.jobs.trial.run_trial` against its own sandbox backend (its local
+Docker engine, or ``local``) in a private scratch folder, notes in ``config.json`` which node
+ran it, and returns the result document plus the packed trial folder for the driver to install.
 """
 
 from __future__ import annotations
@@ -22,10 +26,6 @@ from benchflow.util import atomic
 
 from .gateway_link import LinkAddress, RemoteModelAccess
 from .trial_bundle import pack, unpack
-
-_REAPED: set[tuple[str, str]] = set()
-"""(backend, job) pairs this worker process has already cleared of dead attempts' sandboxes."""
-
 
 @dataclass
 class NodeWork:
@@ -86,61 +86,60 @@ def rebase(task: Any, root: Path) -> Any:
     return replace(task, path=root, paths=paths)
 
 
-def run_attempt_on_node(work: NodeWork, task_folder: bytes) -> NodeOutcome:
-    """Run one attempt here; the scratch folder is removed whatever happens."""
-    node = node_identity(work.cluster)
-    parent = scratch_root() / node["node_id"][:16]
-    parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f"{work.trial}-", dir=parent))
-    try:
-        task = rebase(work.task, unpack(task_folder, scratch / "task", Path(work.task.path).name))
-        result = asyncio.run(_run(work, task, scratch))
-        folder = scratch / "job" / work.job_name / work.trial
-        _note_node(folder, work, node)
-        return NodeOutcome(trial=work.trial, result=result, folder=pack(folder), node=node)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+class NodeAgent:
+    """The run's agent on one node (a Ray actor): its attempts run concurrently on its event loop."""
 
+    def __init__(self) -> None:
+        import benchflow.jobs.trial  # noqa: F401 - at the agent's start (the driver starts it early), not its first attempt
 
-async def _run(work: NodeWork, task: Any, scratch: Path) -> dict[str, Any]:
-    from benchflow.jobs.layout import JobPaths
-    from benchflow.jobs.trial import TrialRequest, run_trial
-    from benchflow.sandbox import get_backend
+        self.reaped: set[tuple[str, str]] = set()
+        """(backend, job) pairs already cleared of what killed attempts of the job left on this node."""
 
-    job = JobPaths(scratch / "job" / work.job_name)
-    job.root.mkdir(parents=True)
-    ca_bundle = None
-    if work.ca_bundle is not None:
-        ca_bundle = atomic.write_bytes(scratch / "ca-bundle.pem", work.ca_bundle)
-    models = RemoteModelAccess(work.link) if work.link is not None else None
-    backend = get_backend(work.backend_name)
-    job_label = work.labels.get("benchflow.job")
-    if job_label and (work.backend_name, job_label) not in _REAPED:  # what killed attempts of the job left here
-        from benchflow.sandbox.orphans import reap
+    async def run_attempt(self, work: NodeWork, task_folder: bytes) -> NodeOutcome:
+        """Run one attempt here; the scratch folder is removed whatever happens. Cancelled
+        (``ray.cancel``), the trial removes its sandbox before this returns."""
+        node = node_identity(work.cluster)
+        parent = scratch_root() / node["node_id"][:16]
+        parent.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f"{work.trial}-", dir=parent))
+        try:
+            root = await asyncio.to_thread(unpack, task_folder, scratch / "task", Path(work.task.path).name)
+            result = await self._run(work, rebase(work.task, root), scratch)
+            folder = scratch / "job" / work.job_name / work.trial
+            await asyncio.to_thread(_note_node, folder, work, node)
+            return NodeOutcome(trial=work.trial, result=result, folder=await asyncio.to_thread(pack, folder), node=node)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
-        await asyncio.to_thread(reap, backend, job_label)
-        _REAPED.add((work.backend_name, job_label))
-    request = TrialRequest(task=task, digest=work.digest, prompts=work.prompts, job=job, spec=work.spec,
-                           agent=work.agent, backend=backend, backend_name=work.backend_name,
-                           attempt=work.attempt, labels=work.labels, seed=work.seed, models=models, fit=work.fit,
-                           task_secrets=work.task_secrets, ca_bundle=ca_bundle, agent_env=work.agent_env,
-                           provenance=work.provenance, name=work.trial,
-                           **({"on_phase": models.report_phase} if models is not None else {}))
-    ticker = asyncio.create_task(_tick())
-    try:
-        return await run_trial(request)
-    finally:
-        ticker.cancel()
-        if models is not None:
-            await models.stop()
+    async def _run(self, work: NodeWork, task: Any, scratch: Path) -> dict[str, Any]:
+        from benchflow.jobs.layout import JobPaths
+        from benchflow.jobs.trial import TrialRequest, run_trial
+        from benchflow.sandbox import get_backend
 
+        job = JobPaths(scratch / "job" / work.job_name)
+        job.root.mkdir(parents=True)
+        ca_bundle = None
+        if work.ca_bundle is not None:
+            ca_bundle = atomic.write_bytes(scratch / "ca-bundle.pem", work.ca_bundle)
+        backend = get_backend(work.backend_name)
+        job_label = work.labels.get("benchflow.job")
+        if job_label and (work.backend_name, job_label) not in self.reaped:  # what killed attempts left here
+            from benchflow.sandbox.orphans import reap
 
-async def _tick() -> None:
-    """Wake the loop a few times a second. ``ray.cancel`` arrives as a KeyboardInterrupt raised when
-    Python code next runs in this thread, and an idle loop (a sandbox sleeping) runs none; raised
-    here it stops the loop, and ``asyncio.run`` cancels the trial, which removes its sandbox."""
-    while True:
-        await asyncio.sleep(0.2)
+            self.reaped.add((work.backend_name, job_label))
+            await asyncio.to_thread(reap, backend, job_label)
+        models = RemoteModelAccess(work.link) if work.link is not None else None
+        request = TrialRequest(task=task, digest=work.digest, prompts=work.prompts, job=job, spec=work.spec,
+                               agent=work.agent, backend=backend, backend_name=work.backend_name,
+                               attempt=work.attempt, labels=work.labels, seed=work.seed, models=models, fit=work.fit,
+                               task_secrets=work.task_secrets, ca_bundle=ca_bundle, agent_env=work.agent_env,
+                               provenance=work.provenance, name=work.trial,
+                               **({"on_phase": models.report_phase} if models is not None else {}))
+        try:
+            return await run_trial(request)
+        finally:
+            if models is not None:
+                await models.stop()
 
 
 def _note_node(folder: Path, work: NodeWork, node: dict[str, Any]) -> None:
