@@ -37,6 +37,7 @@ def test_an_entry_point_cannot_take_a_built_in_name(monkeypatch, tmp_path, caplo
     (dist / "entry_points.txt").write_text("[benchflow.sandboxes]\ndocker = tests.doubles.docker_variant:BACKEND\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert get_backend("docker").name == "docker"
+    assert "docker" in names()  # reading the entry points tells about the one ignored
     assert "ignored" in caplog.text and "built-in" in caplog.text
 
 

@@ -283,11 +283,14 @@ def run_command(
         spec = spec.model_copy(update={"task_skills": False})
     if sandbox_user is not None:
         spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
-    from benchflow.hf.publish import publish_request
+    publish = None
+    if any((publish_hf, hf_prefix, hf_public_read_check, eval_results_model, eval_results_dataset,
+            eval_results_task, publish_bucket)):  # else nothing to check or publish: not imported
+        from benchflow.hf.publish import publish_request
 
-    publish = publish_request(publish_hf, prefix=hf_prefix, public_read_check=hf_public_read_check,
-                              eval_model=eval_results_model, eval_dataset=eval_results_dataset,
-                              eval_task=eval_results_task, bucket=publish_bucket)
+        publish = publish_request(publish_hf, prefix=hf_prefix, public_read_check=hf_public_read_check,
+                                  eval_model=eval_results_model, eval_dataset=eval_results_dataset,
+                                  eval_task=eval_results_task, bucket=publish_bucket)
     execute(spec, dry_run, publish)
 
 

@@ -9,13 +9,24 @@ folders. The registry format is in ``docs/registry.md``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchflow.errors import ConfigError
 
-from .resolve import TaskSource, resolve_dataset
+if TYPE_CHECKING:
+    from .resolve import TaskSource
 
 __all__ = ["TaskSource", "resolve_dataset", "resolve_source"]
+
+
+def __getattr__(name: str) -> Any:
+    """``TaskSource`` and ``resolve_dataset`` from :mod:`.resolve`, imported when first asked for: a
+    run of local task folders never loads the registry's models."""
+    if name in ("TaskSource", "resolve_dataset"):
+        from . import resolve
+
+        return getattr(resolve, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def resolve_source(spec: Any) -> TaskSource | None:
@@ -33,6 +44,8 @@ def resolve_source(spec: Any) -> TaskSource | None:
     )
 
     if spec.dataset:
+        from .resolve import resolve_dataset
+
         return resolve_dataset(spec.dataset, registry=spec.registry, hub=spec.hub,
                                ignore_bench_version=spec.ignore_bench_version)
     if spec.source_repo:

@@ -9,7 +9,8 @@ backend without editing BenchFlow by declaring an entry point::
     my-cloud = "my_package.sandbox:BACKEND"
 
 A built-in name cannot be taken over by an entry point (the entry point is
-ignored with a warning).
+ignored, with a warning when the entry points are read: a built-in name is
+found without reading them).
 """
 
 from __future__ import annotations
@@ -80,8 +81,10 @@ def get_backend(name: str) -> Backend:
     Raises:
         ConfigError: unknown or unsupported name; the message lists the choices.
     """
-    table = _registered()
-    target = table.get(name)
+    target = BACKENDS.get(name)  # a built-in wins over any entry point: no need to read them (~5 ms)
+    if target is None:
+        table = _registered()
+        target = table.get(name)
     if target is None:
         known = ", ".join(table)
         if name in UNSUPPORTED:
