@@ -90,7 +90,11 @@ class ModalApi(api_grpc.ModalClientBase):
 
     async def AppGetOrCreate(self, stream) -> None:
         request = await self._request(stream, "AppGetOrCreate")
-        app_id = self.state.apps.setdefault(request.app_name, f"ap-{secrets.token_hex(8)}")
+        if request.app_name not in self.state.apps:
+            if request.object_creation_type != api_pb2.OBJECT_CREATION_TYPE_CREATE_IF_MISSING:
+                raise GRPCError(Status.NOT_FOUND, f"App '{request.app_name}' not found")
+            self.state.apps[request.app_name] = f"ap-{secrets.token_hex(8)}"
+        app_id = self.state.apps[request.app_name]
         await stream.send_message(api_pb2.AppGetOrCreateResponse(
             app_id=app_id, handle_metadata=api_pb2.AppHandleMetadata(app_id=app_id, environment_name="main")))
 

@@ -183,3 +183,14 @@ def test_bench_branch_children_restore_modal_snapshots(tmp_path: Path, modal_dou
     job = str(next((tmp_path / "jobs").glob("branch-*")).resolve())
     assert [box.id for box in modal_double.state.boxes.values()
             if box.tags.get("benchflow.job") == job and box.result is None] == []
+
+
+def test_listing_makes_nothing_and_finds_nothing_before_the_first_sandbox(modal_double, monkeypatch) -> None:
+    from benchflow.sandbox import get_backend
+
+    for name, value in modal_double.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("BENCHFLOW_MODAL_APP", "never-used")
+    assert get_backend("modal").available()[0], "a token Modal accepts works before any app exists"
+    assert get_backend("modal").leftovers() == []
+    assert "never-used" not in modal_double.state.apps, "looking does not make the app"

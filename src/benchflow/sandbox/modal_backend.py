@@ -139,7 +139,7 @@ class ModalBackend(Backend):
         where = os.environ.get(URL_ENV) or "api.modal.com"
         try:
             with client() as modal_client:
-                _app(modal_client)
+                _app(modal_client)  # None (not made yet) is fine: the token was accepted
         except SandboxUnavailable as exc:
             return False, str(exc)
         except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
@@ -178,8 +178,10 @@ class ModalBackend(Backend):
             with client() as modal_client:
                 import modal
 
-                rows = []
-                for box in modal.Sandbox.list(app_id=_app(modal_client).app_id, tags=wanted, client=modal_client):
+                app, rows = _app(modal_client), []
+                if app is None:
+                    return []  # no sandbox was ever made in this app
+                for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=modal_client):
                     tags = box.get_tags()
                     if all(tags.get(k) == v for k, v in wanted.items()):
                         rows.append(_row(box.object_id, tags))
@@ -212,10 +214,14 @@ class ModalBackend(Backend):
 
 
 def _app(modal_client):
-    """The Modal app every BenchFlow sandbox belongs to (made on first use)."""
+    """The Modal app every BenchFlow sandbox belongs to; None before its first sandbox made it (looking
+    does not make it)."""
     import modal
 
-    return modal.App.lookup(app_name(), create_if_missing=True, client=modal_client)
+    try:
+        return modal.App.lookup(app_name(), client=modal_client)
+    except modal.exception.NotFoundError:
+        return None
 
 
 def _why(exc: Exception) -> str:
