@@ -191,3 +191,37 @@ def test_prepare_serves_the_next_identical_call_from_a_started_sandbox(tmp_path:
     wait_until(lambda: [c for c in prepared() if c not in used], timeout=60, what="the next prepared sandbox")
     assert run_bench("daemon", "stop", env=daemon_env).returncode == 0
     assert api.containers(all=True, filters={"label": f"benchflow.pid={pid}"}) == []  # stop removed it
+
+
+def test_runs_use_the_daemons_warm_gateway_each_with_its_own_key(tmp_path: Path, daemon_env: dict) -> None:
+    """The daemon's gateway, started once, serves two runs of a model-calling agent (the fake ACP
+    agent against the fake model server): each run's call carries its caller's provider key, each
+    trial's usage is its own, and no provider key reaches a job folder."""
+    from tests.doubles.fake_model_server import OUTPUT, FakeModelServer
+    from tests.integration.test_agent_pipeline import PYTHON_IMAGE, fake_agent_file
+
+    make_task(tmp_path / "tasks", "ask", dockerfile=PYTHON_IMAGE, network="no-network",
+              test='[ "$(cat /app/answer.txt)" = 42 ] && echo 1 > /logs/verifier/reward.txt '
+                   '|| echo 0 > /logs/verifier/reward.txt')
+    steps = [{"op": "ask_model", "api": "openai", "prompt": "what is six times seven?"},
+             {"op": "tool", "id": "w", "write": {"path": "answer.txt", "content": "42"}}]
+    keys = ["sk-proj-FIRSTrunKEY" + "f" * 30, "sk-proj-SECONDrunKEY" + "s" * 30]
+    assert run_bench("daemon", "start", env=daemon_env).returncode == 0
+    assert "gateway warm (0 run(s) served)" in run_bench("daemon", "status", env=daemon_env).stdout
+    with FakeModelServer() as upstream:
+        for n, key in enumerate(keys):
+            done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / f"jobs{n}"),
+                             "-a", str(fake_agent_file(tmp_path)), "-m", "gpt-4o-mini", "--retry-attempts", "0",
+                             "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps({'prompts': [steps]})}",
+                             env={**daemon_env, "BENCHFLOW_DAEMON": "auto", "OPENAI_API_KEY": key,
+                                  "OPENAI_BASE_URL": upstream.url + "/v1"})
+            assert done.returncode == 0, done.stderr + done.stdout
+        assert [r["headers"]["authorization"] for r in upstream.requests] == [f"Bearer {k}" for k in keys]
+    assert "2 served, 0 prepared, gateway warm (2 run(s) served)" in run_bench("daemon", "status", env=daemon_env).stdout
+    for n in range(2):
+        (result,) = [json.loads(p.read_text()) for p in (tmp_path / f"jobs{n}").rglob("result.json")]
+        assert result["rewards"] == {"reward": 1.0}, result.get("error")
+        assert result["agent_result"]["n_output_tokens"] == OUTPUT  # this run's one call, counted by the shared gateway
+        blob = "".join(p.read_text(errors="replace") for p in (tmp_path / f"jobs{n}").rglob("*") if p.is_file())
+        assert not any(k in blob for k in keys)
+    assert run_bench("daemon", "stop", env=daemon_env).returncode == 0

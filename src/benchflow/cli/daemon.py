@@ -38,8 +38,10 @@ def status() -> None:
     if answer is None:
         print("bench daemon: not running" + (f" ({note})" if note else ""))
         raise typer.Exit(1)
+    gateway = answer.get("gateway") or {}
+    warm = f", gateway warm ({gateway['runs']} run(s) served)" if gateway.get("serving") else ", gateway down"
     print(f"bench daemon: running ({_where(answer)}), up {answer['uptime_sec']:.0f}s, "
-          f"{answer['active']} active call(s), {answer['served']} served, {answer['prepared']} prepared")
+          f"{answer['active']} active call(s), {answer['served']} served, {answer['prepared']} prepared{warm}")
 
 
 @stop_cmd.command(help="Stop an idle local runtime; never interrupt an active call.\n\n"

@@ -2,8 +2,10 @@
 
 It imports the run engine once, opens the engine connection once (and keeps
 the per-process caches that come with it: pulled-image records, build
-locks), then serves JSON-line requests on a Unix socket (mode 0600, in a
-0700 folder). Every connection's peer credentials (``SO_PEERCRED``) are
+locks), starts the model gateway once (:class:`benchflow.gateway.scope.SharedGateway`:
+no provider keys of its own; each run's agents use it through a scope holding
+that run's keys, budget and routes, closed when the run ends), then serves
+JSON-line requests on a Unix socket (mode 0600, in a 0700 folder). Every connection's peer credentials (``SO_PEERCRED``) are
 checked: a process of another user is dropped before a byte is read.
 
 Requests: ``status``; ``stop`` (refused while a call is active); ``run``
@@ -62,8 +64,10 @@ def warm() -> str:
 
 
 class Daemon:
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, gateway: Any = None) -> None:
         self.pool = pool
+        self.gateway = gateway
+        """The warm model gateway (``SharedGateway``); a run whose agent calls models uses it."""
         self.active = 0
         self.served = 0
         self.started = time.time()
@@ -76,6 +80,7 @@ class Daemon:
         return {"pid": os.getpid(), "started_at": self.started, "uptime_sec": round(time.time() - self.started, 1),
                 "active": self.active, "served": self.served, "backend": self.backend,
                 "prepared": self.pool.count, "prepare": self.pool.size,
+                "gateway": {"serving": self.gateway.serving, "runs": self.gateway.runs} if self.gateway else None,
                 "socket": self.socket}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -141,7 +146,9 @@ class Daemon:
             spec = RunSpec.model_validate(request["spec"])
             plan = make_plan(spec)
             plan.backend = self.pool.wrap(plan.backend)
-            outcome = await run_async(spec, on_event=lambda event: send({"type": "event", "event": event}), plan=plan)
+            warm = self.gateway if self.gateway is not None and self.gateway.serving else None  # else its own
+            outcome = await run_async(spec, on_event=lambda event: send({"type": "event", "event": event}), plan=plan,
+                                      gateway=warm)
             self.pool.after_run(len(plan.units))
             send({"type": "outcome", "job_dir": str(outcome.job_dir), "summary": outcome.summary,
                   "exit_code": outcome.exit_code, "gate": outcome.gate})
@@ -168,8 +175,18 @@ def _only_daemon() -> int:
 
 
 async def serve(ready: Any, pool: Pool) -> None:
+    from benchflow.gateway.scope import SharedGateway
+    from benchflow.jobs.bridge import SOCKET_NAME
+
     _only_daemon()
-    daemon = Daemon(pool)
+    gateway = await SharedGateway.start(SOCKET_NAME)
+    try:
+        await _serve(ready, Daemon(pool, gateway))
+    finally:
+        await gateway.stop()
+
+
+async def _serve(ready: Any, daemon: Daemon) -> None:
     daemon.backend = warm()
     sock_path = paths.socket_path()
     daemon.socket = str(sock_path)
@@ -188,7 +205,7 @@ async def serve(ready: Any, pool: Pool) -> None:
         async with server:
             await daemon.stopping.wait()
     finally:
-        await pool.close()
+        await daemon.pool.close()
         for leftover in (sock_path, paths.state_path()):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()

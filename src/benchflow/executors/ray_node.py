@@ -27,6 +27,7 @@ from benchflow.util import atomic
 from .gateway_link import LinkAddress, RemoteModelAccess
 from .trial_bundle import pack, unpack
 
+
 @dataclass
 class NodeWork:
     """Everything one attempt needs, as plain picklable values (no engine object crosses)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.gateway import failures
-from benchflow.gateway.budget import TrialBudget
+from benchflow.gateway.budget import JobBudget, TrialBudget
 from benchflow.gateway.pricing import Price
 from benchflow.gateway.upstream import Upstreams
 from benchflow.gateway.usage import CallUsage
@@ -38,8 +38,13 @@ class TrialRoute:
     """A registered trial: key, URLs, usage counters and token/turn budget."""
 
     def __init__(self, trial_id: str, llm_trajectory_path: Path, upstreams: Upstreams, base_url: str,
-                 token_budget: int | None = None, turn_budget: int | None = None) -> None:
+                 token_budget: int | None = None, turn_budget: int | None = None, *,
+                 meter: JobBudget | None = None, capture_tokens: bool = False) -> None:
         self.trial_id = trial_id
+        self.meter = meter if meter is not None else JobBudget()
+        """The job budget this route's calls are counted in (its run's, when a gateway serves several)."""
+        self.capture_tokens = capture_tokens
+        """Ask OpenAI-compatible upstreams for token ids and logprobs on this route's calls."""
         self.segment = path_segment(trial_id)
         self.key = KEY_PREFIX + secrets.token_urlsafe(24)
         self.llm_trajectory_path = Path(llm_trajectory_path)

@@ -106,8 +106,7 @@ class Gateway:
         self.config = config
         self.state = GatewayState.NEW
         self._proxy = ProxyState(upstreams=config.upstreams, recorder=Recorder(),
-                                 job_budget=JobBudget(config.max_cost_usd, config.max_tokens),
-                                 capture_tokens=config.capture_tokens)
+                                 job_budget=JobBudget(config.max_cost_usd, config.max_tokens))
         self._routes: dict[str, TrialRoute] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -127,6 +126,12 @@ class Gateway:
     @property
     def upstreams(self) -> Upstreams:
         return self.config.upstreams
+
+    @property
+    def serving(self) -> bool:
+        """Running and its server still up (a long-lived gateway checks before each run)."""
+        alive = self._thread.is_alive() if self._thread is not None else self._task is not None and not self._task.done()
+        return self.state is GatewayState.RUNNING and alive
 
     def _listen(self) -> list[socket.socket]:
         sockets: list[socket.socket] = []
@@ -193,11 +198,14 @@ class Gateway:
 
     def register_trial(self, trial_id: str, llm_trajectory_path: str | os.PathLike[str],
                        token_budget: int | None = None, turn_budget: int | None = None,
-                       upstreams: Upstreams | None = None) -> TrialRoute:
+                       upstreams: Upstreams | None = None, *, meter: JobBudget | None = None,
+                       capture_tokens: bool | None = None) -> TrialRoute:
         """Give a trial its key and URLs; its calls are recorded to ``llm_trajectory_path``.
 
         ``upstreams`` routes this one registration to providers of its own (a verifier's judge
-        holds keys from the task's ``verifier.env``, never the job's).
+        holds keys from the task's ``verifier.env``, never the job's); ``meter`` counts its calls
+        in a job budget other than the gateway's, ``capture_tokens`` overrides the gateway's
+        setting (both for a run served by a shared gateway: :mod:`benchflow.gateway.scope`).
 
         Raises:
             RuntimeError: the gateway is not running (its URL is not known yet).
@@ -208,7 +216,9 @@ class Gateway:
         if trial_id in self._routes:
             raise ValueError(f"trial {trial_id!r} is already registered with the gateway")
         route = TrialRoute(trial_id, Path(llm_trajectory_path), upstreams or self.config.upstreams, self.base_url,
-                           token_budget=token_budget, turn_budget=turn_budget)
+                           token_budget=token_budget, turn_budget=turn_budget,
+                           meter=meter if meter is not None else self._proxy.job_budget,
+                           capture_tokens=self.config.capture_tokens if capture_tokens is None else capture_tokens)
         # The file exists from the start: "no model call" reads differently from "never routed".
         route.llm_trajectory_path.parent.mkdir(parents=True, exist_ok=True)
         route.llm_trajectory_path.touch()

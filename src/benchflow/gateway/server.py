@@ -62,8 +62,6 @@ class ProxyState:
     job_budget: JobBudget
     routes: dict[str, TrialRoute] = field(default_factory=dict)
     client: UpstreamClient | None = None
-    capture_tokens: bool = False
-    """Ask OpenAI-compatible upstreams for token ids and logprobs (``gateway/tokens.py``)."""
 
 
 @dataclass
@@ -247,7 +245,7 @@ class Proxy:
                 and "stream_options" not in parsed:
             body = json.dumps({**parsed, "stream_options": {"include_usage": True}}).encode()
             metadata["stream_usage_added"] = True
-        if self.state.capture_tokens and isinstance(parsed, dict):
+        if route.capture_tokens and isinstance(parsed, dict):
             asked = token_capture.ask(kind, json.loads(body))
             if asked is not None:
                 body = json.dumps(asked).encode()
@@ -320,7 +318,7 @@ class Proxy:
         call.route.record_call(status, usage, price, model)
         tokens = usage.total if usage else 0
         call.route.budget.finish(tokens)
-        self.state.job_budget.add(tokens, price.cost_usd)
+        call.route.meter.add(tokens, price.cost_usd)
         call.metadata.update({"provider_model": provider_model, "usage": usage.as_dict() if usage else None,
                               "cost_usd": price.cost_usd, "price_source": price.price_source,
                               "priced_model": price.priced_model})

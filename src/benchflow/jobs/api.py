@@ -93,7 +93,9 @@ def resolve_ca_bundle(value: str | None) -> Path | None:
 
 
 async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = None,
-                    plan: Plan | None = None) -> RunOutcome:
+                    plan: Plan | None = None, gateway: Any = None) -> RunOutcome:
+    """``gateway``: a running gateway to serve this run's agents from (the warm daemon's), else
+    the run starts its own when its agent calls models."""
     emit = on_event or (lambda _e: None)
     plan = plan or make_plan(spec)
     if plan.card.env_refusals:
@@ -119,7 +121,7 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
                         identity={"agent": agent.name, "model": spec.model}, expected=expected,
                         restart_changed=spec.restart_changed)
     try:
-        return await _run_job(spec, plan, job, why, agent, backend, ca_bundle, emit)
+        return await _run_job(spec, plan, job, why, agent, backend, ca_bundle, emit, gateway)
     finally:
         job.release()
 
@@ -144,7 +146,7 @@ def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str,
 
 
 async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: Any, backend: Any,
-                   ca_bundle: Path | None, emit: Callable[[Event], None]) -> RunOutcome:
+                   ca_bundle: Path | None, emit: Callable[[Event], None], gateway: Any = None) -> RunOutcome:
     started = time.monotonic()
     paths = job.paths
     write_evaluation(job, spec.redacted(), {"agent": agent.name, "model": spec.model}, plan.tasks_dir)
@@ -163,7 +165,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
 
         fresh, budget_document = await run_shards(spec, plan, paths, todo, emit)
     else:
-        fresh, budget = await run_units(spec, plan, paths, todo, agent, ca_bundle, emit)
+        fresh, budget = await run_units(spec, plan, paths, todo, agent, ca_bundle, emit, gateway)
         budget_document = budget.document()
     results = {t.key: _finished_result(job.finished[t.key]) for t in units if t.key in job.finished}
     results.update(fresh)
@@ -185,15 +187,17 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
 
 
 async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask], agent: Any,
-                    ca_bundle: Path | None, emit: Callable[[Event], None]) -> tuple[dict[str, Any], BudgetKeeper]:
+                    ca_bundle: Path | None, emit: Callable[[Event], None],
+                    gateway: Any = None) -> tuple[dict[str, Any], BudgetKeeper]:
     """Schedule ``todo`` in this process (gateway for a model-calling agent, budgets, retries);
-    task key -> final result (None: never finished), and the budget keeper. A worker shard runs this too."""
+    task key -> final result (None: never finished), and the budget keeper. A worker shard runs this too.
+    ``gateway``: as :func:`run_async`."""
     backend = plan.backend
     models = None
     if not agent.is_control:  # the model gateway and its bridges: only a model-calling agent needs them
         from .model_access import ModelAccess
 
-        models = await ModelAccess.start(spec)
+        models = await ModelAccess.start(spec, shared=gateway)
     budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None)
     labels = {"benchflow.job": str(paths.root.resolve())}
 

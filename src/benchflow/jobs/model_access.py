@@ -9,6 +9,10 @@ gateway through a bridge of its own (:mod:`benchflow.jobs.bridge`): a read-only
 mounted socket where the backend can mount host folders, else the sandbox's
 exec stream.
 
+Under the warm daemon the gateway is the daemon's, already running: the run gets a scope of
+it (:mod:`benchflow.gateway.scope`: its own keys, job budget and routes) instead of starting
+one, and leaves it running when it ends.
+
 The per-trial key is the only credential the sandbox gets: an ``--agent-env``
 entry that holds a provider key (by name, e.g. ``GOOGLE_API_KEY``, or by value,
 under any name) is used upstream and reaches the agent as the trial's key.
@@ -24,7 +28,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bridge import MOUNT, SOCKET_NAME, OpenBridge, open_bridge, remove_trial_folder, trial_folder
+from .bridge import (
+    MOUNT,
+    SOCKET_NAME,
+    OpenBridge,
+    open_bridge,
+    remove_trial_folder,
+    trial_folder,
+)
 
 
 def provider_key_names() -> frozenset[str]:
@@ -50,15 +61,26 @@ class ModelAccess:
     agent_env: dict[str, str] = field(default_factory=dict)
     token_budget: int | None = None
     turn_budget: int | None = None
+    shared: bool = False
+    """The gateway is a scope of a gateway that outlives the run (the daemon's): not stopped here."""
     _bridges: dict[str, OpenBridge] = field(default_factory=dict)
     _folders: dict[str, Path] = field(default_factory=dict)
 
     @classmethod
-    async def start(cls, spec: Any) -> "ModelAccess":
+    async def start(cls, spec: Any, shared: Any = None) -> ModelAccess:
+        """The run's gateway: a new one, or with ``shared`` (a running
+        :class:`benchflow.gateway.scope.SharedGateway`, the daemon's) a scope of that one."""
         from benchflow.gateway import Gateway, GatewayConfig, Upstreams
 
-        folder = Path(tempfile.mkdtemp(prefix="benchflow-gw-"))
         upstreams = Upstreams.from_env({**os.environ, **spec.agent_env})
+        if shared is not None:
+            from benchflow.gateway import tokens
+
+            scope = shared.scope(upstreams, max_cost_usd=spec.budget.max_cost_usd, max_tokens=spec.budget.max_tokens,
+                                 capture_tokens=spec.capture_tokens or tokens.capture_from_env())
+            return cls(gateway=scope, folder=shared.folder, agent_env=dict(spec.agent_env), shared=True,
+                       token_budget=spec.budget.token_budget, turn_budget=spec.budget.turn_budget)
+        folder = Path(tempfile.mkdtemp(prefix="benchflow-gw-"))
         gateway = Gateway(GatewayConfig(upstreams=upstreams, unix_socket=folder / SOCKET_NAME, port=None,
                                         max_cost_usd=spec.budget.max_cost_usd, max_tokens=spec.budget.max_tokens,
                                         **({"capture_tokens": True} if spec.capture_tokens else {})))
@@ -127,5 +149,11 @@ class ModelAccess:
         for bridge in self._bridges.values():
             bridge.close()
         self._bridges.clear()
+        for folder in self._folders.values():
+            remove_trial_folder(folder)
+        self._folders.clear()
+        if self.shared:
+            self.gateway.close()
+            return
         await self.gateway.stop()
         shutil.rmtree(self.folder, ignore_errors=True)
