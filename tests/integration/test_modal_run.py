@@ -194,3 +194,24 @@ def test_listing_makes_nothing_and_finds_nothing_before_the_first_sandbox(modal_
     assert get_backend("modal").available()[0], "a token Modal accepts works before any app exists"
     assert get_backend("modal").leftovers() == []
     assert "never-used" not in modal_double.state.apps, "looking does not make the app"
+
+
+def test_large_stdin_and_a_command_that_does_not_read_it(modal_double, monkeypatch) -> None:
+    from benchflow.sandbox import SandboxSpec, get_backend
+
+    for name, value in modal_double.env().items():
+        monkeypatch.setenv(name, value)
+    box = get_backend("modal").create(SandboxSpec(name="stdin", environment_dir=None, image="debian:bookworm-slim",
+                                                  cache_key="stdin", network_mode="no-network", workdir="/tmp"))
+    data = bytes(range(256)) * (12 << 12)  # 12 MiB, every byte value
+
+    async def run() -> tuple[str, int]:
+        await box.start()
+        try:
+            counted = await box.exec(["sh", "-c", "cat | wc -c"], stdin=data)
+            ignored = await box.exec(["true"], stdin=data)
+            return counted.stdout.strip(), ignored.return_code
+        finally:
+            await box.stop()
+
+    assert asyncio.run(run()) == (str(len(data)), 0)

@@ -182,9 +182,14 @@ class ModalSandbox:
         process = await self.open(words)
         out, err = _Collector(cap), _Collector(cap)
 
+        async def send() -> None:
+            try:
+                await feed(process.stdin, stdin or b"")
+            except Exception:  # noqa: BLE001, S110 - the command ended without reading all its stdin
+                pass
+
         async def finish() -> int:
-            await feed(process.stdin, stdin or b"")
-            await asyncio.gather(out.read(process.stdout), err.read(process.stderr))
+            await asyncio.gather(send(), out.read(process.stdout), err.read(process.stderr))
             return await process.wait.aio()
 
         task = asyncio.ensure_future(finish())
