@@ -39,6 +39,7 @@ BACKENDS: dict[str, str] = {
     "docker+runsc": "benchflow.sandbox.docker_backend:GVISOR_BACKEND",
     "apple-container": "benchflow.sandbox.apple_container_backend:BACKEND",
     "modal": "benchflow.sandbox.modal_backend:BACKEND",
+    "agentcore": "benchflow.sandbox.agentcore_backend:BACKEND",
 }
 
 # The default --sandbox: the first of these that works here, else the last.
@@ -49,12 +50,7 @@ DEFAULT_ORDER = ("docker", "local")
 GPU_DEFAULT = "modal"
 
 # Names the CLI reference knows that this build does not provide, with why.
-UNSUPPORTED = {
-    "agentcore": ("AWS AgentCore cannot host a task's sandbox through boto3: its code interpreter runs AWS's own "
-                  "image, not the task's; a runtime runs an image from ECR that must serve AgentCore's HTTP "
-                  "agent contract, and its boto3 commands (InvokeAgentRuntimeCommand) take no stdin (the "
-                  "interactive shell is a WebSocket terminal outside boto3), so no agent can be streamed to"),
-}
+UNSUPPORTED: dict[str, str] = {}
 
 
 def _registered() -> dict[str, str]:

@@ -1,0 +1,273 @@
+"""One AgentCore runtime and one session in it for one trial, through ``boto3``.
+
+``build`` makes the image and pushes it to ECR (:mod:`.agentcore_image`);
+``start`` creates the runtime (CreateAgentRuntime: the image, the execution
+role, network mode ``PUBLIC``, the owner labels as tags) and learns its id
+before anything else can fail, so a failed or cancelled start deletes it; it
+waits for ``READY`` (GetAgentRuntime, with a deadline), then runs the docker
+backend's setup script in the session. Every command is one
+``InvokeAgentRuntimeCommand`` in the sandbox's session (:mod:`.agentcore_commands`)
+with the shell lines of :mod:`.daytona_commands`: a per-exec marker, so a
+timeout kills the command's whole tree; stdin from a file uploaded first; a
+non-root user through ``su``. Files go as one tar, base64 in commands
+(``put``) or base64 on a command's stdout (``get``). ``stop`` deletes the runtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import re
+import secrets
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
+
+from . import agentcore_commands as ac
+from . import daytona_commands as cmds
+from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .copyout import CopyReport, copy_out_tar
+from .docker_setup import SETUP, resolve_workdir
+from .tarstream import pack
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT_SEC = 600.0
+POLL_SEC = 0.2
+POLL_MAX_SEC = 5.0
+TIMEOUT_RC = 124
+DRAIN_AFTER_KILL_SEC = 5.0
+
+
+class AgentCoreSandbox:
+    """See the module docstring. ``labels`` are the owner labels written on the runtime as tags."""
+
+    def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
+        self.spec = spec
+        self.capabilities = capabilities
+        self.labels = dict(labels)
+        self._uri: str | None = None
+        self._id: str | None = None
+        self._arn: str | None = None
+        self._session = ac.session_id()
+        self._data = None
+        self._ready = False
+        self._workdir: str | None = None
+        self._stopped = False
+        self._stop_task: asyncio.Future | None = None
+        slug = re.sub(r"[^a-zA-Z0-9]+", "_", spec.name)[:30]
+        self.name = f"bf_{slug}_{secrets.token_hex(4)}"
+
+    @property
+    def sandbox_id(self) -> str | None:
+        return self._id
+
+    @property
+    def workdir(self) -> str:
+        return self._workdir or resolve_workdir(self.spec.workdir, None)
+
+    def _refuse_what_it_cannot_do(self) -> None:
+        from .agentcore_backend import NETWORK_REASON
+
+        if self.spec.mounts:
+            raise CapabilityError(f"{self.spec.name}: an AgentCore sandbox runs in AWS and cannot mount this "
+                                  "machine's folders")
+        if self.spec.compose_file is not None:
+            raise CapabilityError(f"{self.spec.name}: the AgentCore sandbox runs one container, not a "
+                                  "docker-compose environment")
+        if self.capabilities.network_for(self.spec.network_mode) is None:
+            raise CapabilityError(f"{self.spec.name}: network mode {self.spec.network_mode!r} is not enforced "
+                                  f"by the AgentCore sandbox: {NETWORK_REASON} (see docs/agentcore.md)")
+        if self.spec.gpus:
+            raise CapabilityError(f"{self.spec.name}: AgentCore runtimes have no GPUs")
+
+    async def build(self) -> None:
+        if self._uri is not None:
+            return
+        self._refuse_what_it_cannot_do()
+        from .agentcore_image import container_uri
+
+        self._uri = await container_uri(self.spec, self.labels)
+
+    async def start(self) -> None:
+        if self._ready:
+            return
+        if self._stopped:
+            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        try:
+            await self.build()
+            await self._create()
+            await self._setup()
+        except BaseException:
+            await self.stop()
+            raise
+
+    def _request(self) -> dict:
+        """The CreateAgentRuntime request (without the id the call returns)."""
+        from .agentcore_backend import aws_tags, settings
+
+        return {"agentRuntimeName": self.name,
+                "agentRuntimeArtifact": {"containerConfiguration": {"containerUri": self._uri}},
+                "roleArn": settings()[1], "networkConfiguration": {"networkMode": "PUBLIC"},
+                "description": f"BenchFlow sandbox for {self.spec.name}"[:4096],
+                "environmentVariables": dict(self.spec.env) or None,
+                "lifecycleConfiguration": {"idleRuntimeSessionTimeout": 3600, "maxLifetime": 28800},
+                "tags": aws_tags(self.labels)}
+
+    async def _create(self) -> None:
+        from .agentcore_backend import client
+
+        control = await asyncio.to_thread(client, "bedrock-agentcore-control")
+        self._data = await asyncio.to_thread(client, "bedrock-agentcore")
+        request = {k: v for k, v in self._request().items() if v is not None}
+        made = await asyncio.to_thread(control.create_agent_runtime, **request)
+        self._id, self._arn = made["agentRuntimeId"], made["agentRuntimeArn"]
+        deadline = time.monotonic() + READY_TIMEOUT_SEC
+        delay = POLL_SEC
+        while True:
+            found = await asyncio.to_thread(control.get_agent_runtime, agentRuntimeId=self._id)
+            if found["status"] == "READY":
+                break
+            if found["status"].endswith("FAILED") or time.monotonic() > deadline:
+                raise BuildError(f"{self.spec.name}: the AgentCore runtime did not become READY "
+                                 f"({found['status']}): {found.get('failureReason') or 'no reason given'}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, POLL_MAX_SEC)
+        self._ready = True
+
+    async def _setup(self) -> None:
+        image_wd = None
+        if self.spec.workdir is None:  # a command starts in the image's WORKDIR
+            image_wd = (await ac.run_line(self, "pwd < /dev/null", timeout=60))[1].strip() or None
+        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
+        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/")
+        if not done.success:
+            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
+                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+
+    def _require(self) -> None:
+        if not self._ready or self._stopped:
+            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+
+    async def kill(self, marker: str) -> None:
+        """Kill every process of the exec ``marker`` (its whole tree, setsid children too)."""
+        await ac.run_line(self, cmds.kill_line(marker), timeout=30)
+
+    async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
+                   cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
+                   output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
+        self._require()
+        marker = secrets.token_hex(8)
+        words = cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user)
+        stdin_path = None
+        if stdin is not None:
+            stdin_path = f"/tmp/.bf-stdin-{marker}"
+            await ac.upload(self, stdin, stdin_path)
+        out: list[str] = []
+        err: list[str] = []
+        line = cmds.command_line(words, marker, stdin_path=stdin_path)
+        if stdin_path is not None:
+            line += f"; rc=$?; rm -f {stdin_path}; exit $rc"
+        command = ac.Command(self, line, timeout=None if timeout is None else timeout + 30,
+                             on_output=lambda name, text: (out if name == "stdout" else err).append(text))
+        running = asyncio.ensure_future(command.run())
+        try:
+            code = await asyncio.wait_for(asyncio.shield(running), timeout)
+        except asyncio.TimeoutError:
+            code = None
+            await self.kill(marker)
+            try:
+                await asyncio.wait_for(asyncio.shield(running), DRAIN_AFTER_KILL_SEC)
+            except asyncio.TimeoutError:
+                command.close()
+        except asyncio.CancelledError:
+            command.close()
+            raise
+        await asyncio.sleep(0)
+        stdout, cut_out = cmds.capped("".join(out), output_cap)
+        stderr, cut_err = cmds.capped("".join(err), output_cap)
+        if code is None or command.status == "TIMED_OUT":
+            stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
+            return ExecResult(TIMEOUT_RC, stdout, stderr, timed_out=True, truncated=cut_out or cut_err)
+        return ExecResult(code, stdout, stderr, truncated=cut_out or cut_err)
+
+    async def exec_stream(self, cmd: list[str], *, user: str | None = None,
+                          env: Mapping[str, str] | None = None, cwd: str | None = None):
+        from .agentcore_stream import open_process
+
+        self._require()
+        return await open_process(self, cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user))
+
+    async def put(self, local: Path, remote: str) -> None:
+        local = Path(local)
+        if not local.exists() and not local.is_symlink():
+            raise FileNotFoundError(f"put: {local} does not exist")
+        self._require()
+        path = f"/tmp/.bf-put-{secrets.token_hex(8)}.tar"
+        with pack(local, remote) as archive:
+            data = await asyncio.to_thread(archive.read)
+        await ac.upload(self, data, path)
+        result = await self.exec(["sh", "-c", 'tar -xpf "$1" -C / && rm -f "$1"', "sh", path], cwd="/")
+        if not result.success:
+            raise InfraError(f"put {local} -> {remote}: {result.stderr.strip()[-300:]}")
+
+    async def get(self, remote: str, local: Path) -> CopyReport:
+        self._require()
+        name = PurePosixPath(remote)
+        script = 'test -e "$1" || test -L "$1" || exit 44; tar -cf - -C "$2" "$3" | base64'
+        line = cmds.command_line(["sh", "-c", script, "sh", str(name), str(name.parent), name.name],
+                                 secrets.token_hex(8))
+        with tempfile.TemporaryFile() as spool:
+            pending = [""]
+
+            def feed(stream: str, text: str) -> None:
+                if stream != "stdout":
+                    return
+                lines = (pending[0] + text).split("\n")
+                pending[0] = lines.pop()
+                spool.write(base64.b64decode("".join(lines)))
+
+            code = await ac.Command(self, line, timeout=None, on_output=feed).run()
+            await asyncio.sleep(0)
+            if code == 44:
+                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+            if code != 0:
+                raise InfraError(f"get {remote} from AgentCore runtime {self._id}: exit {code}")
+            spool.write(base64.b64decode(pending[0]))
+            spool.seek(0)
+            return await asyncio.to_thread(lambda: copy_out_tar(_chunks(spool), name.name, Path(local)))
+
+    async def snapshot(self, *, retain: bool = False) -> str:
+        raise CapabilityError("the AgentCore sandbox has no snapshots")
+
+    async def restore(self, ref: str) -> None:
+        raise CapabilityError("the AgentCore sandbox has no snapshots")
+
+    async def stop(self) -> None:
+        """Delete the runtime. Idempotent, never raises, finishes under cancellation."""
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(self._stop_all())
+        try:
+            await asyncio.shield(self._stop_task)
+        except asyncio.CancelledError:
+            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
+            raise
+
+    async def _stop_all(self) -> None:
+        self._stopped = True
+        if self._id is not None:
+            from .agentcore_backend import BACKEND
+
+            stayed = await asyncio.to_thread(BACKEND.remove, [self._id])
+            if stayed:
+                log.warning("could not delete AgentCore runtime %s: %s (bench sandbox cleanup removes it)",
+                            self._id, stayed[self._id])
+
+
+def _chunks(handle):
+    while chunk := handle.read(1 << 20):
+        yield chunk
