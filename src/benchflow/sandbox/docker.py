@@ -38,6 +38,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from benchflow.errors import (
     CapabilityError,
@@ -45,7 +46,7 @@ from benchflow.errors import (
     SandboxError,
 )
 
-from . import ca, docker_pod
+from . import ca
 from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .copyout import CopyReport, copy_out_tar
@@ -64,6 +65,9 @@ from .engine_api import (
 )
 from .engine_stream import attach_stream
 from .tarstream import pack_many, pack_members
+
+if TYPE_CHECKING:
+    from .docker_pod import DockerPod
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +127,7 @@ class DockerSandbox:
         """Replaced containers being removed in the background (``stop()`` waits for them)."""
         self._stop_task: asyncio.Future | None = None
         self._kept = False
-        self.pod: docker_pod.DockerPod | None = None
+        self.pod: DockerPod | None = None
         """The task's other compose services, pod-style in this container's network (:mod:`.docker_pod`)."""
 
     @property
@@ -158,13 +162,17 @@ class DockerSandbox:
 
     async def _build_pod(self) -> None:
         if self.pod is None and self.spec.compose_file is not None:
+            from . import docker_pod  # only a task with compose services loads it
+
             self.pod = docker_pod.DockerPod(docker_pod.load(self.spec.compose_file, self.spec.compose_variables), self)
         if self.pod is not None:
             await self.pod.build()
 
     def service(self, name: str):
         """The compose service ``name`` as a sandbox view (``main`` is this sandbox)."""
-        if name == docker_pod.MAIN:
+        from .compose_file import MAIN
+
+        if name == MAIN:
             return self
         if self.pod is None:
             raise SandboxError(f"{self.spec.name}: no service {name!r}: the task has no docker-compose services")
