@@ -63,3 +63,14 @@ def modal_double():
     served = serve()
     yield served
     served.stop()
+
+
+@pytest.fixture(scope="session")
+def agentcore_double():
+    """The AgentCore, ECR and registry double (tests/doubles/agentcore_api_double.py) on a loopback port for
+    the session; ``.env()`` is what points the ``agentcore`` sandbox at it (with dummy AWS credentials)."""
+    from tests.doubles.agentcore_api_double import serve
+
+    served = serve()
+    yield served
+    served.stop()

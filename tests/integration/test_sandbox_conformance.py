@@ -11,7 +11,10 @@ A backend that does not work on this machine is skipped with its own reason
 The ``daytona`` backend (an entry point of this package) talks to the Daytona API
 double of ``tests/doubles/daytona_api_double.py``, which backs each sandbox with a
 container on the local engine. The ``modal`` backend talks to the Modal gRPC API double of
-``tests/doubles/modal_api_double.py`` (control plane and task command router), which does the same.
+``tests/doubles/modal_api_double.py`` (control plane and task command router), which does the same,
+and the ``agentcore`` backend to the AgentCore, ECR and registry double of
+``tests/doubles/agentcore_api_double.py``. A backend that does not enforce ``no-network`` (see its
+capabilities) runs the suite's sandboxes with ``public`` and skips the no-network check.
 
 The ``apple-container`` backend runs the ``container`` CLI double of
 ``tests/doubles/apple_container_cli_double.py`` (first on PATH, with the backend's
@@ -64,13 +67,15 @@ def local_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def machine(monkeypatch, local_cache, daytona_double, apple_container_double, modal_double) -> None:
+def machine(monkeypatch, local_cache, daytona_double, apple_container_double, modal_double,
+            agentcore_double) -> None:
     """This machine as the suite sees it: the test plugin installed, a private cache, the
     test script's second engine as the remote one when none is configured, the Daytona
     API double as Daytona, the CLI double as Apple's container CLI and the Modal gRPC double as Modal."""
     monkeypatch.syspath_prepend(str(PLUGIN_PATH))
     monkeypatch.setenv("BENCHFLOW_CACHE", str(local_cache))
-    for name, value in daytona_double.env().items() | apple_container_double.items() | modal_double.env().items():
+    for name, value in (daytona_double.env().items() | apple_container_double.items() | modal_double.env().items()
+                        | agentcore_double.env().items()):
         monkeypatch.setenv(name, value)
     if not os.environ.get("BENCHFLOW_REMOTE_DOCKER_HOST"):
         monkeypatch.setenv("BENCHFLOW_REMOTE_DOCKER_HOST", REMOTE_SOCKET)
@@ -107,8 +112,14 @@ def make_env(root: Path, run_line: str = "RUN date +%s%N > /opt/marker") -> Path
     return env
 
 
-def make_spec(env: Path, key: str, **overrides) -> SandboxSpec:
-    fields = dict(name=f"conf-{key}", environment_dir=env, cache_key=key, network_mode="no-network",
+def strictest_network(backend_name: str) -> str:
+    """``no-network`` where the backend enforces it, else ``public``."""
+    return "no-network" if get_backend(backend_name).capabilities.network_for("no-network") else "public"
+
+
+def make_spec(backend, env: Path, key: str, **overrides) -> SandboxSpec:
+    fields = dict(name=f"conf-{key}", environment_dir=env, cache_key=key,
+                  network_mode=strictest_network(backend.name),
                   labels={"benchflow.job": JOB, "benchflow.trial": f"conf-{os.getpid()}"})
     fields.update(overrides)
     return SandboxSpec(**fields)
@@ -116,7 +127,7 @@ def make_spec(env: Path, key: str, **overrides) -> SandboxSpec:
 
 @pytest.fixture
 async def sandbox(backend, tmp_path):
-    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}"))
+    box = backend.create(make_spec(backend, make_env(tmp_path), f"base-{backend.name}"))
     await box.start()
     try:
         yield box
@@ -140,11 +151,11 @@ async def test_build_cache_hit_and_miss_on_digest_change(backend, tmp_path):
 
     (env / "version.txt").write_text("v1\n")
     (env / "Dockerfile").write_text(f"FROM {BASE}\nCOPY version.txt /opt/marker\nRUN date +%s%N >> /opt/marker\n")
-    first = await marker(make_spec(env, key))
+    first = await marker(make_spec(backend, env, key))
     assert first.startswith("v1\n")
-    assert first == await marker(make_spec(env, key)), "same digest must reuse the built image"
+    assert first == await marker(make_spec(backend, env, key)), "same digest must reuse the built image"
     (env / "version.txt").write_text("v2\n")
-    assert (await marker(make_spec(env, key + "-changed"))).startswith("v2\n"), "a new digest must rebuild"
+    assert (await marker(make_spec(backend, env, key + "-changed"))).startswith("v2\n"), "a new digest must rebuild"
 
 
 async def test_exec_reports_rc_streams_env_cwd_and_user(sandbox):
@@ -250,6 +261,8 @@ def _host_ip() -> str:
 
 
 async def test_no_network_has_only_loopback_and_cannot_connect(sandbox):
+    if sandbox.spec.network_mode != "no-network":
+        pytest.skip("this backend does not enforce no-network (its capabilities say so)")
     devices = await sandbox.exec(["cat", "/proc/net/dev"])
     names = {line.split(":")[0].strip() for line in devices.stdout.splitlines() if ":" in line}
     assert names == {"lo"}, devices.stdout
@@ -265,7 +278,7 @@ async def test_no_network_has_only_loopback_and_cannot_connect(sandbox):
 
 
 async def test_stop_is_idempotent_and_leaves_nothing(backend, tmp_path):
-    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}"))
+    box = backend.create(make_spec(backend, make_env(tmp_path), f"base-{backend.name}"))
     await box.start()
     sandbox_id = box.sandbox_id
     assert sandbox_id and backend.exists(sandbox_id)
@@ -277,7 +290,7 @@ async def test_stop_is_idempotent_and_leaves_nothing(backend, tmp_path):
 
 
 async def test_cancelled_trial_leaves_no_sandbox(backend, tmp_path):
-    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}"))
+    box = backend.create(make_spec(backend, make_env(tmp_path), f"base-{backend.name}"))
     started = asyncio.Event()
 
     async def trial() -> None:
@@ -304,7 +317,7 @@ def _of_trial(backend, trial: str) -> list:
 async def test_a_start_whose_build_fails_leaves_nothing(backend, tmp_path):
     trial = f"failed-start-{os.getpid()}"
     env = make_env(tmp_path, run_line="RUN echo building; exit 3")
-    box = backend.create(make_spec(env, f"fails-{os.getpid()}-{tmp_path.name}",
+    box = backend.create(make_spec(backend, env, f"fails-{os.getpid()}-{tmp_path.name}",
                                    labels={"benchflow.job": JOB, "benchflow.trial": trial}))
     with pytest.raises(SandboxError):
         await box.start()  # start() builds first when it has to
@@ -314,7 +327,7 @@ async def test_a_start_whose_build_fails_leaves_nothing(backend, tmp_path):
 
 async def test_a_start_cancelled_midway_leaves_nothing(backend, tmp_path):
     trial = f"cancelled-start-{os.getpid()}"
-    box = backend.create(make_spec(make_env(tmp_path), f"base-{backend.name}",
+    box = backend.create(make_spec(backend, make_env(tmp_path), f"base-{backend.name}",
                                    labels={"benchflow.job": JOB, "benchflow.trial": trial}))
     starting = asyncio.create_task(box.start())
     deadline = time.monotonic() + 120
@@ -345,7 +358,7 @@ import asyncio, sys
 from pathlib import Path
 from benchflow.sandbox import SandboxSpec, get_backend
 env = Path(sys.argv[2]) / "environment"
-spec = SandboxSpec(name="orphan", environment_dir=env, cache_key=sys.argv[3], network_mode="no-network",
+spec = SandboxSpec(name="orphan", environment_dir=env, cache_key=sys.argv[3], network_mode=sys.argv[6],
                    labels={"benchflow.job": sys.argv[4], "benchflow.trial": sys.argv[5]})
 async def main():
     box = get_backend(sys.argv[1]).create(spec)
@@ -360,7 +373,8 @@ async def test_what_a_killed_run_left_is_listed_as_an_orphan_and_removed(backend
     trial = f"killed-{os.getpid()}"
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(PLUGIN_PATH), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     child = subprocess.Popen([sys.executable, "-c", CHILD, backend.name, str(make_env(tmp_path).parent),
-                              f"base-{backend.name}", JOB, trial], stdout=subprocess.PIPE, text=True, env=env)
+                              f"base-{backend.name}", JOB, trial, strictest_network(backend.name)],
+                             stdout=subprocess.PIPE, text=True, env=env)
     try:
         sandbox_id = await asyncio.to_thread(child.stdout.readline)
         sandbox_id = sandbox_id.strip()
@@ -384,7 +398,7 @@ async def test_host_mounts_work_or_are_refused(backend, tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     (shared / "note.txt").write_text("from the host\n")
-    spec = make_spec(make_env(tmp_path), f"base-{backend.name}", mounts={"/mnt/shared": shared})
+    spec = make_spec(backend, make_env(tmp_path), f"base-{backend.name}", mounts={"/mnt/shared": shared})
     box = backend.create(spec)
     try:
         if backend.capabilities.host_mounts:

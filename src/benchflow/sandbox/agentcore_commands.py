@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import math
 import secrets
+import socket
 import threading
 from collections.abc import Callable
 
@@ -90,17 +92,21 @@ class Command:
                 return
             raise InfraError(f"command in AgentCore runtime {self._sandbox.sandbox_id}: {exc}") from exc
         finally:
-            self.close()
+            self._closed.set()
+            if self._response is not None:
+                with contextlib.suppress(Exception):
+                    self._response["stream"].close()
 
     def close(self) -> None:
-        """End the response stream (wakes the reading thread)."""
+        """End the response from another thread: its socket is shut down, which wakes the reading
+        thread (closing the stream itself would wait for the read's lock)."""
         self._closed.set()
-        response = self._response
-        if response is not None:
-            try:
-                response["stream"].close()
-            except Exception:  # noqa: BLE001, S110 - already closed
-                pass
+        if self._response is not None:
+            raw = getattr(self._response["stream"], "_raw_stream", None)
+            reader = getattr(getattr(raw, "_fp", None), "fp", None)
+            sock = getattr(getattr(reader, "raw", None), "_sock", None)
+            with contextlib.suppress(OSError, AttributeError):
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 async def run_line(sandbox, line: str, *, timeout: float | None = None) -> tuple[int | None, str, str]:
