@@ -53,6 +53,9 @@ class ChildRun:
     clear_logs: bool = True
     """The snapshot may hold an earlier agent's ``/logs/agent`` (cleared first, one exec); False
     when the fork was taken before any agent ran or with its logs already cleared."""
+    after_agent: Callable[[], None] | None = None
+    """Called once the child's agent has stopped (or the child ended without one): children in
+    turns (:mod:`.turns`) hand the next child its turn."""
     session_id: str | None = None
     """The session the child's agent ended in (a nested fork's children reload it)."""
 
@@ -110,7 +113,9 @@ async def _attempt(run: ChildRun, sandbox: Sandbox, restore: Callable[[], Awaita
         async with agent_network(req, sandbox, paths, state):  # a restored sandbox is a new one: its own proxy
             if state.error is None:
                 await agent_phase(req, sandbox, paths, run.prompts, sink, state, timing,
-                                  resume_session=run.resume_session)
+                                  resume_session=run.resume_session, after_run=run.after_agent)
+        if run.after_agent is not None:  # no agent ran (a failed restore or network set-up)
+            run.after_agent()
         run.session_id = state.outcome.session_id if state.outcome is not None else None
         if before_verify is not None:
             await before_verify()

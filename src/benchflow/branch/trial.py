@@ -306,7 +306,7 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
     """Run one child (or only its nested fork when the child itself finished earlier); True when it
     ended with a reward or a verifier verdict. ``fresh``: the sandbox is at ``ref`` already (a
     retry restores all the same); ``ahead``: restores of ``ref`` that follow, started ahead;
-    ``after_agent``: called when its agent phase is over (a turn handed on)."""
+    ``after_agent``: called when its agent has stopped (a turn handed on)."""
     tree = bt.tree
     spec_child = next(c for c in bt.spec.children if c.label == node)
     parent_node = tree.tree.fork(fork).parent_node
@@ -323,12 +323,10 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
     run = ChildRun(req=bt.req, paths=paths, fork=fork, parent_node=parent_node, prompts=prompts,
                    prompt_source=tree.tree.node(node).prompt_source, installed=bt.installed,
                    resume_session=tree.tree.fork(fork).session_id if bt.spec.resume_session else None,
-                   clear_logs=fork not in bt.clean_forks)
+                   clear_logs=fork not in bt.clean_forks, after_agent=after_agent)
     nested_ref: list[str | None] = []
 
     async def snapshot_nested() -> None:
-        if after_agent is not None:
-            after_agent()
         if nested is not None and not tree.fork_done(nested_id):
             nested_ref.append(await fork_point(bt, sandbox, nested_id))
             tree.set_fork(nested_id, snapshot=nested_ref[0], snapshot_kept=bt.spec.retain_snapshots,

@@ -5,8 +5,10 @@ a time, no two agents competing for the machine). Nothing else of a child needs 
 child before it: while child N's agent runs, the sandboxes of the next children start straight
 from the fork's snapshot, and child N's verifier, copy-outs, record and teardown run while child
 N+1's agent works. A child waits for its :class:`Turn` before its agent starts and hands the turn
-on once its agent phase is over (or the child ended without one). On a task whose agent is quick
-this is most of what a child costs, and every fresh trial pays it one after the other.
+on once its agent has stopped, before its logs are copied out (or when the child ended without an
+agent). On a task whose agent is quick this is most of what a child costs, and every fresh trial
+pays it one after the other. (A ``--child-retries`` retry of a child whose agent did nothing, an
+infrastructure failure, runs without waiting for a turn again.)
 
 Used only where every child stands alone (see ``trial._in_turns``): no nested fork under them (those
 run in the child's sandbox after its verifier), no ``--stop-on-child-failure`` (the next child would

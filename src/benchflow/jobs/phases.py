@@ -14,6 +14,7 @@ import asyncio
 import datetime as dt
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,10 +154,12 @@ def setup_failure(req: TrialRequest, failure: SessionSetupError, state: TrialSta
 
 async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, prompts: list[str],
                        sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float], *,
-                       resume_session: str | None = None, follow_up: Any = None) -> None:
+                       resume_session: str | None = None, follow_up: Any = None,
+                       after_run: Callable[[], None] | None = None) -> None:
     """Install (unless layered), open model access, deploy skills, run the agent on ``prompts``
     (continuing the ACP session ``resume_session`` when given; after them, ``follow_up`` gives the
-    next prompts, see :mod:`.sim_user`), copy its logs and artifacts out."""
+    next prompts, see :mod:`.sim_user`), copy its logs and artifacts out. ``after_run`` is called
+    once the agent has stopped, before the copy-outs (a branch child hands its turn on)."""
     timeout = agent_timeout(req)
     ctx = AgentContext(
         task_name=req.task.name, workdir=sandbox.workdir, prompts=prompts, trial_dir=paths.root,
@@ -200,6 +203,8 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
     except BenchError as exc:
         state.outcome = AgentOutcome(error=str(exc), error_category=exc.category)
     timing["agent_execution"] = time.monotonic() - t
+    if after_run is not None:
+        after_run()
     outcome = state.outcome
     if req.models is not None:
         _account_model_use(req, paths.name, outcome, state)
