@@ -24,7 +24,6 @@ def tasks(tmp_path: Path) -> Path:
     (["--agent-env", "NOEQUALS"], "KEY=VALUE"),
     (["--agent-idle-timeout", "soon"], "--agent-idle-timeout"),
     (["--sandbox", "moon"], "unknown sandbox"),
-    (["--sandbox", "agentcore"], "not available in this build"),
     (["--config-override", "{\"verifier\": {}}"], "only agent, sandbox and metadata"),
 ])
 def test_bad_flag_values_are_one_line_and_exit_2(bench, tasks: Path, args: list[str], needle: str) -> None:

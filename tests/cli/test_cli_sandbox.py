@@ -98,9 +98,9 @@ def test_attach_without_a_kept_sandbox_is_a_one_line_user_error(bench, tmp_path)
 
 
 def test_create_refuses_an_unknown_backend(bench, tmp_path):
-    result = bench("sandbox", "create", str(make_task(tmp_path, "m2")), "--sandbox", "agentcore")
+    result = bench("sandbox", "create", str(make_task(tmp_path, "m2")), "--sandbox", "moon")
     assert result.returncode == 2
-    assert "--sandbox agentcore" in result.stderr
+    assert "--sandbox moon" in result.stderr
 
 
 def _without_docker(tmp_path: Path) -> dict[str, str]:
@@ -152,7 +152,7 @@ def test_cache_commands_know_the_local_sandbox(bench, tmp_path):
     only_local = bench("cache", "clean", "--sandbox", "local", env=env)
     assert only_local.returncode == 0 and "Nothing to clean." in only_local.stdout
     assert "skipped Docker" not in only_local.stderr, "an explicit --sandbox local does not ask Docker"
-    wrong = bench("cache", "list", "--sandbox", "agentcore", env=env)
+    wrong = bench("cache", "list", "--sandbox", "moon", env=env)
     assert wrong.returncode == 2
-    assert "--sandbox agentcore" in wrong.stderr and "local" in wrong.stderr
+    assert "--sandbox moon" in wrong.stderr and "local" in wrong.stderr
 

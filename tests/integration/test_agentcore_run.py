@@ -38,8 +38,8 @@ def test_a_no_network_task_is_refused_with_the_reason(tmp_path: Path, agentcore_
     make_task(tmp_path / "tasks", "closed", solve=WRITE_HELLO, test=PASS_IF_HELLO, network="no-network")
     done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "agentcore", "--jobs-dir", str(tmp_path / "jobs"),
                      env=agentcore_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")})
-    assert done.returncode != 0 or "0 scored" in done.stdout, done.stdout
-    assert "no-network" in done.stdout + done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "'no-network' is not enforced on --sandbox agentcore" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, agentcore_double, monkeypatch) -> None:
