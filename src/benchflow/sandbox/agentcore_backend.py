@@ -142,7 +142,7 @@ class AgentCoreBackend(Backend):
         return found["status"] not in GONE
 
     def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
-        wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
+        wanted = aws_tags({eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {}))
         try:
             api = client("bedrock-agentcore-control")
         except SandboxUnavailable:
