@@ -12,7 +12,7 @@ It speaks what botocore sends and parses, unpatched:
   stdout/stderr text, contentStop with exitCode and status); each runtime
   session (``X-Amzn-Bedrock-AgentCore-Runtime-Session-Id``) is a container on the
   local Docker engine started from the runtime's image on its first command, and
-  a command is an engine exec of ``/bin/sh -c <command>``, killed at its ``timeout``;
+  a command is an engine exec of ``timeout <timeout> /bin/sh -c <command>`` (``TIMED_OUT`` when it hit it);
 - ``ecr`` (json 1.1, ``X-Amz-Target``): GetAuthorizationToken, CreateRepository
   (``RepositoryAlreadyExistsException`` when it exists), DescribeRepositories;
   repositories are ``127.0.0.1:<port>/<name>``, served by the Registry v2 double
@@ -191,21 +191,19 @@ class AgentCoreDouble:
 
     def _run(self, container: str, command: str, timeout: int):
         api = self.engine.api
-        exec_id = api.exec_create(container, ["/bin/sh", "-c", command])["Id"]
+        began = time.monotonic()
+        exec_id = api.exec_create(container, ["timeout", str(timeout), "/bin/sh", "-c", command])["Id"]
         yield event("chunk", json.dumps({"contentStart": {}}).encode())
         decoders = {"stdout": codecs.getincrementaldecoder("utf-8")("replace"),
                     "stderr": codecs.getincrementaldecoder("utf-8")("replace")}
-        deadline, status = time.monotonic() + timeout, "COMPLETED"
         for out, err in api.exec_start(exec_id, stream=True, demux=True):
             delta = {name: decoders[name].decode(data) for name, data in (("stdout", out), ("stderr", err)) if data}
             if any(delta.values()):
                 yield event("chunk", json.dumps({"contentDelta": delta}).encode())
-            if time.monotonic() > deadline:
-                status = "TIMED_OUT"
-                break
-        code = api.exec_inspect(exec_id).get("ExitCode")
-        yield event("chunk", json.dumps({"contentStop": {"exitCode": 124 if status == "TIMED_OUT" else code or 0,
-                                                         "status": status}}).encode())
+        code = api.exec_inspect(exec_id).get("ExitCode") or 0
+        late = code == 124 and time.monotonic() - began >= timeout - 0.5
+        yield event("chunk", json.dumps({"contentStop": {"exitCode": code,
+                                                         "status": "TIMED_OUT" if late else "COMPLETED"}}).encode())
 
     # -- ECR -------------------------------------------------------------------------------------
 

@@ -81,8 +81,17 @@ def test_a_model_calling_agent_reaches_the_gateway_over_the_emulated_stream(tmp_
     """An ACP agent in an AgentCore sandbox: its ACP session and the model bridge's binary frames travel over the
     stdin emulation (FIFO writes by one-shot commands) and the followed output files."""
     from tests.doubles.fake_model_server import FakeModelServer
-    from tests.integration.test_agent_pipeline import PYTHON_IMAGE, UPSTREAM_KEY, fake_agent_file
-    from tests.integration.test_model_bridge import ASK_AND_DUMP_ENV, PASS_IF_ANSWERED, sandbox_env, trial_dirs
+    from tests.integration.test_agent_pipeline import (
+        PYTHON_IMAGE,
+        UPSTREAM_KEY,
+        fake_agent_file,
+    )
+    from tests.integration.test_model_bridge import (
+        ASK_AND_DUMP_ENV,
+        PASS_IF_ANSWERED,
+        sandbox_env,
+        trial_dirs,
+    )
 
     make_task(tmp_path / "tasks", "ask", dockerfile=PYTHON_IMAGE, network="public", test=PASS_IF_ANSWERED)
     jobs = tmp_path / "jobs"

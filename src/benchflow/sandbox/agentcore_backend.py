@@ -135,7 +135,7 @@ class AgentCoreBackend(Backend):
     def exists(self, sandbox_id: str) -> bool:
         try:
             found = client("bedrock-agentcore-control").get_agent_runtime(agentRuntimeId=sandbox_id)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if _code(exc) == "ResourceNotFoundException":
                 return False
             raise

@@ -177,12 +177,12 @@ class AgentCoreSandbox:
         running = asyncio.ensure_future(command.run())
         try:
             code = await asyncio.wait_for(asyncio.shield(running), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             code = None
             await self.kill(marker)
             try:
                 await asyncio.wait_for(asyncio.shield(running), DRAIN_AFTER_KILL_SEC)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 command.close()
         except asyncio.CancelledError:
             command.close()
