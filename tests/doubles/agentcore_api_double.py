@@ -22,7 +22,7 @@ It speaks what botocore sends and parses, unpatched:
 Requests are not signature-checked (any credentials pass). Not doubled: VPC
 networking (a ``VPC`` runtime is refused), versions and endpoints, InvokeAgentRuntime,
 the interactive shell, ECR image scanning and lifecycle. Containers carry the label
-``benchflow-agentcore-double=<pid>`` and ``stop()`` removes them.
+``benchflow-agentcore-double=<pid>`` and ``stop()`` removes them and untags the pushed images.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import contextlib
 import json
 import os
 import secrets
@@ -242,8 +243,14 @@ class AgentCoreDouble:
                 pass
 
     def close(self) -> None:
+        """Remove the sessions' containers and the engine's tags of this registry's images (the images stay)."""
         for container in self.engine.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"}):
             container.remove(force=True)
+        for image in self.engine.api.images():
+            for tag in image.get("RepoTags") or []:
+                if tag.startswith(self.host + "/"):
+                    with contextlib.suppress(docker.errors.APIError):
+                        self.engine.api.remove_image(tag)
 
 
 

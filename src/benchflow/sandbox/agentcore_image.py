@@ -29,6 +29,7 @@ from pathlib import Path
 
 from benchflow.errors import BuildError
 
+from . import docker_engine as eng
 from .base import SandboxSpec
 from .docker_build import build_image
 from .docker_engine import call, client
@@ -76,7 +77,13 @@ def wrapper_dockerfile(base: str) -> str:
             f'ENTRYPOINT ["/bin/sh", "-c", "{ENTRYPOINT}"]\nCMD []\n')
 
 
-async def container_uri(spec: SandboxSpec, labels: dict[str, str]) -> str:
+def _labels(spec: SandboxSpec, key: str) -> dict[str, str]:
+    """The labels the docker backend writes on an image it built (so ``bench cache`` lists it)."""
+    extra = {eng.TASK: spec.name, **spec.labels, eng.BACKEND: "agentcore"}
+    return eng.owner_labels(extra, kind="image") | {eng.CACHE_KEY: key}
+
+
+async def container_uri(spec: SandboxSpec) -> str:
     """The ECR URI of the image for ``spec``, built and pushed when needed.
 
     Raises:
@@ -87,7 +94,7 @@ async def container_uri(spec: SandboxSpec, labels: dict[str, str]) -> str:
     api = client()
     base = spec.image
     if base is None:
-        base = (await build_image(api, spec, labels)).tag
+        base = (await build_image(api, spec, _labels(spec, spec.cache_key))).tag
     with tempfile.TemporaryDirectory() as folder:
         context = Path(folder)
         text = wrapper_dockerfile(base)
@@ -96,7 +103,7 @@ async def container_uri(spec: SandboxSpec, labels: dict[str, str]) -> str:
         digest = hashlib.sha256(f"{base}\n{text}\n{PING_SERVER}".encode()).hexdigest()[:24]
         wrapper = SandboxSpec(name=f"{spec.name}-agentcore", environment_dir=context, cache_key=digest,
                               build_timeout_sec=spec.build_timeout_sec, build_network=spec.build_network)
-        local = (await build_image(api, wrapper, labels)).tag
+        local = (await build_image(api, wrapper, _labels(spec, digest))).tag
     repository, token = await asyncio.to_thread(_repository, repository_name(spec))
     target = f"{repository}:{digest}"
     lock = _locks.setdefault(asyncio.get_running_loop(), {}).setdefault(target, asyncio.Lock())

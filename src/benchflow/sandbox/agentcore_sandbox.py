@@ -91,7 +91,7 @@ class AgentCoreSandbox:
         self._refuse_what_it_cannot_do()
         from .agentcore_image import container_uri
 
-        self._uri = await container_uri(self.spec, self.labels)
+        self._uri = await container_uri(self.spec)
 
     async def start(self) -> None:
         if self._ready:
