@@ -124,7 +124,14 @@ class AgentCoreSandbox:
         control = await asyncio.to_thread(client, "bedrock-agentcore-control")
         self._data = await asyncio.to_thread(client, "bedrock-agentcore")
         request = {k: v for k, v in self._request().items() if v is not None}
-        made = await asyncio.to_thread(control.create_agent_runtime, **request)
+        creating = asyncio.ensure_future(asyncio.to_thread(control.create_agent_runtime, **request))
+        try:
+            made = await asyncio.shield(creating)
+        except asyncio.CancelledError:  # learn the id anyway, so that stop() deletes what was made
+            made = (await asyncio.gather(creating, return_exceptions=True))[0]
+            if isinstance(made, dict):
+                self._id = made["agentRuntimeId"]
+            raise
         self._id, self._arn = made["agentRuntimeId"], made["agentRuntimeArn"]
         deadline = time.monotonic() + READY_TIMEOUT_SEC
         delay = POLL_SEC
