@@ -285,7 +285,7 @@ def cmd_simple(verb: str, args: list[str]) -> None:
 
 def cmd_build(args: list[str]) -> None:
     opts, rest = parse(args, 1)
-    out = ["build", "--network", "host"]
+    out = ["build", "--network", "host", "--force-rm"]  # a failed step leaves no container
     for tag in opts.get("--tag", []):
         out += ["--tag", tag]
     for key in ("--file", "--target"):
