@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from benchflow.errors import ConfigError
@@ -24,17 +23,11 @@ _RAY_CLIENT = re.compile(r"^ray://[^\s/:]+:\d{1,5}$")
 
 
 class Executor(Protocol):
-    remote: bool
-    """True when attempts run outside this process (no warm pool: a run slot cannot be held remotely)."""
-
     async def run_attempt(self, request: Any) -> dict[str, Any]:
         """Run one attempt (a ``TrialRequest``); its folder is in the job when this returns."""
 
 
-@dataclass
 class InProcess:
-    remote: bool = False
-
     async def run_attempt(self, request: Any) -> dict[str, Any]:
         from benchflow.jobs.trial import run_trial
 

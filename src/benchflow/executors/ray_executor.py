@@ -4,8 +4,11 @@ The scheduler (retries, budgets, concurrency) runs unchanged in the driver and h
 attempt to :meth:`RayExecutor.run_attempt`. The attempt's resources (the task's CPUs, memory and
 GPUs) are reserved as a one-bundle Ray placement group, so Ray decides where it runs and counts
 what it holds, as for a Ray task; the attempt then runs on that node's :class:`.ray_node.NodeAgent`
-(one actor per node and run, started for every live node when the run opens, so its start
-overlaps the planning), and the placement group is removed when it ends. One agent process per
+(one actor per node and run, started for every live node when the run opens). Once the trial's
+agent and verifier are done (the agent answers ``run_phases_done`` before it removes the sandbox
+and writes the record, as a run slot ends in-process) the placement group goes back to an idle pool, where the
+next attempt of the same shape takes it at once instead of asking Ray for a new one; idle groups
+of another shape are removed when a new one is needed, and all at the end. One agent process per
 node instead of one Ray worker process per concurrent attempt: BenchFlow is imported and the
 engine connection opened once per node (``benchmarks/scale_out.py``). The driver is the only
 writer of the job folder: a node returns the result document and the packed trial folder,
@@ -32,6 +35,8 @@ from .ray_node import NodeAgent, NodeWork
 from .trial_bundle import install, pack
 
 _MiB = 1024 * 1024
+Shape = tuple[tuple[str, float], ...]
+"""A placement-group bundle as a hashable key."""
 
 
 def bundle(need: dict[str, float]) -> dict[str, float]:
@@ -53,10 +58,13 @@ class RayExecutor:
     ray: Any
     cluster: str
     link: LinkAddress | None = None
-    remote: bool = True
     _agent_class: Any = None
     _agents: dict[str, Any] = field(default_factory=dict)
     """Node id -> the run's agent on that node."""
+    _idle: dict[Shape, list[Any]] = field(default_factory=dict)
+    """Bundle shape -> placement groups whose attempt has finished its run phases."""
+    _waiting: dict[Shape, list[asyncio.Future]] = field(default_factory=dict)
+    """Bundle shape -> attempts waiting for Ray to place a new group (a finished one is handed over)."""
     _folders: dict[Path, Any] = field(default_factory=dict)
     _lost_on: dict[str, Any] = field(default_factory=dict)
     """Job label -> backend of attempts whose worker died: their sandboxes are reaped again at close."""
@@ -90,19 +98,32 @@ class RayExecutor:
                         labels=dict(req.labels), seed=req.seed, fit=req.fit, cluster=self.cluster,
                         task_secrets=req.task_secrets, agent_env=dict(req.agent_env), ca_bundle=ca_bundle,
                         link=self.link, provenance=req.provenance)
-        placement = ref = node = None
+        shape = tuple(sorted(bundle(resources(req.task, req.fit)).items()))
+        placement = ref = node = outcome = None
+        slot = None  # the run slot, held from placement to the end of the run phases
         try:  # an agent or task that cannot be pickled, an unreadable task folder: this attempt's error
             folder = await self._task_folder(req.task)
-            placement = self.ray.util.placement_group([bundle(resources(req.task, req.fit))],
-                                                      name=f"benchflow:{name}")
-            await placement.ready()  # Ray found a node with room for the attempt and holds it
-            node = (await asyncio.to_thread(self.ray.util.placement_group_table, placement))["bundles_to_node_id"][0]
-            ref = self._agent(node).run_attempt.options(name=f"benchflow:{name}").remote(work, folder)
+            if req.run_slot is not None:
+                await req.run_slot.acquire()
+                slot = req.run_slot
+            placement, node = await self._placement(shape, name)
+            agent = self._agent(node)
+            ref = agent.run_attempt.options(name=f"benchflow:{name}").remote(work, folder)
+            ran = agent.run_phases_done.remote(name)
             req.on_phase(name, "start")  # later phases come over the gateway link, when the run has one
             self._reporters[name] = req.on_phase
-            outcome = await ref
+            outcome = asyncio.ensure_future(_get(ref))
+            if await _first_of(_get(ran), outcome):  # the sandbox is being removed: the resources may go on
+                self._release(shape, placement)
+                placement = None
+                if slot is not None:
+                    slot.release()
+                    slot = None
+            outcome = await outcome
             await asyncio.to_thread(install, outcome.folder, req.job.trial(name).root)
         except asyncio.CancelledError:  # Ctrl-C, SIGTERM or a budget stop: the node removes its sandbox
+            if isinstance(outcome, asyncio.Future):
+                outcome.cancel()
             if ref is not None:
                 self.ray.cancel(ref)
                 await _settle(ref)
@@ -115,7 +136,69 @@ class RayExecutor:
             self._reporters.pop(name, None)
             if placement is not None:
                 self.ray.util.remove_placement_group(placement)
+            if slot is not None:
+                slot.release()
         return outcome.result
+
+    async def _placement(self, shape: Shape, name: str) -> tuple[Any, str]:
+        """(placement group, its node): an idle one of ``shape`` still in place, else a new one once
+        Ray has placed it or one of ``shape`` is handed over, whichever comes first (idle ones of
+        other shapes are removed first: they hold resources it may need)."""
+        while self._idle.get(shape):
+            placement = self._idle[shape].pop()
+            node = await self._node_of(placement)
+            if node is not None:
+                return placement, node
+        for other in [key for key in self._idle if key != shape]:
+            for placement in self._idle.pop(other):
+                self.ray.util.remove_placement_group(placement)
+        placement = self.ray.util.placement_group([dict(shape)], name=f"benchflow:{name}")
+        handed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._waiting.setdefault(shape, []).append(handed)
+        ready = asyncio.ensure_future(_get(placement.ready()))
+        try:
+            await asyncio.wait({ready, handed}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            ready.cancel()
+            self.ray.util.remove_placement_group(placement)
+            if handed.done() and not handed.cancelled():
+                self.ray.util.remove_placement_group(handed.result())
+            raise
+        finally:
+            with contextlib.suppress(ValueError):
+                self._waiting[shape].remove(handed)
+        if handed.done():  # a finished attempt's group came first: Ray need not place this one
+            ready.cancel()
+            self.ray.util.remove_placement_group(placement)
+            placement = handed.result()
+        else:
+            handed.cancel()
+            await ready
+        node = await self._node_of(placement)
+        if node is None:
+            return await self._placement(shape, name)
+        return placement, node
+
+    async def _node_of(self, placement: Any) -> str | None:
+        """The node a placement group holds its bundle on; None (and the group removed) when Ray is
+        placing it again (its node was lost)."""
+        entry = await asyncio.to_thread(self.ray.util.placement_group_table, placement)
+        if entry.get("state") == "CREATED":
+            return entry["bundles_to_node_id"][0]
+        self.ray.util.remove_placement_group(placement)
+        return None
+
+    def _release(self, shape: Shape, placement: Any) -> None:
+        """An attempt's run phases are over: its group goes to an attempt waiting for one of its
+        shape, else is removed if an attempt waits for another shape, else waits idle."""
+        for waiting in self._waiting.get(shape, []):
+            if not waiting.done():
+                waiting.set_result(placement)
+                return
+        if any(not w.done() for ws in self._waiting.values() for w in ws):
+            self.ray.util.remove_placement_group(placement)
+        else:
+            self._idle.setdefault(shape, []).append(placement)
 
     def phase(self, trial: str, phase: str) -> None:
         """A node reported that ``trial`` entered ``phase``."""
@@ -169,6 +252,11 @@ class RayExecutor:
             with contextlib.suppress(Exception):
                 self.ray.kill(agent, no_restart=True)
         self._agents.clear()
+        for placements in self._idle.values():
+            for placement in placements:
+                with contextlib.suppress(Exception):
+                    self.ray.util.remove_placement_group(placement)
+        self._idle.clear()
         for label, backend in self._lost_on.items():
             await asyncio.to_thread(reap, backend, label)
 
@@ -186,9 +274,25 @@ def _failure(ray: Any, exc: Exception) -> tuple[str, str, bool]:
     return f"{type(exc).__name__}: {exc}", unexpected_category(exc), False
 
 
+async def _get(ref: Any) -> Any:
+    return await ref
+
+
+async def _first_of(ran: Any, outcome: asyncio.Future) -> bool:
+    """Wait for the attempt's run phases to end or the attempt itself; True when the run phases
+    ended first (a failed answer counts as not: the outcome then says what happened)."""
+    signal = asyncio.ensure_future(ran)
+    try:
+        await asyncio.wait({signal, outcome}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not signal.done():
+            signal.cancel()
+    return signal.done() and not signal.cancelled() and signal.exception() is None and not outcome.done()
+
+
 async def _settle(ref: Any, timeout_sec: float = 60.0) -> None:
     """Wait (bounded) for a cancelled attempt to end on its node, so its sandbox is gone before the
-    driver disconnects (a driver that leaves first has Ray kill the worker mid-cleanup)."""
+    driver disconnects (a driver that leaves first has Ray kill the agent mid-cleanup)."""
     done = asyncio.wrap_future(ref.future())
     with contextlib.suppress(Exception, asyncio.CancelledError):
         await asyncio.wait_for(asyncio.shield(done), timeout_sec)

@@ -2,7 +2,10 @@
 
 :class:`NodeAgent` is the body of a Ray actor, one per node and run (created by
 :mod:`.ray_executor`, imported by reference on the node, so every node needs the same BenchFlow
-installed). It runs each attempt as a coroutine on its one event loop: BenchFlow is imported
+installed). It runs each attempt as a coroutine on its one event loop, and answers
+:meth:`NodeAgent.run_phases_done` once the trial's agent and verifier are done (the driver then
+lets the next attempt have the resources while this one's sandbox is removed and its record
+written, as a run slot ends in-process): BenchFlow is imported
 and the engine connection opened once per node, not once per concurrent slot (a Ray task per
 attempt needed a worker process per slot, each importing Ray and BenchFlow: most of the
 executor's overhead on a small cluster). The node never writes the job folder: it runs the
@@ -95,24 +98,43 @@ class NodeAgent:
 
         self.reaped: set[tuple[str, str]] = set()
         """(backend, job) pairs already cleared of what killed attempts of the job left on this node."""
+        self.ran: dict[str, asyncio.Event] = {}
+        """Trial -> set when its run phases are over (until the driver has heard it)."""
 
     async def run_attempt(self, work: NodeWork, task_folder: bytes) -> NodeOutcome:
-        """Run one attempt here; the scratch folder is removed whatever happens. Cancelled
-        (``ray.cancel``), the trial removes its sandbox before this returns."""
+        """Run one attempt here. Cancelled (``ray.cancel``), the trial removes its sandbox before this ends."""
+        ran = self._ran(work.trial)
+        try:
+            return await self._attempt(work, task_folder, ran)
+        finally:
+            ran.set()  # an attempt that never reached its agent is done with its run phases all the same
+
+    async def run_phases_done(self, trial: str) -> None:
+        """Returns once ``trial``'s agent and verifier are done (or the attempt ended without them)."""
+        try:
+            await self._ran(trial).wait()
+        finally:
+            self.ran.pop(trial, None)
+
+    def _ran(self, trial: str) -> asyncio.Event:
+        return self.ran.setdefault(trial, asyncio.Event())
+
+    async def _attempt(self, work: NodeWork, task_folder: bytes, ran: asyncio.Event) -> NodeOutcome:
+        """The attempt in a scratch folder, removed whatever happens; ``ran`` is set when its run phases end."""
         node = node_identity(work.cluster)
         parent = scratch_root() / node["node_id"][:16]
         parent.mkdir(parents=True, exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix=f"{work.trial}-", dir=parent))
         try:
             root = await asyncio.to_thread(unpack, task_folder, scratch / "task", Path(work.task.path).name)
-            result = await self._run(work, rebase(work.task, root), scratch)
+            result = await self._run(work, rebase(work.task, root), scratch, ran)
             folder = scratch / "job" / work.job_name / work.trial
             await asyncio.to_thread(_note_node, folder, work, node)
             return NodeOutcome(trial=work.trial, result=result, folder=await asyncio.to_thread(pack, folder), node=node)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    async def _run(self, work: NodeWork, task: Any, scratch: Path) -> dict[str, Any]:
+    async def _run(self, work: NodeWork, task: Any, scratch: Path, ran: asyncio.Event) -> dict[str, Any]:
         from benchflow.jobs.layout import JobPaths
         from benchflow.jobs.trial import TrialRequest, run_trial
         from benchflow.sandbox import get_backend
@@ -136,11 +158,26 @@ class NodeAgent:
                                task_secrets=work.task_secrets, ca_bundle=ca_bundle, agent_env=work.agent_env,
                                provenance=work.provenance, name=work.trial,
                                **({"on_phase": models.report_phase} if models is not None else {}))
+        request.run_slot = _RunPhases(ran)
         try:
             return await run_trial(request)
         finally:
             if models is not None:
                 await models.stop()
+
+
+class _RunPhases:
+    """The trial's run slot on a node: nothing to wait for (the placement group holds the
+    resources); leaving it (agent and verifier done) sets ``ran``."""
+
+    def __init__(self, ran: asyncio.Event) -> None:
+        self.ran = ran
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.ran.set()
 
 
 def _note_node(folder: Path, work: NodeWork, node: dict[str, Any]) -> None:

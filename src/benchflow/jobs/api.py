@@ -214,7 +214,7 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
     try:
         async with open_executor(spec, models=models, tasks=todo) as executor:  # in-process, or a Ray cluster
             scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
-                                  warm_pool=0 if executor.remote else spec.effective_warm_pool,
+                                  warm_pool=spec.effective_warm_pool,
                                   retry_attempts=spec.retry.attempts, retry_policy=spec.retry.policy,
                                   budget=budget, emit=emit, run_attempt=executor.run_attempt)
             with sigterm_cancels_current_task():
