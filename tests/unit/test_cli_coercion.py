@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pytest
 import typer
 
@@ -14,7 +16,7 @@ def _app() -> typer.Typer:
 
     @app.command()
     def cmd(name: str = typer.Option("x"), other: str = typer.Option(None), count: int = typer.Option(1),
-            small: int = typer.Option(1, min=0, max=3), tags: list[str] = typer.Option([]),
+            small: int = typer.Option(1, min=0, max=3), tags: Annotated[list[str] | None, typer.Option()] = None,
             ratio: float = typer.Option(0.5)) -> None:
         typer.echo(f"{name}|{other}|{count}|{small}|{tags}|{ratio}")
 
