@@ -176,12 +176,17 @@ class AgentCoreDouble:
         session = request.headers.get("x-amzn-bedrock-agentcore-runtime-session-id") or secrets.token_hex(20)
         body = json.loads(await request.body())
         container = await asyncio.to_thread(self._session, runtime, session)
+        if container is None:
+            return _error(404, "ResourceNotFoundException", f"agent runtime {arn} was deleted")
         return StreamingResponse(self._run(container, body["command"], int(body.get("timeout") or 300)),
                                  media_type="application/vnd.amazon.eventstream",
                                  headers={"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session})
 
-    def _session(self, runtime: _Runtime, session: str) -> str:
+    def _session(self, runtime: _Runtime, session: str) -> str | None:
+        """The session's container, started on its first command; None once the runtime is deleted."""
         with self._lock:
+            if runtime.id not in self.runtimes:
+                return None
             found = runtime.sessions.get(session)
             if found is None:
                 uri = runtime.request["agentRuntimeArtifact"]["containerConfiguration"]["containerUri"]
