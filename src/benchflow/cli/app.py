@@ -16,8 +16,6 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from .coercion import share_coercers
-
 
 @dataclass(frozen=True)
 class Lazy:
@@ -182,7 +180,6 @@ def load(entry: Lazy, name: str) -> Any:
     # Shell completion is installed from the root command only.
     command.params = [p for p in command.params if p.name not in {"install_completion", "show_completion"}]
     command.name = name
-    share_coercers(command)
     if entry.hidden:
         command.hidden = True
     return command
