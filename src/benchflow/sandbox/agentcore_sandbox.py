@@ -32,6 +32,7 @@ from . import daytona_commands as cmds
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .copyout import CopyReport, copy_out_tar
 from .docker_setup import SETUP, resolve_workdir
+from .one_container import OneContainerSandbox
 from .tarstream import pack
 
 log = logging.getLogger(__name__)
@@ -43,8 +44,12 @@ TIMEOUT_RC = 124
 DRAIN_AFTER_KILL_SEC = 5.0
 
 
-class AgentCoreSandbox:
+class AgentCoreSandbox(OneContainerSandbox):
     """See the module docstring. ``labels`` are the owner labels written on the runtime as tags."""
+
+    KIND = "the AgentCore sandbox"
+    DOC = "docs/agentcore.md"
+    NO_MOUNTS = "it runs in AWS"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
         self.spec = spec
@@ -62,28 +67,15 @@ class AgentCoreSandbox:
         slug = re.sub(r"[^a-zA-Z0-9]+", "_", spec.name)[:30]
         self.name = f"bf_{slug}_{secrets.token_hex(4)}"
 
-    @property
-    def sandbox_id(self) -> str | None:
-        return self._id
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir or resolve_workdir(self.spec.workdir, None)
-
     def _refuse_what_it_cannot_do(self) -> None:
-        from .agentcore_backend import NETWORK_REASON
-
-        if self.spec.mounts:
-            raise CapabilityError(f"{self.spec.name}: an AgentCore sandbox runs in AWS and cannot mount this "
-                                  "machine's folders")
-        if self.spec.compose_file is not None:
-            raise CapabilityError(f"{self.spec.name}: the AgentCore sandbox runs one container, not a "
-                                  "docker-compose environment")
-        if self.capabilities.network_for(self.spec.network_mode) is None:
-            raise CapabilityError(f"{self.spec.name}: network mode {self.spec.network_mode!r} is not enforced "
-                                  f"by the AgentCore sandbox: {NETWORK_REASON} (see docs/agentcore.md)")
+        super()._refuse_what_it_cannot_do()
         if self.spec.gpus:
             raise CapabilityError(f"{self.spec.name}: AgentCore runtimes have no GPUs")
+
+    def _network_reason(self) -> str:
+        from .agentcore_backend import NETWORK_REASON
+
+        return f": {NETWORK_REASON}"
 
     async def build(self) -> None:
         if self._uri is not None:
@@ -253,16 +245,6 @@ class AgentCoreSandbox:
 
     async def restore(self, ref: str) -> None:
         raise CapabilityError("the AgentCore sandbox has no snapshots")
-
-    async def stop(self) -> None:
-        """Delete the runtime. Idempotent, never raises, finishes under cancellation."""
-        if self._stop_task is None:
-            self._stop_task = asyncio.ensure_future(self._stop_all())
-        try:
-            await asyncio.shield(self._stop_task)
-        except asyncio.CancelledError:
-            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
-            raise
 
     async def _stop_all(self) -> None:
         self._stopped = True

@@ -53,6 +53,7 @@ from .copyout import CopyReport, copy_out_tar
 from .docker_build import BUILD_SLOTS_ENV, build_slots, context_tar, image_tag
 from .docker_setup import KEEPALIVE, SETUP, resolve_workdir
 from .local_exec import kill, spawn
+from .one_container import OneContainerSandbox
 from .tarstream import pack
 
 log = logging.getLogger(__name__)
@@ -96,8 +97,12 @@ def run_args(name: str, image: str, spec: SandboxSpec, labels: Mapping[str, str]
     return [*args, "--entrypoint", "/bin/sh", image, "-c", KEEPALIVE]
 
 
-class AppleContainerSandbox:
+class AppleContainerSandbox(OneContainerSandbox):
     """See the module docstring (the ``Sandbox`` protocol of base.py)."""
+
+    KIND = "the apple-container sandbox"
+    DOC = "docs/apple-container.md"
+    NO_MOUNTS = "a unix socket does not cross into its VM"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
         self.spec = spec
@@ -113,21 +118,7 @@ class AppleContainerSandbox:
         self._stop_task: asyncio.Future | None = None
         self._homes: dict[str, str] = {}
 
-    @property
-    def sandbox_id(self) -> str | None:
-        return self._id
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir or resolve_workdir(self.spec.workdir, None)
-
-    def _refuse_what_it_cannot_do(self) -> None:
-        if self.spec.mounts:
-            raise CapabilityError(f"{self.spec.name}: the apple-container sandbox mounts no host folders "
-                                  f"({', '.join(self.spec.mounts)}): a unix socket does not cross into its VM")
-        if self.spec.compose_file is not None:
-            raise CapabilityError(f"{self.spec.name}: the apple-container sandbox runs one container, not a "
-                                  "docker-compose environment")
+    def _check_network(self) -> None:
         network_flag(self.spec.network_mode)
 
     async def build(self) -> None:
@@ -290,16 +281,6 @@ class AppleContainerSandbox:
 
     async def restore(self, ref: str) -> None:
         raise CapabilityError(f"{self.spec.name}: the apple-container sandbox has no snapshots")
-
-    async def stop(self) -> None:
-        """Delete the container. Idempotent, never raises, finishes under cancellation."""
-        if self._stop_task is None:
-            self._stop_task = asyncio.ensure_future(self._stop_all())
-        try:
-            await asyncio.shield(self._stop_task)
-        except asyncio.CancelledError:
-            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
-            raise
 
     async def _stop_all(self) -> None:
         self._stopped = True

@@ -20,13 +20,14 @@ import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
+from benchflow.errors import BuildError, InfraError, SandboxError
 
 from . import daytona_commands as cmds
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from .copyout import CopyReport, copy_out_tar
 from .daytona_build import dockerfile_text, upload_context, write_context
 from .docker_setup import SETUP, resolve_workdir
+from .one_container import OneContainerSandbox
 from .tarstream import pack
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,12 @@ TIMEOUT_RC = 124
 DRAIN_AFTER_KILL_SEC = 5.0
 
 
-class DaytonaSandbox:
+class DaytonaSandbox(OneContainerSandbox):
     """See the module docstring. ``labels`` are the owner labels written on the sandbox."""
+
+    KIND = "the Daytona sandbox"
+    DOC = "docs/daytona.md"
+    NO_MOUNTS = "it runs in Daytona's cloud"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
         self.spec = spec
@@ -80,25 +85,6 @@ class DaytonaSandbox:
             await sandbox._box.start(timeout=START_TIMEOUT_SEC)
         sandbox._workdir = (await sandbox._run_line("pwd < /dev/null", timeout=60))[1].strip() or "/"
         return sandbox
-
-    @property
-    def sandbox_id(self) -> str | None:
-        return self._id
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir or resolve_workdir(self.spec.workdir, None)
-
-    def _refuse_what_it_cannot_do(self) -> None:
-        if self.spec.mounts:
-            raise CapabilityError(f"{self.spec.name}: a Daytona sandbox runs in Daytona's cloud and cannot "
-                                  "mount this machine's folders")
-        if self.spec.compose_file is not None:
-            raise CapabilityError(f"{self.spec.name}: the Daytona sandbox runs one container, not a "
-                                  "docker-compose environment")
-        if self.capabilities.network_for(self.spec.network_mode) is None:
-            raise CapabilityError(f"{self.spec.name}: network mode {self.spec.network_mode!r} is not enforced "
-                                  "by the Daytona sandbox (see docs/daytona.md)")
 
     async def build(self) -> None:
         """Upload the build context (content-addressed: once per digest). Daytona builds at start."""
@@ -328,16 +314,6 @@ class DaytonaSandbox:
             from .daytona_backend import BACKEND
 
             await asyncio.to_thread(BACKEND.remove, [old])
-
-    async def stop(self) -> None:
-        """Delete the sandbox and close the client. Idempotent, never raises, finishes under cancellation."""
-        if self._stop_task is None:
-            self._stop_task = asyncio.ensure_future(self._stop_all())
-        try:
-            await asyncio.shield(self._stop_task)
-        except asyncio.CancelledError:
-            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
-            raise
 
     async def keep(self) -> dict[str, object]:
         """Keep the sandbox after this run (``--keep-sandbox``): labelled kept, so cleanup leaves it;

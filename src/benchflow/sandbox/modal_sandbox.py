@@ -33,6 +33,7 @@ from .daytona_build import dockerfile_text
 from .daytona_commands import MARKER, argv
 from .docker_exec import KILL_TREE
 from .docker_setup import SETUP, resolve_workdir
+from .one_container import OneContainerSandbox
 from .tarstream import pack
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,12 @@ DRAIN_AFTER_KILL_SEC = 5.0
 CHUNK = 1 << 20
 
 
-class ModalSandbox:
+class ModalSandbox(OneContainerSandbox):
     """See the module docstring. ``tags`` are the owner labels written on the sandbox."""
+
+    KIND = "the Modal sandbox"
+    DOC = "docs/modal.md"
+    NO_MOUNTS = "it runs in Modal's cloud"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, tags: Mapping[str, str]) -> None:
         self.spec = spec
@@ -61,25 +66,6 @@ class ModalSandbox:
         self._stopped = False
         self._scratch: Path | None = None
         self._stop_task: asyncio.Future | None = None
-
-    @property
-    def sandbox_id(self) -> str | None:
-        return self._id
-
-    @property
-    def workdir(self) -> str:
-        return self._workdir or resolve_workdir(self.spec.workdir, None)
-
-    def _refuse_what_it_cannot_do(self) -> None:
-        if self.spec.mounts:
-            raise CapabilityError(f"{self.spec.name}: a Modal sandbox runs in Modal's cloud and cannot mount "
-                                  "this machine's folders")
-        if self.spec.compose_file is not None:
-            raise CapabilityError(f"{self.spec.name}: the Modal sandbox runs one container, not a "
-                                  "docker-compose environment")
-        if self.capabilities.network_for(self.spec.network_mode) is None:
-            raise CapabilityError(f"{self.spec.name}: network mode {self.spec.network_mode!r} is not enforced "
-                                  "by the Modal sandbox (see docs/modal.md)")
 
     async def _connect(self) -> None:
         import modal
@@ -311,16 +297,6 @@ class ModalSandbox:
             raise
         while self._replaced:
             await _terminate(self._replaced.pop())
-
-    async def stop(self) -> None:
-        """Terminate the sandbox. Idempotent, never raises, finishes under cancellation."""
-        if self._stop_task is None:
-            self._stop_task = asyncio.ensure_future(self._stop_all())
-        try:
-            await asyncio.shield(self._stop_task)
-        except asyncio.CancelledError:
-            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
-            raise
 
     async def _stop_all(self) -> None:
         self._stopped = True
