@@ -218,32 +218,16 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
                    "pending_tool_call_ids": [], "terminal_trajectory_complete": True})
     if outcome.error:
         state.error, state.error_category = outcome.error, outcome.error_category or "other"
-    await _copy_out_agent(req, sandbox, paths, state)
-
-
-async def _copy_out_agent(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, state: TrialState) -> None:
-    """Copy ``/logs/agent`` and the artifacts out side by side: two folders, two engine round trips
-    that need not wait for each other. When the artifacts' copy fails or is cancelled, the logs' copy
-    is stopped before that goes on."""
+    try:
+        report = await sandbox.get("/logs/agent", paths.agent_dir)
+    except BenchError as exc:
+        log.debug("could not download /logs/agent: %s", exc)
+    else:
+        if report is not None and report.note() is not None:
+            state.copy_out_info["agent"] = report.note()
     from .artifacts import collect_artifacts
 
-    async def agent_logs() -> None:
-        try:
-            report = await sandbox.get("/logs/agent", paths.agent_dir)
-        except BenchError as exc:
-            log.debug("could not download /logs/agent: %s", exc)
-        else:
-            if report is not None and report.note() is not None:
-                state.copy_out_info["agent"] = report.note()
-
-    logs = asyncio.ensure_future(agent_logs())
-    try:
-        artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir)
-    except BaseException:
-        logs.cancel()
-        await asyncio.wait([logs])
-        raise
-    await logs
+    artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir)
     if artifacts is not None:
         state.copy_out_info["artifacts"] = artifacts
 
