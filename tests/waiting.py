@@ -11,14 +11,18 @@ T = TypeVar("T")
 
 def wait_until(predicate: Callable[[], T], timeout: float = 60.0, interval: float = 0.1,
                what: str = "the condition") -> T:
-    """``predicate()``'s first truthy value, polled every ``interval`` s.
+    """``predicate()``'s first truthy value, polled every ``interval`` s. A predicate that walks a
+    live job folder can meet a temporary entry as it vanishes (FileNotFoundError): not yet.
 
     Raises:
         AssertionError: it stayed falsy for ``timeout`` seconds (the message names ``what``).
     """
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except FileNotFoundError:
+            value = None
         if value:
             return value
         if time.monotonic() >= deadline:
