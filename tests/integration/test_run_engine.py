@@ -125,13 +125,9 @@ def test_kill_9_loses_no_finished_trial_and_reruns_none(tmp_path: Path) -> None:
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def running_trial() -> bool:
-        """One trial finished and another has its sandbox up (sandbox.json, no result.json yet).
-        A walk of the live job folder can meet a temporary folder as it goes: not yet, look again."""
-        try:
-            started = [p.parent for p in jobs.rglob("sandbox.json")]
-            return bool(list(jobs.rglob("result.json"))) and any(not (t / "result.json").exists() for t in started)
-        except FileNotFoundError:
-            return False
+        """One trial finished and another has its sandbox up (sandbox.json, no result.json yet)."""
+        started = [p.parent for p in jobs.rglob("sandbox.json")]
+        return bool(list(jobs.rglob("result.json"))) and any(not (t / "result.json").exists() for t in started)
 
     wait_until(running_trial, timeout=120, what="one finished trial and one running")
     proc.send_signal(signal.SIGKILL)
