@@ -191,3 +191,17 @@ def test_a_task_bigger_than_every_node_is_refused_before_it_waits_forever() -> N
     _refuse_too_big(largest, [planned("fits", 4, 0)], resources)
     with pytest.raises(ConfigError, match="task gpu-task: asks for 1 gpus, more than any node of the Ray cluster"):
         _refuse_too_big(largest, [planned("fits", 1, 0), planned("gpu-task", 1, 1)], resources)
+
+
+def test_a_cluster_that_refuses_the_client_is_one_line_naming_the_servers_reason():
+    from benchflow.executors.ray_cluster import connect
+
+    def refuse(**kwargs):
+        raise ConnectionError("Initialization failure from server:\nTraceback (most recent call last):\n"
+                              "  File \"proxier.py\", line 1\nRuntimeError: the runtime env agent is gone\n")
+
+    fake_ray = SimpleNamespace(is_initialized=lambda: False, init=refuse)
+    with pytest.raises(ConfigError) as caught:
+        connect(fake_ray, "ray://127.0.0.1:10001")
+    assert str(caught.value) == ("--executor ray://127.0.0.1:10001: cannot join the Ray cluster (Initialization "
+                                 "failure from server: RuntimeError: the runtime env agent is gone)")

@@ -47,9 +47,17 @@ def connect(ray: Any, executor: str) -> tuple[str, bool]:
         context = ray.init(address=address, namespace="benchflow", log_to_driver=False,
                            ignore_reinit_error=True, configure_logging=False)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({first})") from None
+        raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({_reason(exc)})") from None
     return str(getattr(context, "address_info", {}).get("gcs_address") or address or "local"), True
+
+
+def _reason(exc: BaseException) -> str:
+    """Ray's error on one line: its first line and, when it goes on (Ray Client's "Initialization
+    failure from server:" puts the server's reason below), its last one."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    return lines[0] if len(lines) == 1 else f"{lines[0]} {lines[-1]}"
 
 
 def probe(executor: str) -> None:
