@@ -14,6 +14,7 @@ import pytest
 from benchflow.sandbox import SandboxSpec, get_backend
 from benchflow.sandbox import docker_engine as eng
 from benchflow.sandbox.orphans import cleanup, scan
+from tests.waiting import wait_until
 
 
 pytestmark = pytest.mark.docker
@@ -135,6 +136,32 @@ async def test_cleanup_removes_what_a_killed_process_left_and_spares_live_runs(b
         if child.poll() is None:
             child.kill()
         await live.stop()
+
+
+DISCARDING = """
+import asyncio, os, sys
+from benchflow.sandbox import SandboxSpec, get_backend
+from benchflow.sandbox.base import discard
+spec = SandboxSpec(name="discarded", environment_dir=None, cache_key="x", image="debian:bookworm-slim",
+                   network_mode="no-network", labels={"benchflow.trial": sys.argv[1]})
+async def main():
+    box = get_backend("docker").create(spec)
+    await box.start()
+    print(box.sandbox_id, flush=True)
+    await discard(box)
+    await box.stop()  # safe afterwards, and a no-op
+asyncio.run(main())
+os._exit(0)  # at once: nothing waits for the engine's answer
+"""
+
+
+def test_a_discarded_sandbox_goes_even_when_its_process_exits_at_once():
+    child = subprocess.run([sys.executable, "-c", DISCARDING, f"discarded-{os.getpid()}"], capture_output=True,
+                           text=True, cwd=ROOT, timeout=120)
+    assert child.returncode == 0, child.stderr
+    sandbox_id = child.stdout.strip()
+    assert sandbox_id
+    wait_until(lambda: not get_backend("docker").exists(sandbox_id), what="the engine to remove the container")
 
 
 def test_an_unowned_container_goes_only_after_max_age():

@@ -20,6 +20,7 @@ from typing import Any
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.categories import classify_error
 from benchflow.errors import InfraError
+from benchflow.sandbox.base import discard
 from benchflow.sandbox.session import SessionSetupError, sandbox_session
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
@@ -118,6 +119,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                 kept = await session.keep()  # renamed so `bench sandbox cleanup` leaves it to `release`
                 atomic.write_json(paths.kept_sandbox, {**kept, "trial": name,
                                                        "created_at": dt.datetime.now(dt.timezone.utc).isoformat()})
+            else:  # nothing needs it any more: its removal need not hold up the records or the exit
+                await discard(session.sandbox)
     except SessionSetupError as failure:
         timing["environment_setup"] = time.monotonic() - t
         if not setup_failure(req, failure, state):

@@ -257,6 +257,15 @@ class Sandbox(Protocol):
         """Remove everything this sandbox created. Safe to call twice, never raises."""
 
 
+async def discard(sandbox: Sandbox) -> None:
+    """End a sandbox that nothing needs afterwards (no keep, no snapshot, no branch): its own
+    ``discard()`` where it has one, a removal that may finish after this returns, even after the
+    process exits, as long as a crash still leaves nothing ``bench sandbox cleanup`` cannot find;
+    else :meth:`Sandbox.stop`. ``stop()`` stays safe to call afterwards."""
+    own = getattr(sandbox, "discard", None)
+    await (own() if own is not None else sandbox.stop())
+
+
 @dataclass
 class OwnedSandbox:
     """One sandbox BenchFlow made that still exists (a row of ``bench sandbox list``)."""

@@ -36,6 +36,7 @@ import logging
 import os
 import re
 import secrets
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -433,6 +434,25 @@ class DockerSandbox:
         except Exception:  # noqa: BLE001 - already logged in _stop_blocking
             pass
 
+    async def discard(self) -> None:
+        """:meth:`stop` for a sandbox nothing needs afterwards (a finished trial's), without waiting
+        for the engine: the force-remove is sent and the removal finishes on its own, even after this
+        process exits (a failure is logged; the owner labels let ``bench sandbox cleanup`` find the
+        container). With more to remove (a pod, spares, snapshots, replaced containers): :meth:`stop`."""
+        if self._stop_task is None and not self._kept and self._container is not None and self.pod is None \
+                and not (self._spares or self._removals or (self._snapshots and not self.retain_snapshots)):
+            self._stop_task = asyncio.ensure_future(call(self._discard_blocking, self._container))
+        await self.stop()
+
+    def _discard_blocking(self, container: str) -> None:
+        self._state = State.STOPPED
+        try:
+            answer = self.api.remove_container_unawaited(container)
+        except Exception:  # noqa: BLE001 - the engine did not take the request: remove and wait
+            self._remove_container(container)
+            return
+        threading.Thread(target=_removal_answer, args=(answer, container), daemon=True).start()
+
     async def _stop_all(self) -> None:
         await self._settle()
         await call(self._stop_blocking)
@@ -469,6 +489,14 @@ class DockerSandbox:
         except Exception as exc:  # noqa: BLE001 - stop never raises; cleanup catches leftovers
             log.warning("could not remove container %s: %s (bench sandbox cleanup removes it)",
                         container[:12], exc)
+
+
+def _removal_answer(answer, container: str) -> None:
+    """Read a :meth:`DockerSandbox.discard`'s answer (in a daemon thread: the process need not wait)."""
+    try:
+        answer()
+    except Exception as exc:  # noqa: BLE001 - cleanup catches leftovers
+        log.warning("could not remove container %s: %s (bench sandbox cleanup removes it)", container[:12], exc)
 
 
 def _slug(name: str) -> str:

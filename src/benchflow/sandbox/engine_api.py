@@ -193,6 +193,33 @@ class EngineClient:
         self._call("DELETE", f"/containers/{container}",
                    params={"force": "true" if force else "false", "v": "true" if v else "false"})
 
+    def remove_container_unawaited(self, container: str):
+        """Send a force-remove of ``container`` and return once it is sent, before the engine answers:
+        dockerd and podman finish a removal whose client has hung up, so the caller's process may
+        exit first. Returns a function that waits for the answer (raises :class:`EngineError`; a
+        container already gone is no error).
+        """
+        conn = self._connect()
+        try:
+            conn.request("DELETE", self._path(f"/containers/{container}", {"force": "true", "v": "true"}))
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, _TRANSPORT):
+                raise self._unreachable(exc) from exc
+            raise
+
+        def answer() -> None:
+            try:
+                response = conn.getresponse()
+                data = response.read()
+            except _TRANSPORT as exc:
+                raise self._unreachable(exc) from exc
+            finally:
+                conn.close()
+            if response.status >= 400 and response.status != 404:
+                raise _error(response.status, data)
+        return answer
+
     def containers(self, all: bool = False, filters: dict | None = None) -> list[dict]:
         return self._json("GET", "/containers/json", params={"all": "1" if all else "0",
                                                               "filters": _filters(filters)})
