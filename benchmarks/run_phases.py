@@ -44,6 +44,7 @@ HOOKS = [
     ("benchflow.jobs.phases", "environment_phase", "phase: environment (uploads)"),
     ("benchflow.jobs.phases", "agent_phase", "phase: agent (run, copy-out)"),
     ("benchflow.verify.fence", "fence", "phase: verifier fence"),
+    ("benchflow.verify.fence", "fence_then_run", "phase: verifier fence + the verifier's run"),
     ("benchflow.jobs.phases", "verifier_phase", "phase: verifier (upload, run, copy-out)"),
     ("benchflow.jobs.phases", "record_phase", "phase: record"),
     ("benchflow.sandbox.docker", "DockerSandbox.stop", "sandbox: removal"),

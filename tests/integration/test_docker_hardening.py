@@ -246,3 +246,17 @@ async def test_a_non_root_verifier_user_owns_the_verifier_folder(box, tmp_path):
     assert outcome.rewards == {"reward": 1.0}
     assert (tmp_path / "verifier" / "whoami").read_text().strip() == "nobody"
     assert (await box.exec(["stat", "-c", "%U %a", "/logs/verifier"])).stdout.split() == ["nobody", "755"]
+
+
+async def test_a_verifier_run_in_the_fences_exec_keeps_its_own_exit_code_and_timeout(box, tmp_path):
+    await as_agent(box, "echo 42 > /app/answer.txt; (sleep 300 </dev/null >/dev/null 2>&1 &); exit 0")
+    task = make_task(tmp_path / "tasks", "rc3", test=SCORE_ANSWER + "; exit 3")  # 3: the fence's own failure code
+    outcome = await verify(box, task, tmp_path / "rc3")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 1.0} and outcome.return_code == 3 and outcome.attempts == 1
+    assert any("rc=3" in w for w in outcome.warnings)
+    assert await agent_processes(box) == ""  # fenced before the verifier ran
+    hang = make_task(tmp_path / "tasks", "hang", test="echo started; sleep 60", verifier_timeout=1)
+    outcome = await verify(box, hang, tmp_path / "hang")
+    assert outcome.error_category == "verifier_timeout", outcome.error
+    assert outcome.attempts == 1  # it wrote output: not wedged, not run again

@@ -33,12 +33,14 @@ A root agent is not fenced: it is trusted with the whole sandbox, and the proces
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchflow.errors import BenchError, VerifierError
-from benchflow.sandbox.base import Sandbox
+from benchflow.sandbox.base import ExecResult, Sandbox
 
 from .environment import PLUGIN_DIR, PLUGIN_MODULE
 
@@ -49,10 +51,12 @@ FENCE_ROUNDS = 2000
 
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
 # $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /
-# ${11} 1|0 kill -1 as the agent first. Until the agent is gone: builtins only, no fork (but that one).
+# ${11} 1|0 kill -1 as the agent first; ${12} (optional) a nonce: once done, print "NONCE fenced" and
+# exec ${13}... (the verifier). Until the agent is gone: builtins only, no fork (but that one).
 _PREPARE = r"""
 u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}
-stopall=${11}; uid=; gid=
+stopall=${11}; nonce=${12}; uid=; gid=
+[ -n "$nonce" ] && shift 12
 case "$u" in
   '') ;;
   *[!0-9]*) while IFS=: read -r n _ i g _; do [ "$n" = "$u" ] && { uid=$i; gid=$g; break; }; done < /etc/passwd ;;
@@ -91,7 +95,7 @@ fi
 [ "$link" = link ] && { [ -e /tests ] || [ -L /tests ] || ln -s /verifier /tests; }
 rm -rf "$plugins" && mkdir -p "$plugins" && chmod 755 "$plugins" \
   && printf '%s' "$plugin" > "$plugins/$module.py" && chmod 644 "$plugins/$module.py"
-if [ "$conftests" = 1 ]; then
+clean_conftests() {  # a function: its set -- leaves the caller's "$@" (the verifier's argv) alone
   rootdev=$(stat -c %d / 2>/dev/null)
   set -- /
   for p in "$wd" /tmp /var/tmp /dev/shm /home /root /logs; do
@@ -102,7 +106,8 @@ if [ "$conftests" = 1 ]; then
   find "$@" -xdev \( -path /proc -o -path /sys -o -path /verifier -o -path /tests -o -path "$vdir" \
     -o -path "$plugins" \) -prune -o -name conftest.py ! -type d -print -exec rm -f {} + 2>/dev/null \
     | while IFS= read -r f; do echo "conftest $f"; done
-fi
+}
+[ "$conftests" = 1 ] && clean_conftests
 if [ -n "$uid" ]; then
   names='( -name sitecustomize.py -o -name usercustomize.py -o -name *.pth )'
   for py in python3 python; do
@@ -127,10 +132,13 @@ if [ "$carry" = 1 ]; then
     tar -xf - -C / || { echo "tar could not unpack the verifier folder" >&2; exit 5; }
     echo uploaded
   else
-    cat > /dev/null
+    cat > /dev/null; carry=0
   fi
 fi
-exit 0
+[ -n "$nonce" ] || exit 0
+echo "$nonce fenced"
+[ "$carry" = 1 ] || exit 0
+exec "$@"
 """.replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL)
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
@@ -185,14 +193,60 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
             stopped, ``/logs/verifier`` could not be made, or the carried folder not unpacked.
     """
     archive = _carried(carry, verifier_dir)
-    args = [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
-            PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir,
-            _TRUSTED_PLUGINS.read_text(), "1" if archive is not None else "0"]
+    args = _args(agent_user, verifier_user, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
     for stop_all in ("1", "0"):
         result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, stop_all], stdin=archive, timeout=300)
         if result.return_code in (0, 3, 4, 5) or result.timed_out:
             break
         # the shell gave up (a fork failed: the agent filled the process table): the loop alone
+    _check(result)
+    return _report(result.stdout)
+
+
+async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], cwd: str | None,
+                         timeout: float, agent_user: str | None, link_tests: bool, verifier_dir: str,
+                         workdir: str, cleanup_conftests: bool, carry: Path) -> tuple[FenceReport, ExecResult | None]:
+    """:func:`fence` and then, in the same exec as root, ``argv`` (the verifier, as root, with ``env``
+    and ``cwd``): one exec round trip less. The exec may take ``timeout`` plus
+    :data:`FENCE_ALLOWANCE` for the fence's part.
+
+    Returns the fence's report and ``argv``'s result with ``argv``'s own output only (after the
+    fence's ``NONCE fenced`` line, a nonce the agent cannot know), or None when ``argv`` did not
+    run: the folder was not carried (too big, no ``tar``: upload it, then run ``argv``), or the
+    fence did not finish there (timed out, or its shell gave up), in which case :func:`fence` ran
+    again on its own, with its own time budget (it is idempotent).
+
+    Raises:
+        VerifierError: as :func:`fence`.
+    """
+    archive = _carried(carry, verifier_dir)
+    if archive is None:
+        return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
+                           verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests), None
+    nonce = secrets.token_hex(12)
+    args = _args(agent_user, None, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
+    result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, "1", nonce, *argv], stdin=archive, env=env,
+                                cwd=cwd, timeout=timeout + FENCE_ALLOWANCE)
+    head, sep, tail = result.stdout.partition(f"{nonce} fenced\n")
+    if not sep:
+        if result.return_code in (3, 4, 5) and not result.timed_out:
+            _check(result)
+        return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
+                           verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests,
+                           carry=carry), None
+    report = _report(head)
+    return report, (dataclasses.replace(result, stdout=tail) if report.uploaded else None)
+
+
+def _args(agent_user: str | None, verifier_user: str | None, link_tests: bool, verifier_dir: str, workdir: str,
+          cleanup_conftests: bool, archive: bytes | None) -> list[str]:
+    return [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
+            PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir,
+            _TRUSTED_PLUGINS.read_text(), "1" if archive is not None else "0"]
+
+
+def _check(result: ExecResult) -> None:
+    """Raise for a fence that did not finish (see :func:`fence`)."""
     if result.return_code == 3 or result.timed_out:
         detail = result.stderr.strip()[-300:] or "timed out"
         raise VerifierError(f"verifier crashed: the agent's processes could not be stopped before "
@@ -206,8 +260,11 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
     if result.return_code == 5:
         raise VerifierError("verifier crashed: Failed to add verifier directory to sandbox: "
                             f"{result.stderr.strip()[-300:]}", category="verifier_infra")
+
+
+def _report(stdout: str) -> FenceReport:
     report = FenceReport()
-    for line in result.stdout.splitlines():
+    for line in stdout.splitlines():
         kind, _, path = line.partition(" ")
         if kind == "uploaded":
             report.uploaded = True
@@ -217,6 +274,10 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
             report.startup_files.append(path)
     return report
 
+
+FENCE_ALLOWANCE = 5.0
+"""Seconds a fused fence (:func:`fence_then_run`) adds to the verifier's timeout for its own part: the
+verifier's budget is never cut by the fence's time unless the fence takes longer than this."""
 
 CARRY_MAX_BYTES = 4 << 20
 """The largest verifier archive the fence carries on its stdin (held in memory); a larger folder is

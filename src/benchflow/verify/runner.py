@@ -21,7 +21,7 @@ from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
 from .environment import pinned_env, verifier_task_env
-from .fence import fence, is_root
+from .fence import fence, fence_then_run, is_root
 from .rewards import RewardError, parse_reward_files
 from .strategies import Selected, StrategyContext, commands, host_runner, select
 from .strategies.combine import combine
@@ -76,16 +76,23 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
         task_env = {**verifier_task_env(task), **(extra_env or {})}
         carry = (selected.in_sandbox and config.service == "main"  # the fence brings the folder along
                  and getattr(getattr(sandbox, "capabilities", None), "exec_writes_persist", False))
-        fenced = await fence(sandbox, agent_user=agent_user, verifier_user=config.user,
-                             link_tests=not task.paths.is_legacy,  # native tasks also answer at /tests
-                             verifier_dir=remote_dir, workdir=workdir,
-                             cleanup_conftests=config.hardening.cleanup_conftests,
-                             carry=task.paths.verifier_dir if carry else None)
+        fence_args = dict(agent_user=agent_user, link_tests=not task.paths.is_legacy,  # native tasks: /tests too
+                          verifier_dir=remote_dir, workdir=workdir,
+                          cleanup_conftests=config.hardening.cleanup_conftests)
+        command = _command(task, selected, remote_dir) if selected.in_sandbox else None
+        first = None
+        if carry and is_root(config.user) and command.manifest is None:  # the verifier runs in the fence's exec
+            argv, env = _call(task, command, task_env, remote_dir, workdir)
+            fenced, first = await fence_then_run(sandbox, argv, env=env, cwd=workdir,
+                                                 timeout=float(config.timeout_sec), carry=task.paths.verifier_dir,
+                                                 **fence_args)
+        else:
+            fenced = await fence(sandbox, verifier_user=config.user,
+                                 carry=task.paths.verifier_dir if carry else None, **fence_args)
         outcome.warnings.extend(fenced.warnings(workdir))
         if selected.in_sandbox:
-            command = _command(task, selected, remote_dir)
             result = await _run_in_sandbox(await _service(sandbox, config.service), task, command, outcome, task_env, remote_dir, workdir,
-                                           verifier_dir, started, uploaded=fenced.uploaded)
+                                           verifier_dir, started, uploaded=fenced.uploaded, first=first)
             if result is None:
                 return outcome
             return_code, criteria = result.return_code, command.criteria
@@ -110,14 +117,25 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
     return outcome
 
 
+def _call(task: Any, command: Command, task_env: dict[str, str], remote_dir: str,
+          workdir: str) -> tuple[list[str], dict[str, str]]:
+    """The verifier's argv and environment; a root verifier's argv makes its entry points runnable
+    first (the upload is root's)."""
+    env = {**pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir), **command.env}
+    if is_root(task.config.verifier.user):
+        return ["sh", "-c", _READY_AS_ROOT + command.script, remote_dir, *command.executables], env
+    return ["sh", "-c", command.script, remote_dir], env
+
+
 async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome: VerifierOutcome,
                           task_env: dict[str, str], remote_dir: str, workdir: str, verifier_dir: Path,
-                          started: float, *, uploaded: bool = False) -> Any:
+                          started: float, *, uploaded: bool = False, first: Any = None) -> Any:
     """Upload the verifier folder (unless the fence ``uploaded`` it) and run the strategy's command
-    (a wedged run once more); the exec result, or None when it timed out (recorded on ``outcome``)."""
+    (a wedged run once more; ``first``: the result of a first run the fence's exec made); the
+    exec result, or None when it timed out (recorded on ``outcome``)."""
     config = task.config.verifier
     timeout = float(config.timeout_sec)
-    env = {**pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir), **command.env}
+    argv, env = _call(task, command, task_env, remote_dir, workdir)
     try:
         if not uploaded:
             await sandbox.put(task.paths.verifier_dir, remote_dir)
@@ -126,10 +144,7 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
                             category="verifier_infra") from exc
     # The upload is root's: make the entry points runnable (and readable to a verifier user).
     as_root = is_root(config.user)
-    argv = ["sh", "-c", command.script, remote_dir]
-    if as_root:
-        argv = ["sh", "-c", _READY_AS_ROOT + command.script, remote_dir, *command.executables]
-    else:
+    if not as_root:
         ready = await sandbox.exec(["sh", "-c", _READY, remote_dir, "0", *command.executables], timeout=60)
         if not ready.success:
             raise VerifierError(f"Verifier setup failed: chmod exited with rc={ready.return_code}",
@@ -142,8 +157,8 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
                                 category="verifier_infra")
     for attempt in (1, 2):
         outcome.attempts = attempt
-        result = await sandbox.exec(argv, user=config.user, env=env,
-                                    cwd=workdir if config.service == "main" else None, timeout=timeout)
+        result = first if attempt == 1 and first is not None else await sandbox.exec(
+            argv, user=config.user, env=env, cwd=workdir if config.service == "main" else None, timeout=timeout)
         if as_root and result.return_code == 1 and _SETUP_FAILED in result.stderr:
             raise VerifierError("Verifier setup failed: chmod exited with rc=1", category="verifier_infra")
         outcome.return_code = result.return_code
