@@ -1,9 +1,12 @@
-"""The ACP client callbacks: permission policy, update → event mapping, refusals."""
+"""The ACP client callbacks: permission policy, update → event mapping, refusals; the transport's order."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
-from acp import RequestError
+from acp import RequestError, connect_to_agent, text_block
 from acp.schema import (
     AgentMessageChunk,
     PermissionOption,
@@ -12,7 +15,7 @@ from acp.schema import (
     ToolCallStart,
 )
 
-from benchflow.agents.acp_client import BenchClient, choose_permission
+from benchflow.agents.acp_client import BenchClient, ProcessTransport, choose_permission
 from benchflow.agents.watchdog import Activity
 
 
@@ -57,3 +60,45 @@ async def test_fs_and_terminal_are_refused():
         with pytest.raises(RequestError) as err:
             await call(session_id="s", path="/x")
         assert err.value.code == -32601
+
+
+class _FastAgent:
+    """A process whose agent answers a prompt the moment its bytes are written, while the client's
+    ``drain`` is still waiting for its sender (``drain_yields`` loop turns, as the sandbox's stdin
+    sent from a worker thread): the reply's ``session/update`` and the prompt's answer arrive in
+    one chunk."""
+
+    def __init__(self, drain_yields: int) -> None:
+        self.stdout = asyncio.StreamReader()
+        self.stdin = self
+        self._yields = drain_yields
+
+    def write(self, data: bytes) -> None:
+        message = json.loads(data)
+        if message.get("method") != "session/prompt":
+            return
+        update = {"sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
+                                                "content": {"type": "text", "text": "Which door code?"}}}
+        lines = [{"jsonrpc": "2.0", "method": "session/update", "params": update},
+                 {"jsonrpc": "2.0", "id": message["id"], "result": {"stopReason": "end_turn"}}]
+        self.stdout.feed_data(b"".join(json.dumps(line).encode() + b"\n" for line in lines))
+
+    async def drain(self) -> None:
+        for _ in range(self._yields):
+            await asyncio.sleep(0)
+
+    def close(self) -> None:
+        self.stdout.feed_eof()
+
+
+@pytest.mark.parametrize("drain_yields", [0, 1, 2, 3])
+async def test_the_update_sent_with_the_prompt_answer_is_recorded_before_the_prompt_returns(drain_yields):
+    client = BenchClient(lambda e: None, Activity())
+    conn = connect_to_agent(client, ProcessTransport(_FastAgent(drain_yields)))
+    try:
+        client.record({"type": "user_message", "text": "Open the door."})
+        response = await conn.prompt(session_id="s1", prompt=[text_block("Open the door.")])
+        assert response.stop_reason == "end_turn"
+        assert client.merger.last_reply() == "Which door code?"
+    finally:
+        await conn.close()

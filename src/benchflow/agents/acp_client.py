@@ -49,6 +49,16 @@ class ProcessTransport:
                 raise ConnectionError(f"broken pipe writing to the agent: {exc}") from exc
 
     async def receive(self) -> dict[str, Any] | None:
+        """The agent's next message, handed over only once the handler of the one before it has started.
+
+        The SDK runs each notification's handler as a task, and ``session/prompt`` waits only
+        for the handlers that have started. When a turn's last ``session/update`` and the
+        prompt's answer arrive in one read while the prompt is still in ``send`` (stdin goes
+        out from a worker thread), the answer is matched before the prompt awaits it: the
+        prompt returns without yielding, before the update's handler ran, and the turn's
+        reply reads empty. This yield lets that handler start first.
+        """
+        await asyncio.sleep(0)
         while True:
             line = await self._process.stdout.readline()
             if not line:
