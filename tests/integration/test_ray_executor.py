@@ -1,7 +1,8 @@
 """``bench run --executor ray`` on a real two-node Ray cluster on this machine (Ray's own cluster
 utilities: a head and a worker node, each its own raylet, both on this machine, sandboxes in this
 machine's Docker engine): trials land on both nodes and the driver alone writes the job folder;
-a node killed mid-run loses nothing; Ctrl-C then ``bench eval resume`` finishes the job; the
+the attempt waiting for a run slot makes its sandbox while a running one's verifier runs; a
+node killed mid-run loses nothing; Ctrl-C then ``bench eval resume`` finishes the job; the
 ``ray://`` (Ray Client) spelling runs the job too; a
 model-calling agent (the scripted ACP double) on a node reaches the fake upstream only through
 the driver's gateway."""
@@ -89,10 +90,10 @@ def _trials(job: Path) -> list[tuple[dict, dict]]:
             for p in sorted(job.glob("*/result.json"))]
 
 
-def _containers(job: Path) -> list[dict]:
+def _containers(job: Path, running: bool = False) -> list[dict]:
     import docker
 
-    return docker.from_env().api.containers(all=True, filters={"label": f"benchflow.job={job.resolve()}"})
+    return docker.from_env().api.containers(all=not running, filters={"label": f"benchflow.job={job.resolve()}"})
 
 
 def _running_on(cluster, node) -> list[Path]:
@@ -124,6 +125,33 @@ def test_trials_land_on_both_nodes_and_only_the_driver_writes_the_job(cluster, t
     summary = json.loads((job / "summary.json").read_text())
     assert (summary["total"], summary["passed"]) == (4, 4)
     assert json.loads((job / "evaluation.json").read_text())["run_config"]["executor"] == "ray"
+
+
+def test_the_attempt_waiting_for_a_run_slot_makes_its_sandbox_while_a_verifier_runs(cluster, tmp_path: Path) -> None:
+    """-j 2 on two one-CPU nodes: the third attempt (the --warm-pool one) is sent, held, to the node of
+    a running attempt whose verifier has started, so three sandboxes exist while both verifiers wait
+    (for a gate file the test writes into each sandbox)."""
+    gate = "while [ ! -f /tmp/gate ]; do sleep 0.1; done; "
+    for name in "ghi":
+        make_task(tmp_path / "tasks", name, solve=WRITE_HELLO, test=gate + PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    proc = subprocess.Popen([sys.executable, "-m", "benchflow.cli", "run", str(tmp_path / "tasks"), "-s", "docker",
+                             "-j", "2", "--executor", "ray", "--jobs-dir", str(jobs)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(cluster))
+    try:
+        running = wait_until(lambda: jobs.is_dir() and any(jobs.iterdir())
+                             and len(found := _containers(_only_job(jobs), running=True)) == 3 and found,
+                             timeout=120, what="three sandboxes while both verifiers wait at their gate")
+        import docker
+
+        client = docker.from_env()
+        for container in running:
+            client.containers.get(container["Id"]).exec_run(["touch", "/tmp/gate"])
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err + out
+    assert "Outcomes: 3 scored (3 passed, 0 failed), 0 unscored, 0 errored" in out
 
 
 def test_ray_client_address_runs_the_job_on_the_cluster(cluster, tmp_path: Path) -> None:

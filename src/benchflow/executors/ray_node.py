@@ -5,7 +5,10 @@
 installed). It runs each attempt as a coroutine on its one event loop, and answers
 :meth:`NodeAgent.run_phases_done` once the trial's agent and verifier are done (the driver then
 lets the next attempt have the resources while this one's sandbox is removed and its record
-written, as a run slot ends in-process): BenchFlow is imported
+written, as a run slot ends in-process), and :meth:`NodeAgent.verifier_started` once its verifier
+starts: the driver then sends the attempt that will take its resources here *held*
+(``NodeWork.held``), to build and start its sandbox while the verifier runs and start its agent on
+:meth:`NodeAgent.go`, as a warm sandbox takes a freed run slot in-process. BenchFlow is imported
 and the engine connection opened once per node, not once per concurrent slot (a Ray task per
 attempt needed a worker process per slot, each importing Ray and BenchFlow: most of the
 executor's overhead on a small cluster). The node never writes the job folder: it runs the
@@ -54,6 +57,8 @@ class NodeWork:
     ca_bundle: bytes | None = None
     link: LinkAddress | None = None
     provenance: dict[str, Any] | None = None
+    held: bool = False
+    """Prepared ahead: the sandbox is made at once, the agent waits for :meth:`NodeAgent.go`."""
 
 
 @dataclass
@@ -100,26 +105,44 @@ class NodeAgent:
         """(backend, job) pairs already cleared of what killed attempts of the job left on this node."""
         self.ran: dict[str, asyncio.Event] = {}
         """Trial -> set when its run phases are over (until the driver has heard it)."""
+        self.verifying: dict[str, asyncio.Event] = {}
+        """Trial -> set when its verifier starts or its run phases end (until the driver has heard it)."""
+        self.held: dict[str, asyncio.Event] = {}
+        """Held trial -> set when the driver hands it the resources of a finishing attempt."""
 
     async def run_attempt(self, work: NodeWork, task_folder: bytes) -> NodeOutcome:
         """Run one attempt here. Cancelled (``ray.cancel``), the trial removes its sandbox before this ends."""
-        ran = self._ran(work.trial)
+        ran, verifying = _event(self.ran, work.trial), _event(self.verifying, work.trial)
+        go = _event(self.held, work.trial) if work.held else None  # before any await: go() may come next
         try:
-            return await self._attempt(work, task_folder, ran)
+            return await self._attempt(work, task_folder, _RunPhases(ran, verifying, go), verifying)
         finally:
             ran.set()  # an attempt that never reached its agent is done with its run phases all the same
+            verifying.set()
+            self.held.pop(work.trial, None)
 
     async def run_phases_done(self, trial: str) -> None:
         """Returns once ``trial``'s agent and verifier are done (or the attempt ended without them)."""
         try:
-            await self._ran(trial).wait()
+            await _event(self.ran, trial).wait()
         finally:
             self.ran.pop(trial, None)
 
-    def _ran(self, trial: str) -> asyncio.Event:
-        return self.ran.setdefault(trial, asyncio.Event())
+    async def verifier_started(self, trial: str) -> None:
+        """Returns once ``trial``'s verifier has started (or its run phases are over)."""
+        try:
+            await _event(self.verifying, trial).wait()
+        finally:
+            self.verifying.pop(trial, None)
 
-    async def _attempt(self, work: NodeWork, task_folder: bytes, ran: asyncio.Event) -> NodeOutcome:
+    def go(self, trial: str) -> None:
+        """The held ``trial`` has its resources: its agent may start (once its sandbox is ready)."""
+        event = self.held.get(trial)
+        if event is not None:
+            event.set()
+
+    async def _attempt(self, work: NodeWork, task_folder: bytes, slot: _RunPhases,
+                       verifying: asyncio.Event) -> NodeOutcome:
         """The attempt in a scratch folder, removed whatever happens; ``ran`` is set when its run phases end."""
         node = node_identity(work.cluster)
         parent = scratch_root() / node["node_id"][:16]
@@ -127,14 +150,15 @@ class NodeAgent:
         scratch = Path(tempfile.mkdtemp(prefix=f"{work.trial}-", dir=parent))
         try:
             root = await asyncio.to_thread(unpack, task_folder, scratch / "task", Path(work.task.path).name)
-            result = await self._run(work, rebase(work.task, root), scratch, ran)
+            result = await self._run(work, rebase(work.task, root), scratch, slot, verifying)
             folder = scratch / "job" / work.job_name / work.trial
             await asyncio.to_thread(_note_node, folder, work, node)
             return NodeOutcome(trial=work.trial, result=result, folder=await asyncio.to_thread(pack, folder), node=node)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    async def _run(self, work: NodeWork, task: Any, scratch: Path, ran: asyncio.Event) -> dict[str, Any]:
+    async def _run(self, work: NodeWork, task: Any, scratch: Path, slot: _RunPhases,
+                   verifying: asyncio.Event) -> dict[str, Any]:
         from benchflow.jobs.layout import JobPaths
         from benchflow.jobs.trial import TrialRequest, run_trial
         from benchflow.sandbox import get_backend
@@ -152,13 +176,19 @@ class NodeAgent:
             self.reaped.add((work.backend_name, job_label))
             await asyncio.to_thread(reap, backend, job_label)
         models = RemoteModelAccess(work.link) if work.link is not None else None
+
+        def on_phase(trial: str, phase: str) -> None:
+            if phase == "verifier":
+                verifying.set()
+            if models is not None:
+                models.report_phase(trial, phase)
+
         request = TrialRequest(task=task, digest=work.digest, prompts=work.prompts, job=job, spec=work.spec,
                                agent=work.agent, backend=backend, backend_name=work.backend_name,
                                attempt=work.attempt, labels=work.labels, seed=work.seed, models=models, fit=work.fit,
                                task_secrets=work.task_secrets, ca_bundle=ca_bundle, agent_env=work.agent_env,
-                               provenance=work.provenance, name=work.trial,
-                               **({"on_phase": models.report_phase} if models is not None else {}))
-        request.run_slot = _RunPhases(ran)
+                               provenance=work.provenance, name=work.trial, on_phase=on_phase)
+        request.run_slot = slot
         try:
             return await run_trial(request)
         finally:
@@ -166,18 +196,24 @@ class NodeAgent:
                 await models.stop()
 
 
+def _event(events: dict[str, asyncio.Event], trial: str) -> asyncio.Event:
+    return events.setdefault(trial, asyncio.Event())
+
+
 class _RunPhases:
     """The trial's run slot on a node: nothing to wait for (the placement group holds the
-    resources); leaving it (agent and verifier done) sets ``ran``."""
+    resources) unless the trial is held (``go``); leaving it (agent and verifier done) sets ``ran``."""
 
-    def __init__(self, ran: asyncio.Event) -> None:
-        self.ran = ran
+    def __init__(self, ran: asyncio.Event, verifying: asyncio.Event, go: asyncio.Event | None) -> None:
+        self.ran, self.verifying, self.go = ran, verifying, go
 
     async def __aenter__(self) -> None:
-        return None
+        if self.go is not None:
+            await self.go.wait()
 
     async def __aexit__(self, *exc: object) -> None:
         self.ran.set()
+        self.verifying.set()
 
 
 def _note_node(folder: Path, work: NodeWork, node: dict[str, Any]) -> None:
