@@ -182,7 +182,28 @@ def load(entry: Lazy, name: str) -> Any:
     command.name = name
     if entry.hidden:
         command.hidden = True
+    for param in command.params:
+        defer_coercion(param)
     return command
+
+
+class _UntilGiven:
+    """Stands in for the coercer Typer builds per parameter (a pydantic adapter, 88 for ``bench run``)
+    before it coerces the value, given or not: an option left out (None) comes back as Typer's own
+    coercer returns it, and Typer's coercer is built only for a value."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if value is None:  # what Typer's coercer returns for a missing value
+            return () if param.multiple or param.nargs == -1 else None
+        param._runtime_param = None
+        return param.get_runtime_param().coerce(value, param=param, ctx=ctx)
+
+
+def defer_coercion(param: Any) -> None:
+    """Build ``param``'s coercer when it first gets a value (Typer versions that build one lazily
+    per parameter; others are left as they are)."""
+    if getattr(param, "_runtime_param", False) is None and hasattr(param, "get_runtime_param"):
+        param._runtime_param = _UntilGiven()
 
 
 class LazyGroup(TyperGroup):

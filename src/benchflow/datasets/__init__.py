@@ -36,21 +36,21 @@ def resolve_source(spec: Any) -> TaskSource | None:
         ConfigError: a malformed dataset spec or repository target (exit 2).
         DatasetError: a dataset or repository that cannot be fetched or verified (exit 1).
     """
-    from .repo_targets import (
-        fetch_repo,
-        looks_like_repo,
-        parse_target,
-        source_repo_target,
-    )
-
     if spec.dataset:
         from .resolve import resolve_dataset
 
         return resolve_dataset(spec.dataset, registry=spec.registry, hub=spec.hub,
                                ignore_bench_version=spec.ignore_bench_version)
     if spec.source_repo:
+        from .repo_targets import fetch_repo, source_repo_target
+
         return fetch_repo(source_repo_target(spec.source_repo, spec.source_path, spec.source_ref))
-    repos = [t for t in spec.targets if not Path(t).expanduser().exists() and looks_like_repo(t)]
+    missing = [t for t in spec.targets if not Path(t).expanduser().exists()]
+    if not missing:  # local folders only: the fetchers are not imported
+        return None
+    from .repo_targets import fetch_repo, looks_like_repo, parse_target
+
+    repos = [t for t in missing if looks_like_repo(t)]
     if not repos:
         return None
     if len(spec.targets) > 1:

@@ -11,13 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchflow import __version__
 from benchflow.agents.base import AgentOutcome
 from benchflow.records import AgentResult, FinalMetrics, TrajectorySummary, TrialConfig, TrialResult, TrialTiming
 from benchflow.util.redact import drop_secrets
-from benchflow.verify.runner import VerifierOutcome
+
+if TYPE_CHECKING:  # the verifier is imported when it runs, after the sandbox has started
+    from benchflow.verify.runner import VerifierOutcome
 
 
 def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[str]) -> dict[str, Any]:
