@@ -2,7 +2,7 @@
 
 It speaks the Engine API's HTTP on a Unix socket, like dockerd, for the calls an
 exec and a container start make (exec create, exec start, exec inspect, attach,
-start, inspect), and writes each hijacked stream's response headers and every
+start, inspect, and a container removal, held until the test lets it be answered), and writes each hijacked stream's response headers and every
 frame of the command's output in one ``send``: what a real engine does when the
 command is faster than the client (a loaded machine). A client that reads the
 frames from the bare socket under the HTTP reader loses them.
@@ -73,11 +73,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._json({"message": f"no such endpoint {path}"}, 404)
 
 
+    def do_DELETE(self) -> None:  # noqa: N802 - a container removal, answered once ``answer_removals`` is set
+        self.server.removals.append(self.path)
+        self.server.answer_removals.wait(30)
+        name = self.path.split("?")[0].rsplit("/", 1)[-1]
+        if name == "busy":
+            self._json({"message": f"removal of container {name} is already in progress"}, 409)
+        elif name == "gone":
+            self._json({"message": f"No such container: {name}"}, 404)
+        else:
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     stdout = b""
     stderr = b""
     attach_output = b""
+    removals: list[str]
+    answer_removals: threading.Event
 
 
 class EagerEngine:
@@ -90,6 +106,11 @@ class EagerEngine:
         self._server = _Server(path, _Handler)
         self._server.stdout, self._server.stderr = stdout, stderr
         self._server.attach_output = attach_output
+        self._server.removals, self._server.answer_removals = [], threading.Event()
+        self.removals = self._server.removals
+        """The request lines' paths of the container removals received."""
+        self.answer_removals = self._server.answer_removals
+        """Set it to let the double answer removals (it holds them until then)."""
 
     def __enter__(self) -> "EagerEngine":
         threading.Thread(target=self._server.serve_forever, daemon=True).start()

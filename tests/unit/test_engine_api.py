@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from benchflow.sandbox.engine_api import EngineClient, EngineError, EngineUnreachable, NotFound
+from benchflow.sandbox.docker_leftovers import removal_in_progress
 from tests.doubles.eager_engine_double import EagerEngine
+from tests.waiting import wait_until
 
 
 def test_calls_share_a_kept_alive_connection(tmp_path):
@@ -37,3 +39,18 @@ def test_an_engine_that_is_not_there_is_a_connection_error(tmp_path):
 def test_an_unknown_address_scheme_is_refused():
     with pytest.raises(ValueError, match="unsupported Docker engine address"):
         EngineClient("npipe:////./pipe/docker_engine")
+
+
+def test_an_unawaited_removal_is_sent_before_it_is_answered(tmp_path):
+    with EagerEngine(str(tmp_path / "engine.sock")) as engine:
+        api = EngineClient(engine.url, version="1.41", timeout=5)
+        answers = [api.remove_container_unawaited(name) for name in ("c1", "gone", "busy")]
+        wait_until(lambda: len(engine.removals) == 3, what="the double to receive the three removals")
+        assert all("force=true" in path and "v=true" in path for path in engine.removals)
+        engine.answer_removals.set()
+        answers[0]()
+        answers[1]()  # a container already gone is no error
+        with pytest.raises(EngineError) as busy:
+            answers[2]()
+        assert busy.value.status_code == 409
+        assert removal_in_progress(busy.value)  # cleanup takes a removal in progress as done

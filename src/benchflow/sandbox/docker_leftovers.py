@@ -101,12 +101,12 @@ def remove(url: str | None, ids: list[str]) -> dict[str, str]:
         except NotFound:
             pass
         except Exception as exc:  # noqa: BLE001 - report it and go on with the rest
-            if not _going(exc):
+            if not removal_in_progress(exc):
                 failed[container] = str(exc)
     return failed
 
 
-def _going(exc: Exception) -> bool:
+def removal_in_progress(exc: Exception) -> bool:
     """The engine is removing the container already (a finished run's removal that outlived it)."""
     return getattr(exc, "status_code", None) == 409 and "already in progress" in str(exc)
 
