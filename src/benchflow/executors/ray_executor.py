@@ -8,11 +8,9 @@ what it holds, as for a Ray task; the attempt then runs on that node's :class:`.
 agent and verifier are done (the agent answers ``run_phases_done`` before it removes the sandbox
 and writes the record, as a run slot ends in-process) the placement group goes back to an idle pool, where the
 next attempt of the same shape takes it at once instead of asking Ray for a new one; idle groups
-of another shape are removed when a new one is needed, and all at the end. An attempt that finds no
-free run slot (the ``--warm-pool`` one) is paired with a running attempt whose verifier has started
-(the node says so): it is sent at once to that attempt's node *held*, makes its sandbox there
-while the verifier runs, and takes the run slot and the group over, with no new placement, the
-moment that attempt's run phases end, as a warm sandbox takes a run slot in-process. One agent process per
+of another shape are removed when a new one is needed, and all at the end. The attempt that finds
+no free run slot (the ``--warm-pool`` one) is prepared ahead on the node of a running attempt whose
+verifier has started and takes that attempt's slot and group over (:mod:`.ray_handover`). One agent process per
 node instead of one Ray worker process per concurrent attempt: BenchFlow is imported and the
 engine connection opened once per node (``benchmarks/scale_out.py``). The driver is the only
 writer of the job folder: a node returns the result document and the packed trial folder,
@@ -35,12 +33,11 @@ from typing import Any
 from benchflow.util import atomic
 
 from .gateway_link import LinkAddress
+from .ray_handover import Handovers, Running, Shape
 from .ray_node import NodeAgent, NodeWork
 from .trial_bundle import install, pack
 
 _MiB = 1024 * 1024
-Shape = tuple[tuple[str, float], ...]
-"""A placement-group bundle as a hashable key."""
 
 
 def bundle(need: dict[str, float]) -> dict[str, float]:
@@ -55,19 +52,6 @@ def resources(task: Any, fit: Any) -> dict[str, float]:
     cpus = float(fit.cpus[1]) if fit is not None else float(sandbox.cpus)
     memory_mb = int(fit.memory_mb[1]) if fit is not None else int(sandbox.memory_mb)
     return {"num_cpus": cpus, "memory": float(memory_mb * _MiB), "num_gpus": float(sandbox.gpus or 0)}
-
-
-@dataclass(eq=False)
-class _Running:
-    """An attempt in its run phases: where, what it holds, and the held attempt that will take it over."""
-
-    node: str
-    shape: Shape
-    placement: Any
-    successor: asyncio.Future | None = None
-    """The held attempt that takes over: set when this attempt's run phases end."""
-    over: bool = False
-    """The run phases are over: nothing to hand over any more."""
 
 
 @dataclass
@@ -87,10 +71,7 @@ class RayExecutor:
     """Job label -> backend of attempts whose worker died: their sandboxes are reaped again at close."""
     _reporters: dict[str, Any] = field(default_factory=dict)
     """Trial name -> its request's ``on_phase``, for the phases a node reports over the gateway link."""
-    _donors: list[_Running] = field(default_factory=list)
-    """Running attempts whose verifier has started and that no held attempt takes over yet."""
-    _slot_waiters: list[tuple[Shape, asyncio.Future]] = field(default_factory=list)
-    """Attempts waiting for a run slot (set to a donor when one of their shape comes first)."""
+    _handovers: Handovers = field(default_factory=Handovers)
 
     def __post_init__(self) -> None:
         self._agent_class = self.ray.remote(NodeAgent)
@@ -122,14 +103,14 @@ class RayExecutor:
         shape = tuple(sorted(bundle(resources(req.task, req.fit)).items()))
         ref = node = outcome = watch = donor = None
         slot = None  # the run slot, held from placement to the end of the run phases
-        me: _Running | None = None  # what this attempt holds (its placement group), once it holds it
+        me: Running | None = None  # what this attempt holds (its placement group), once it holds it
         try:  # an agent or task that cannot be pickled, an unreadable task folder: this attempt's error
             folder = await self._task_folder(req.task)
-            donor = await self._run_slot(req.run_slot, shape)
+            donor = await self._handovers.run_slot(req.run_slot, shape)
             if donor is None:
                 slot = req.run_slot
                 placement, node = await self._placement(shape, name)
-                me = _Running(node, shape, placement)
+                me = Running(node, shape, placement)
             else:  # held on the donor's node: its sandbox is made while the donor's verifier runs
                 node, work = donor.node, replace(work, held=True)
             agent = self._agent(node)
@@ -138,11 +119,12 @@ class RayExecutor:
             req.on_phase(name, "start")  # later phases come over the gateway link, when the run has one
             self._reporters[name] = req.on_phase
             outcome = asyncio.ensure_future(_get(ref))
-            if donor is not None and await self._take_over(donor, outcome, req.run_slot):
-                slot, me = req.run_slot, _Running(node, shape, donor.placement)
+            if donor is not None and await self._handovers.take_over(
+                    donor, outcome, lambda: self._give_back(donor.placement, req.run_slot)):
+                slot, me = req.run_slot, Running(node, shape, donor.placement)
                 agent.go.remote(name)
             if me is not None:
-                watch = asyncio.ensure_future(self._offer_when_verifying(verifying, me))
+                watch = asyncio.ensure_future(self._handovers.offer_when_verifying(verifying, me))
             if await _first_of(_get(ran), outcome) and me is not None:  # the sandbox is being removed: the resources may go on
                 self._hand_over(me, slot)
                 me = slot = None
@@ -163,93 +145,27 @@ class RayExecutor:
             self._reporters.pop(name, None)
             if watch is not None:
                 watch.cancel()
-            if donor is not None and not donor.successor.done():  # never took over: the donor keeps them
-                donor.successor.cancel()
+            self._handovers.never_took_over(donor)
             if me is not None:  # to a held attempt (on the same node: it will see what became of it), else removed
                 self._hand_over(me, slot, remove=True)
             elif slot is not None:
                 slot.release()
         return outcome.result
 
-    async def _run_slot(self, run_slot: asyncio.Semaphore | None, shape: Shape) -> _Running | None:
-        """Take a free run slot (None); when there is none, the first running attempt of ``shape``
-        whose verifier has started (this attempt is then held on its node and takes its slot over)."""
-        if run_slot is None:
-            return None
-        if not run_slot.locked():
-            await run_slot.acquire()
-            return None
-        donor = next((d for d in self._donors if d.shape == shape), None)
-        if donor is not None:
-            return self._pair(donor)
-        paired: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._slot_waiters.append((shape, paired))
-        acquire = asyncio.ensure_future(run_slot.acquire())
-        try:
-            await asyncio.wait({acquire, paired}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # cancelled: nothing taken
-            _give_back(acquire, run_slot)
-            if paired.done():
-                paired.result().successor.cancel()  # the donor keeps what it holds
-            raise
-        finally:
-            with contextlib.suppress(ValueError):
-                self._slot_waiters.remove((shape, paired))
-        if paired.done():
-            _give_back(acquire, run_slot)  # the donor's slot instead
-            return paired.result()
-        paired.cancel()
-        return None
-
-    def _pair(self, donor: _Running) -> _Running:
-        with contextlib.suppress(ValueError):
-            self._donors.remove(donor)
-        donor.successor = asyncio.get_running_loop().create_future()
-        return donor
-
-    async def _offer_when_verifying(self, verifying: Any, me: _Running) -> None:
-        """Once ``me``'s verifier starts: to an attempt waiting for a run slot, else among the donors."""
-        with contextlib.suppress(Exception):
-            await _get(verifying)
-        if me.over or me.successor is not None:
-            return
-        for shape, paired in self._slot_waiters:
-            if shape == me.shape and not paired.done():
-                paired.set_result(self._pair(me))
-                return
-        self._donors.append(me)
-
-    async def _take_over(self, donor: _Running, outcome: asyncio.Future, run_slot: asyncio.Semaphore) -> bool:
-        """Wait for the donor's run phases to end: True when its run slot and placement group are now
-        this attempt's; False when this attempt ended first (its sandbox could not be made)."""
-        handed = donor.successor
-        assert handed is not None
-        try:
-            await asyncio.wait({handed, outcome}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            if handed.done() and not handed.cancelled():  # handed over, but cancelled: give them back
-                self.ray.util.remove_placement_group(donor.placement)
-                run_slot.release()
-            handed.cancel()
-            raise
-        if handed.done():
-            return True
-        handed.cancel()  # the donor keeps them
-        return False
-
-    def _hand_over(self, me: _Running, slot: Any, remove: bool = False) -> None:
+    def _hand_over(self, me: Running, slot: Any, remove: bool = False) -> None:
         """``me``'s run phases are over: its run slot and placement group go to its held successor;
         else the group is removed (``remove``) or goes to :meth:`_release`, and the slot is released."""
-        me.over = True
-        with contextlib.suppress(ValueError):
-            self._donors.remove(me)
-        if me.successor is not None and not me.successor.done():
-            me.successor.set_result(None)
+        if self._handovers.end(me):
             return
         if remove:
-            self.ray.util.remove_placement_group(me.placement)
-        else:
-            self._release(me.shape, me.placement)
+            self._give_back(me.placement, slot)
+            return
+        self._release(me.shape, me.placement)
+        if slot is not None:
+            slot.release()
+
+    def _give_back(self, placement: Any, slot: asyncio.Semaphore | None) -> None:
+        self.ray.util.remove_placement_group(placement)
         if slot is not None:
             slot.release()
 
@@ -372,15 +288,6 @@ class RayExecutor:
         self._idle.clear()
         for label, backend in self._lost_on.items():
             await asyncio.to_thread(reap, backend, label)
-
-
-def _give_back(acquire: asyncio.Future, run_slot: asyncio.Semaphore) -> None:
-    """A run-slot acquire no longer wanted: released if it got the slot, else cancelled (a pending
-    acquire already woken for a slot passes it on itself)."""
-    if not acquire.done():
-        acquire.cancel()
-    elif not acquire.cancelled() and acquire.exception() is None:
-        run_slot.release()
 
 
 def _failure(ray: Any, exc: Exception) -> tuple[str, str, bool]:

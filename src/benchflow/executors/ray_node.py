@@ -113,7 +113,7 @@ class NodeAgent:
     async def run_attempt(self, work: NodeWork, task_folder: bytes) -> NodeOutcome:
         """Run one attempt here. Cancelled (``ray.cancel``), the trial removes its sandbox before this ends."""
         ran, verifying = _event(self.ran, work.trial), _event(self.verifying, work.trial)
-        go = _event(self.held, work.trial) if work.held else None  # before any await: go() may come next
+        go = _event(self.held, work.trial) if work.held else None
         try:
             return await self._attempt(work, task_folder, _RunPhases(ran, verifying, go), verifying)
         finally:
@@ -136,10 +136,9 @@ class NodeAgent:
             self.verifying.pop(trial, None)
 
     def go(self, trial: str) -> None:
-        """The held ``trial`` has its resources: its agent may start (once its sandbox is ready)."""
-        event = self.held.get(trial)
-        if event is not None:
-            event.set()
+        """The held ``trial`` has its resources: its agent may start (once its sandbox is ready).
+        May run before its ``run_attempt`` starts (an async actor does not keep the call order)."""
+        _event(self.held, trial).set()
 
     async def _attempt(self, work: NodeWork, task_folder: bytes, slot: _RunPhases,
                        verifying: asyncio.Event) -> NodeOutcome:
