@@ -51,8 +51,9 @@ def shards_2x4(_tmp: Path) -> tuple[list[str], dict[str, str]]:
 
 
 def ray_2x4(_tmp: Path) -> tuple[list[str], dict[str, str]]:
-    """A two-node Ray cluster on this machine (4 CPUs each, started before the clock, shut down at
-    exit): every trial a Ray task, ``-j 8 --executor ray``."""
+    """A two-node Ray cluster on this machine (4 CPUs each, no dashboard, started before the clock,
+    shut down at exit), as docs/ray.md has a user start one (``ray start --num-cpus 4
+    --include-dashboard=false``): ``-j 8 --executor ray``."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "include_dashboard": False})

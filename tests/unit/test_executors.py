@@ -1,5 +1,6 @@
 """The executor layer without a cluster: the --executor spelling, a missing Ray, the task's resources
-as Ray's, the trial bundle's one-rename install (and what it refuses), and the gateway link's token."""
+as Ray's, the trial bundle's one-rename install (and what it refuses), the gateway link's token,
+and the run slot a finishing attempt hands to the one prepared ahead."""
 
 from __future__ import annotations
 
@@ -205,3 +206,50 @@ def test_a_cluster_that_refuses_the_client_is_one_line_naming_the_servers_reason
         connect(fake_ray, "ray://127.0.0.1:10001")
     assert str(caught.value) == ("--executor ray://127.0.0.1:10001: cannot join the Ray cluster (Initialization "
                                  "failure from server: RuntimeError: the runtime env agent is gone)")
+
+
+SHAPE = (("CPU", 1.0),)
+
+
+async def test_the_attempt_finding_no_run_slot_takes_over_a_verifying_attempts_slot() -> None:
+    from benchflow.executors.ray_handover import Handovers, Running
+
+    handovers, slots = Handovers(), asyncio.Semaphore(1)
+    assert await handovers.run_slot(slots, SHAPE) is None  # a free slot: taken
+    donor = Running("node-a", SHAPE, placement="pg-1")
+    waiting = asyncio.ensure_future(handovers.run_slot(slots, SHAPE))
+    await handovers.offer_when_verifying(asyncio.sleep(0), donor)  # its verifier started
+    assert await waiting is donor  # paired: sent held to node-a
+    outcome: asyncio.Future = asyncio.get_running_loop().create_future()  # the held attempt still runs
+    taking = asyncio.ensure_future(Handovers.take_over(donor, outcome, give_back=lambda: None))
+    assert handovers.end(donor)  # the donor's run phases are over: its slot and group go on
+    assert await taking and slots.locked()  # no slot went back to the semaphore on the way
+
+
+async def test_an_attempt_of_another_shape_waits_for_a_free_slot_and_one_of_the_shape_pairs() -> None:
+    from benchflow.executors.ray_handover import Handovers, Running
+
+    handovers, slots = Handovers(), asyncio.Semaphore(1)
+    await slots.acquire()
+    donor = Running("node-a", SHAPE, placement="pg-1")
+    await handovers.offer_when_verifying(asyncio.sleep(0), donor)  # nobody waits yet: a donor
+    bigger = asyncio.ensure_future(handovers.run_slot(slots, (("CPU", 2.0),)))
+    await asyncio.sleep(0)
+    assert not bigger.done() and handovers.donors == [donor]  # its group would not fit the other shape
+    slots.release()
+    assert await bigger is None  # the freed slot
+    assert await handovers.run_slot(slots, SHAPE) is donor and handovers.donors == []
+
+
+async def test_a_held_attempt_that_ends_first_leaves_the_donor_its_slot() -> None:
+    from benchflow.executors.ray_handover import Handovers, Running
+
+    handovers, slots = Handovers(), asyncio.Semaphore(1)
+    await slots.acquire()
+    donor = Running("node-a", SHAPE, placement="pg-1")
+    await handovers.offer_when_verifying(asyncio.sleep(0), donor)
+    assert await handovers.run_slot(slots, SHAPE) is donor
+    outcome: asyncio.Future = asyncio.get_running_loop().create_future()
+    outcome.set_result("its sandbox could not be made")
+    assert not await Handovers.take_over(donor, outcome, give_back=lambda: None)
+    assert not handovers.end(donor)  # the donor releases its slot and group itself
