@@ -83,13 +83,12 @@ if [ -z "$found" ]; then
     [a-z_]*[!a-z0-9_-]* | [!a-z_]*) echo "invalid user name $user (as useradd: [a-z_][a-z0-9_-]*)" >&2; exit 1 ;;
   esac
   shell=/bin/sh; [ -x /bin/bash ] && shell=/bin/bash
-  id=$((top + 1)); home=/home/$user; mode=; umask_=022
+  id=$((top + 1)); home=/home/$user; mode=; mask=022
   if [ -f /etc/login.defs ]; then
     while read -r key value _; do
-      case "$key" in HOME_MODE) mode=$value ;; UMASK) umask_=$value ;; esac
+      case "$key" in HOME_MODE) mode=$value ;; UMASK) mask=$value ;; esac
     done < /etc/login.defs
   fi
-  [ -n "$mode" ] || mode=$(printf '%o' $((0777 & ~0$umask_)))
   echo "$user:x:$id:" >> /etc/group
   echo "$user:x:$id:$id::$home:$shell" >> /etc/passwd
   if [ -f /etc/shadow ]; then echo "$user:!:19000:0:99999:7:::" >> /etc/shadow; fi
@@ -104,10 +103,10 @@ if [ -z "$found" ]; then
     echo "$user:$next:65536" >> "$f"
   done
   if [ ! -e "$home" ]; then
-    mkdir -p "$home"
+    umask "$mask"; mkdir -p "$home"  # only what follows is the setup's own chown
     if [ -d /etc/skel ]; then cp -a /etc/skel/. "$home/"; fi
     chown -R "$id:$id" "$home"
-    chmod "$mode" "$home"
+    if [ -n "$mode" ]; then chmod "$mode" "$home"; fi
   fi
 fi
 case "$wd" in /) ;; *) chown -R "$user" "$wd" ;; esac
