@@ -1,14 +1,16 @@
 """benchflow.branch.turns: a sequential fork's children run their agents one at a time, in order,
-while the rest of each child (its sandbox start, verifier, teardown) overlaps the others."""
+while the rest of each child (its sandbox start, verifier, teardown) overlaps the others; the
+sandboxes started ahead are lent to the children in order as they come up."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
 from benchflow.branch import turns
-from benchflow.branch.turns import in_turns
+from benchflow.branch.turns import Ready, in_turns
 
 
 def test_agents_take_turns_in_order_and_a_verifier_overlaps_the_next_agent() -> None:
@@ -42,25 +44,6 @@ def test_a_child_that_ends_without_handing_over_still_lets_the_next_agent_start(
     assert asyncio.run(in_turns(2, child)) == [False, True]
 
 
-def test_at_most_live_children_hold_a_sandbox_at_once() -> None:
-    holding, most = 0, 0
-
-    async def child(i: int, turn: turns.Turn) -> bool:
-        nonlocal holding, most
-        async with turn.sandbox_slot():
-            holding += 1
-            most = max(most, holding)
-            await turn.wait()
-            await asyncio.sleep(0)
-            turn.hand_over()
-            await asyncio.sleep(0)
-            holding -= 1
-        return True
-
-    assert all(asyncio.run(in_turns(8, child)))
-    assert most == turns.LIVE
-
-
 def test_a_failure_cancels_the_children_still_waiting() -> None:
     cancelled: list[int] = []
 
@@ -78,3 +61,104 @@ def test_a_failure_cancels_the_children_still_waiting() -> None:
     with pytest.raises(RuntimeError, match="did not start"):
         asyncio.run(in_turns(3, child))
     assert sorted(cancelled) == [1, 2]
+
+
+class Boxes:
+    """Sandboxes a test opens: each comes up when the test says (``up[i]``), and is closed on exit."""
+
+    def __init__(self, n: int, fail: set[int] = frozenset()) -> None:
+        self.up = [asyncio.Event() for _ in range(n)]
+        self.fail = fail
+        self.opening = self.most_opening = self.alive = self.most_alive = 0
+        self.closed: list[int] = []
+        self._next = 0
+
+    @contextlib.asynccontextmanager
+    async def open(self):
+        i, self._next = self._next, self._next + 1
+        self.opening += 1
+        self.most_opening = max(self.most_opening, self.opening)
+        self.alive += 1
+        self.most_alive = max(self.most_alive, self.alive)
+        try:
+            await self.up[i].wait()
+            self.opening -= 1
+            if i in self.fail:
+                raise RuntimeError(f"box {i} did not start")
+            yield i
+        finally:
+            self.alive -= 1
+            self.closed.append(i)
+
+
+def test_ready_lends_the_sandboxes_in_the_order_they_come_up(monkeypatch) -> None:
+    monkeypatch.setattr(turns, "STARTING", 3)
+    got: list[int] = []
+
+    async def main() -> None:
+        boxes = Boxes(3)
+        async with Ready(boxes.open, 3) as ready:
+            async def take() -> None:
+                async with ready.take() as box:
+                    got.append(box)
+
+            takers = [asyncio.create_task(take()) for _ in range(3)]
+            for n, i in enumerate((2, 0, 1), start=1):  # the engine finishes them out of order
+                boxes.up[i].set()
+                for _ in range(100):  # event-loop steps, no clock: until the taker has it
+                    if len(got) == n:
+                        break
+                    await asyncio.sleep(0)
+            await asyncio.gather(*takers)
+        assert sorted(boxes.closed) == [0, 1, 2] and boxes.alive == 0
+
+    asyncio.run(main())
+    assert got == [2, 0, 1]
+
+
+def test_ready_starts_one_at_a_time_and_keeps_at_most_live_open() -> None:
+    async def main() -> Boxes:
+        boxes = Boxes(8)
+        for event in boxes.up:
+            event.set()
+        async with Ready(boxes.open, 8) as ready:
+            async def take() -> None:
+                async with ready.take():
+                    await asyncio.sleep(0)
+
+            await asyncio.gather(*(take() for _ in range(8)))
+        return boxes
+
+    boxes = asyncio.run(main())
+    assert boxes.most_opening == turns.STARTING == 1
+    assert boxes.most_alive == turns.LIVE and sorted(boxes.closed) == list(range(8))
+
+
+def test_a_failed_start_is_lent_as_its_error_and_keeps_its_place() -> None:
+    async def main() -> list[object]:
+        boxes = Boxes(2, fail={0})
+        for event in boxes.up:
+            event.set()
+        seen: list[object] = []
+        async with Ready(boxes.open, 2) as ready:
+            async with ready.take() as first:
+                seen.append(first)
+            async with ready.take() as second:
+                seen.append(second)
+        return seen
+
+    first, second = asyncio.run(main())
+    assert isinstance(first, RuntimeError) and "box 0" in str(first) and second == 1
+
+
+def test_leaving_the_block_closes_the_sandboxes_nobody_took() -> None:
+    async def main() -> Boxes:
+        boxes = Boxes(3)
+        boxes.up[0].set()
+        with pytest.raises(RuntimeError, match="a child failed"):
+            async with Ready(boxes.open, 3) as ready, ready.take():
+                raise RuntimeError("a child failed")
+        return boxes
+
+    boxes = asyncio.run(main())
+    assert sorted(boxes.closed) == [0, 1] and boxes.alive == 0  # box 2 never began: one starts at a time

@@ -226,10 +226,7 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | No
         outcomes = await asyncio.gather(*(one(n) for n in todo))
         stopped = bt.spec.stop_on_child_failure and not all(outcomes)
     elif _in_turns(bt, fork, todo, ref):
-        from .turns import in_turns
-
-        await in_turns(len(todo), lambda i, turn: _turned_child(bt, sandbox, fork, todo[i], ref, turn,
-                                                                first=i == 0, dirty=dirty))
+        await _run_in_turns(bt, sandbox, fork, todo, ref, dirty=dirty)
     else:
         for i, node in enumerate(todo):
             later = len(todo) - i - 1 + (fork == ROOT_FORK and bt.spec.parent == "continue")
@@ -252,26 +249,48 @@ def _in_turns(bt: BranchedTrial, fork: str, todo: list[str], ref: str | None) ->
             and all(tree.fork(fork_id(node)) is None for node in todo))
 
 
-async def _turned_child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str, turn: Any, *,
-                        first: bool, dirty: bool) -> bool:
-    """One child of a fork run in turns: the first in the trial's sandbox (a spare started ahead for
-    ``--parent continue``), the others each in a sandbox of its own started from the snapshot."""
-    if first:
-        extra = int(fork == ROOT_FORK and bt.spec.parent == "continue")
-        return await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=extra, after_agent=turn.hand_over)
-    async with turn.sandbox_slot():
-        try:
-            async with _snapshot_session(bt, ref) as session:
+async def _run_in_turns(bt: BranchedTrial, sandbox: Sandbox, fork: str, todo: list[str], ref: str, *,
+                        dirty: bool) -> None:
+    """A fork's children in turns (:mod:`.turns`). The first runs in the trial's sandbox; with three or
+    more, so does the last, once the first is done, restored into a container started ahead (where the
+    backend can: ``prepare_restore``), so that the fork ends with one container to remove, the
+    trial's, instead of two one after the other. The others each run in a sandbox started from the
+    snapshot, lent to them in order as they come up."""
+    from .turns import Ready, in_turns
+
+    home_last = int(len(todo) > 2 and getattr(sandbox, "prepare_restore", None) is not None)
+    continues = int(fork == ROOT_FORK and bt.spec.parent == "continue")
+    first_done = asyncio.Event()
+
+    async def one(i: int, turn: Any) -> bool:
+        node = todo[i]
+        if i == 0:
+            try:
+                return await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=continues * (1 - home_last),
+                                    after_agent=turn.hand_over)
+            finally:
+                first_done.set()
+        if home_last and i == len(todo) - 1:
+            await ready.started.wait()  # the children before it need theirs first
+            await prepare_spare(sandbox, ref, 1 + continues)
+            await first_done.wait()
+            await turn.wait()
+            return await _child(bt, sandbox, fork, node, ref, fresh=False, after_agent=turn.hand_over)
+        async with ready.take() as lent:
+            if not isinstance(lent, BaseException):
                 await turn.wait()
-                return await _child(bt, session.sandbox, fork, node, ref, fresh=True, after_agent=turn.hand_over)
-        except SessionSetupError as failure:  # started again in its turn, a failure then recorded on the child
-            log.info("%s: its sandbox did not start from the snapshot ahead (%s); again in its turn", node, failure)
-        await turn.wait()
-        box = bt.req.backend.create(bt.session_spec())
-        try:
-            return await _child(bt, box, fork, node, ref, fresh=False, after_agent=turn.hand_over)
-        finally:
-            await stop_surely(box)
+                return await _child(bt, lent.sandbox, fork, node, ref, fresh=True, after_agent=turn.hand_over)
+            # started again in its turn, a failure then recorded on the child
+            log.info("%s: its sandbox did not start from the snapshot ahead (%s); again in its turn", node, lent)
+            await turn.wait()
+            box = bt.req.backend.create(bt.session_spec())
+            try:
+                return await _child(bt, box, fork, node, ref, fresh=False, after_agent=turn.hand_over)
+            finally:
+                await stop_surely(box)
+
+    async with Ready(lambda: _snapshot_session(bt, ref), len(todo) - 1 - home_last) as ready:
+        await in_turns(len(todo), one)
 
 
 def _snapshot_session(bt: BranchedTrial, ref: str) -> Any:

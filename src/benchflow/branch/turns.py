@@ -10,6 +10,10 @@ agent). On a task whose agent is quick this is most of what a child costs, and e
 pays it one after the other. (A ``--child-retries`` retry of a child whose agent did nothing, an
 infrastructure failure, runs without waiting for a turn again.)
 
+The sandboxes started ahead come up in whatever order the engine finishes them: a :class:`Ready`
+hands each to the next child in order as it comes up, so no child waits for "its" sandbox while
+another one, started at the same moment, is ready and idle.
+
 Used only where every child stands alone (see ``trial._in_turns``): no nested fork under them (those
 run in the child's sandbox after its verifier), no ``--stop-on-child-failure`` (the next child would
 start before the verdict), a backend that starts sandboxes from a snapshot, and no compose services
@@ -21,18 +25,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import Generic, TypeVar
 
 LIVE = 3
 """Children's sandboxes alive at once besides the trial's own: the one verifying, the one whose agent
 runs, and one started ahead."""
 
+STARTING = 1
+"""Sandboxes a :class:`Ready` starts at once."""
+
+T = TypeVar("T")
+
 
 class Turn:
     """One child's turn at running its agent."""
 
-    def __init__(self, before: asyncio.Event | None, sandboxes: asyncio.Semaphore) -> None:
+    def __init__(self, before: asyncio.Event | None) -> None:
         self._before = before
-        self._sandboxes = sandboxes
         self.over = asyncio.Event()
 
     async def wait(self) -> None:
@@ -44,12 +54,6 @@ class Turn:
         """This child's agent phase is over: the next child's agent may start (idempotent)."""
         self.over.set()
 
-    @contextlib.asynccontextmanager
-    async def sandbox_slot(self) -> AsyncIterator[None]:
-        """Hold one of the :data:`LIVE` places for a child's own sandbox (taken in the children's order)."""
-        async with self._sandboxes:
-            yield
-
 
 async def in_turns(count: int, run: Callable[[int, Turn], Awaitable[bool]]) -> list[bool]:
     """``run(i, turn)`` for each child ``i``, all at once, their agents in turns; what each returned.
@@ -58,10 +62,9 @@ async def in_turns(count: int, run: Callable[[int, Turn], Awaitable[bool]]) -> l
         Exception: the first one a child raised; the other children are cancelled first (their
             sandboxes stopped by their sessions).
     """
-    sandboxes = asyncio.Semaphore(LIVE)
     turns: list[Turn] = []
     for i in range(count):
-        turns.append(Turn(turns[i - 1].over if i else None, sandboxes))
+        turns.append(Turn(turns[i - 1].over if i else None))
 
     async def one(i: int) -> bool:
         try:
@@ -75,3 +78,55 @@ async def in_turns(count: int, run: Callable[[int, Turn], Awaitable[bool]]) -> l
     except ExceptionGroup as failed:
         raise failed.exceptions[0] from None
     return [task.result() for task in tasks]
+
+
+class Ready(Generic[T]):
+    """``count`` sandboxes opened ahead (``open()``, at most :data:`LIVE` alive at once), each lent to
+    the next taker, in the takers' order, as it comes up. Use as ``async with Ready(...) as ready``:
+    leaving the block closes every one still open (a cancelled child's too)."""
+
+    def __init__(self, open_one: Callable[[], AbstractAsyncContextManager[T]], count: int) -> None:
+        self._open = open_one
+        self._count = count
+        self._up: asyncio.Queue[tuple[T | None, BaseException | None, asyncio.Event]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task] = []
+        self._tried = 0
+        self.started = asyncio.Event()
+        """Every one has been started (or failed to): what else starts from the snapshot may go next."""
+
+    async def __aenter__(self) -> Ready[T]:
+        live, starting = asyncio.Semaphore(LIVE), asyncio.Semaphore(STARTING)
+        self._tasks = [asyncio.create_task(self._hold(live, starting)) for _ in range(self._count)]
+        if not self._count:
+            self.started.set()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _hold(self, live: asyncio.Semaphore, starting: asyncio.Semaphore) -> None:
+        """Open one, lend it, close it once given back (a failed open is lent as its exception and
+        keeps its place while the taker runs without it)."""
+        done = asyncio.Event()
+        async with live, contextlib.AsyncExitStack() as held:
+            async with starting:
+                try:
+                    box, failure = await held.enter_async_context(self._open()), None
+                except Exception as exc:  # noqa: BLE001 - lent as it is: the taker starts one in its turn
+                    box, failure = None, exc
+                self._tried += 1
+                if self._tried == self._count:
+                    self.started.set()
+            self._up.put_nowait((box, failure, done))
+            await done.wait()
+
+    @contextlib.asynccontextmanager
+    async def take(self) -> AsyncIterator[T | BaseException]:
+        """The next sandbox to come up (or why it did not), given back when the block ends."""
+        box, failure, done = await self._up.get()
+        try:
+            yield box if failure is None else failure
+        finally:
+            done.set()
