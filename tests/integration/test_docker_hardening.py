@@ -260,3 +260,22 @@ async def test_a_verifier_run_in_the_fences_exec_keeps_its_own_exit_code_and_tim
     outcome = await verify(box, hang, tmp_path / "hang")
     assert outcome.error_category == "verifier_timeout", outcome.error
     assert outcome.attempts == 1  # it wrote output: not wedged, not run again
+
+
+LATE = "/tmp/written-after-the-timeout"
+
+
+async def test_a_verifier_run_in_the_fences_exec_is_stopped_at_its_own_timeout(box, tmp_path):
+    # 2 s of timeout; the marker comes 3 s after it (well inside the fence's own 300 s): only a
+    # deadline armed when the fence is done, not one that covers the fence too, stops it first
+    await as_agent(box, "echo 42 > /app/answer.txt")
+    late = make_task(tmp_path / "tasks", "late", verifier_timeout=2,
+                     test=f"echo started; sleep 5; touch {LATE} /logs/verifier/late; sleep 600")
+    outcome = await verify(box, late, tmp_path / "late")
+    assert outcome.error_category == "verifier_timeout", outcome.error
+    assert outcome.error == "verifier timed out after 2s"  # as a verifier in an exec of its own says it
+    assert outcome.timeout_info["timeout_budget_sec"] == 2.0 and outcome.attempts == 1
+    assert not (tmp_path / "late" / "late").exists()
+    # nothing of it is left to write the marker later: its whole process tree is gone
+    left = await box.exec(["sh", "-c", f"test -e {LATE} && echo written; grep -lx sleep /proc/[0-9]*/comm; exit 0"])
+    assert left.stdout.strip() == "", left.stdout

@@ -33,7 +33,6 @@ A root agent is not fenced: it is trusted with the whole sandbox, and the proces
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -43,6 +42,7 @@ from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import ExecResult, Sandbox
 
 from .environment import PLUGIN_DIR, PLUGIN_MODULE
+from .split_exec import run_split
 
 STOP_ALL = "kill -STOP -1; kill -KILL -1; exit 0"
 """Run as the agent user: freeze, then kill, every process it owns except this shell."""
@@ -195,7 +195,8 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
     archive = _carried(carry, verifier_dir)
     args = _args(agent_user, verifier_user, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
     for stop_all in ("1", "0"):
-        result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, stop_all], stdin=archive, timeout=300)
+        result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, stop_all], stdin=archive,
+                                    timeout=FENCE_TIMEOUT)
         if result.return_code in (0, 3, 4, 5) or result.timed_out:
             break
         # the shell gave up (a fork failed: the agent filled the process table): the loop alone
@@ -207,14 +208,14 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
                          timeout: float, agent_user: str | None, link_tests: bool, verifier_dir: str,
                          workdir: str, cleanup_conftests: bool, carry: Path) -> tuple[FenceReport, ExecResult | None]:
     """:func:`fence` and then, in the same exec as root, ``argv`` (the verifier, as root, with ``env``
-    and ``cwd``): one exec round trip less. The exec may take ``timeout`` plus
-    :data:`FENCE_ALLOWANCE` for the fence's part.
+    and ``cwd``): one exec round trip less. The fence has :data:`FENCE_TIMEOUT` seconds, as on its
+    own; ``argv`` has ``timeout`` from the moment the fence's ``NONCE fenced`` line reaches the host
+    (a nonce the agent cannot know; :mod:`.split_exec`), exactly as in an exec of its own.
 
-    Returns the fence's report and ``argv``'s result with ``argv``'s own output only (after the
-    fence's ``NONCE fenced`` line, a nonce the agent cannot know), or None when ``argv`` did not
-    run: the folder was not carried (too big, no ``tar``: upload it, then run ``argv``), or the
-    fence did not finish there (timed out, or its shell gave up), in which case :func:`fence` ran
-    again on its own, with its own time budget (it is idempotent).
+    Returns the fence's report and ``argv``'s result with ``argv``'s own output only (after that
+    line), or None when ``argv`` did not run: the folder was not carried (too big, no ``tar``: upload
+    it, then run ``argv``), or the fence's shell gave up, in which case :func:`fence` ran again on its
+    own (it is idempotent).
 
     Raises:
         VerifierError: as :func:`fence`.
@@ -225,17 +226,17 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
                            verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests), None
     nonce = secrets.token_hex(12)
     args = _args(agent_user, None, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
-    result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, "1", nonce, *argv], stdin=archive, env=env,
-                                cwd=cwd, timeout=timeout + FENCE_ALLOWANCE)
-    head, sep, tail = result.stdout.partition(f"{nonce} fenced\n")
-    if not sep:
-        if result.return_code in (3, 4, 5) and not result.timed_out:
-            _check(result)
+    split = await run_split(sandbox, ["sh", "-c", _PREPARE, "fence", *args, "1", nonce, *argv],
+                            line=f"{nonce} fenced", first_timeout=FENCE_TIMEOUT, timeout=timeout,
+                            stdin=archive, env=env, cwd=cwd)
+    if not split.reached:
+        if split.result.return_code in (3, 4, 5) or split.result.timed_out:
+            _check(split.result)
         return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
                            verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests,
                            carry=carry), None
-    report = _report(head)
-    return report, (dataclasses.replace(result, stdout=tail) if report.uploaded else None)
+    report = _report(split.head)
+    return report, (split.result if report.uploaded else None)
 
 
 def _args(agent_user: str | None, verifier_user: str | None, link_tests: bool, verifier_dir: str, workdir: str,
@@ -275,9 +276,8 @@ def _report(stdout: str) -> FenceReport:
     return report
 
 
-FENCE_ALLOWANCE = 5.0
-"""Seconds a fused fence (:func:`fence_then_run`) adds to the verifier's timeout for its own part: the
-verifier's budget is never cut by the fence's time unless the fence takes longer than this."""
+FENCE_TIMEOUT = 300.0
+"""Seconds the fence has to finish, on its own or before the verifier in :func:`fence_then_run`."""
 
 CARRY_MAX_BYTES = 4 << 20
 """The largest verifier archive the fence carries on its stdin (held in memory); a larger folder is
