@@ -1,0 +1,121 @@
+"""How a docker sandbox (:class:`.docker.DockerSandbox`) ends: kept after the run (renamed so
+cleanup leaves it), stopped (its container force-removed, and its snapshots unless retained,
+waiting for the engine) or discarded (the force-remove sent, not waited for).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+from .docker_container import State
+from .docker_engine import call
+from .docker_leftovers import KEPT_PREFIX
+from .engine_api import NotFound
+
+if TYPE_CHECKING:
+    from .docker import DockerSandbox
+
+log = logging.getLogger(__name__)
+
+
+class Teardown:
+    """The ending half of :class:`.docker.DockerSandbox` (it keeps the state these methods use)."""
+
+    _kept: bool
+    _stop_task: asyncio.Future | None
+
+    async def keep(self) -> dict[str, object]:
+        """Keep the container after this run (``--keep-sandbox``): renamed so cleanup leaves it.
+
+        Returns the fields of ``kept-sandbox.json`` except ``trial`` and ``created_at``;
+        ``stop()`` becomes a no-op.
+        """
+        container = self._require_container()
+        await self._settle()
+        await call(self.api.rename, container, f"{KEPT_PREFIX}{container[:12]}")
+        self._kept = True
+        return {"schema_version": 1, "backend": self.backend, "sandbox_id": container,
+                "docker_host": self.url}
+
+    async def stop(self) -> None:
+        """Force-remove the container (and snapshots unless retained). Idempotent, never raises,
+        finishes even when the caller is cancelled."""
+        if self._kept:
+            return
+        if self._stop_task is None:
+            self._stop_task = asyncio.ensure_future(self._stop_all())
+        try:
+            await asyncio.shield(self._stop_task)
+        except asyncio.CancelledError:
+            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
+            raise
+        except Exception:  # noqa: BLE001 - already logged in _stop_blocking
+            pass
+
+    async def discard(self) -> None:
+        """:meth:`stop` for a sandbox nothing needs afterwards (a finished trial's), without waiting
+        for the engine: the force-remove is sent and the removal finishes on its own, even after this
+        process exits (a failure is logged; the owner labels let ``bench sandbox cleanup`` find the
+        container). With more to remove (a pod, spares, snapshots, replaced containers): :meth:`stop`."""
+        if self._stop_task is None and not self._kept and self._container is not None and self.pod is None \
+                and not (self._spares or self._removals or (self._snapshots and not self.retain_snapshots)):
+            self._stop_task = asyncio.ensure_future(call(self._discard_blocking, self._container))
+        await self.stop()
+
+    def _discard_blocking(self, container: str) -> None:
+        self._state = State.STOPPED
+        try:
+            answer = self.api.remove_container_unawaited(container)
+        except Exception:  # noqa: BLE001 - the engine did not take the request: remove and wait
+            self._remove_container(container)
+            return
+        threading.Thread(target=_removal_answer, args=(answer, container), daemon=True).start()
+
+    async def _stop_all(self) -> None:
+        await self._settle()
+        await call(self._stop_blocking)
+
+    async def _settle(self) -> None:
+        """Remove the spare and wait for the replaced containers' removals."""
+        spares, self._spares = self._spares, []
+
+        async def drop(spare: DockerSandbox, starting: asyncio.Future) -> None:
+            await asyncio.gather(starting, return_exceptions=True)
+            await spare.stop()
+
+        await asyncio.gather(*(drop(spare, starting) for _, spare, starting in spares))
+        await asyncio.gather(*self._removals, return_exceptions=True)
+
+    def _stop_blocking(self) -> None:
+        self._state = State.STOPPED
+        if self._container is not None:
+            self._remove_container(self._container)
+        if not self.retain_snapshots:
+            for ref in self._snapshots:
+                try:
+                    self.api.remove_image(ref, force=True)
+                except Exception as exc:  # noqa: BLE001
+                    log.debug("removing snapshot %s: %s", ref, exc)
+
+    def _remove_container(self, container: str) -> None:
+        if self.pod is not None:  # the siblings live in this container's network: they go first
+            self.pod.remove()
+        try:
+            self.api.remove_container(container, force=True, v=True)
+        except NotFound:
+            pass
+        except Exception as exc:  # noqa: BLE001 - stop never raises; cleanup catches leftovers
+            log.warning("could not remove container %s: %s (bench sandbox cleanup removes it)",
+                        container[:12], exc)
+
+
+def _removal_answer(answer, container: str) -> None:
+    """Read a :meth:`DockerSandbox.discard`'s answer (in a daemon thread: the process need not wait)."""
+    try:
+        answer()
+    except Exception as exc:  # noqa: BLE001 - cleanup catches leftovers
+        log.warning("could not remove container %s: %s (bench sandbox cleanup removes it)", container[:12], exc)
+
