@@ -1,0 +1,36 @@
+"""The host's reading of a fence + verifier exec (:mod:`benchflow.verify.split_exec`): the fence's line
+is found wherever the engine cuts the stream, and only output after it is the verifier's."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchflow.verify.split_exec import _Capped, _Stdout
+
+OUTPUT = b"conftest /app/conftest.py\nuploaded\nabc123 fenced\nverifier says hi\nabc123 fenced\n"
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 13, len(OUTPUT)])
+async def test_the_line_parts_head_from_tail_wherever_the_chunks_are_cut(size):
+    out = _Stdout(b"abc123 fenced", cap=1 << 20)
+    for at in range(0, len(OUTPUT), size):
+        out.feed(OUTPUT[at:at + size])
+    out.end()
+    assert out.reached.is_set()
+    assert out.head.text() == "conftest /app/conftest.py\nuploaded\n"
+    assert out.tail.text() == "verifier says hi\nabc123 fenced\n"  # the verifier's own copy stays its output
+
+
+async def test_without_the_line_everything_is_head():
+    out = _Stdout(b"abc123 fenced", cap=1 << 20)
+    out.feed(b"uploaded\nabc123 fenced but not alone\nno newline at the end")
+    out.end()
+    assert not out.reached.is_set()
+    assert out.head.text() == "uploaded\nabc123 fenced but not alone\nno newline at the end"
+
+
+def test_output_over_the_cap_is_cut_with_a_note():
+    kept = _Capped(4)
+    kept.add(b"abcdef")
+    kept.add(b"gh")
+    assert kept.text() == "abcd\n[output truncated: 4 more bytes not shown (cap 4 bytes)]\n"
