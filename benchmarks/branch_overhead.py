@@ -18,9 +18,8 @@ the container start and the upload).
 The fork's children run their agents one at a time, in order; on a backend that
 starts sandboxes from a snapshot, a child's verifier and teardown overlap the next
 child's agent (``benchflow.branch.turns``): the first child runs in the trial's
-sandbox, the middle ones in sandboxes started from the snapshot one at a time and
-lent as they come up, the last in the trial's sandbox again (restored into a
-container started ahead), so the fork ends with one container removal. The fresh trials run at concurrency 1,
+sandbox, the others in sandboxes started from the snapshot, lent to them in order
+as they come up. The fresh trials run at concurrency 1,
 as the issue's baseline: four trials one after another. Under the table, where the
 last fork's seconds went, read from its records (the parent's sandbox start and
 setup, the children from the first start to the last end, the rest: snapshot,

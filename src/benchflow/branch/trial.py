@@ -251,31 +251,18 @@ def _in_turns(bt: BranchedTrial, fork: str, todo: list[str], ref: str | None) ->
 
 async def _run_in_turns(bt: BranchedTrial, sandbox: Sandbox, fork: str, todo: list[str], ref: str, *,
                         dirty: bool) -> None:
-    """A fork's children in turns (:mod:`.turns`). The first runs in the trial's sandbox; with three or
-    more, so does the last, once the first is done, restored into a container started ahead (where the
-    backend can: ``prepare_restore``), so that the fork ends with one container to remove, the
-    trial's, instead of two one after the other. The others each run in a sandbox started from the
-    snapshot, lent to them in order as they come up."""
+    """A fork's children in turns (:mod:`.turns`): the first in the trial's sandbox (a spare started
+    ahead for ``--parent continue``), the others each in a sandbox started from the snapshot, lent to
+    them in order as they come up."""
     from .turns import Ready, in_turns
 
-    home_last = int(len(todo) > 2 and getattr(sandbox, "prepare_restore", None) is not None)
     continues = int(fork == ROOT_FORK and bt.spec.parent == "continue")
-    first_done = asyncio.Event()
 
     async def one(i: int, turn: Any) -> bool:
         node = todo[i]
         if i == 0:
-            try:
-                return await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=continues * (1 - home_last),
-                                    after_agent=turn.hand_over)
-            finally:
-                first_done.set()
-        if home_last and i == len(todo) - 1:
-            await ready.started.wait()  # the children before it need theirs first
-            await prepare_spare(sandbox, ref, 1 + continues)
-            await first_done.wait()
-            await turn.wait()
-            return await _child(bt, sandbox, fork, node, ref, fresh=False, after_agent=turn.hand_over)
+            return await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=continues,
+                                after_agent=turn.hand_over)
         async with ready.take() as lent:
             if not isinstance(lent, BaseException):
                 await turn.wait()
@@ -289,7 +276,7 @@ async def _run_in_turns(bt: BranchedTrial, sandbox: Sandbox, fork: str, todo: li
             finally:
                 await stop_surely(box)
 
-    async with Ready(lambda: _snapshot_session(bt, ref), len(todo) - 1 - home_last) as ready:
+    async with Ready(lambda: _snapshot_session(bt, ref), len(todo) - 1) as ready:
         await in_turns(len(todo), one)
 
 

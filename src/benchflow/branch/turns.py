@@ -32,9 +32,6 @@ LIVE = 3
 """Children's sandboxes alive at once besides the trial's own: the one verifying, the one whose agent
 runs, and one started ahead."""
 
-STARTING = 1
-"""Sandboxes a :class:`Ready` starts at once."""
-
 T = TypeVar("T")
 
 
@@ -90,15 +87,10 @@ class Ready(Generic[T]):
         self._count = count
         self._up: asyncio.Queue[tuple[T | None, BaseException | None, asyncio.Event]] = asyncio.Queue()
         self._tasks: list[asyncio.Task] = []
-        self._tried = 0
-        self.started = asyncio.Event()
-        """Every one has been started (or failed to): what else starts from the snapshot may go next."""
 
     async def __aenter__(self) -> Ready[T]:
-        live, starting = asyncio.Semaphore(LIVE), asyncio.Semaphore(STARTING)
-        self._tasks = [asyncio.create_task(self._hold(live, starting)) for _ in range(self._count)]
-        if not self._count:
-            self.started.set()
+        live = asyncio.Semaphore(LIVE)
+        self._tasks = [asyncio.create_task(self._hold(live)) for _ in range(self._count)]
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
@@ -106,19 +98,15 @@ class Ready(Generic[T]):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
-    async def _hold(self, live: asyncio.Semaphore, starting: asyncio.Semaphore) -> None:
+    async def _hold(self, live: asyncio.Semaphore) -> None:
         """Open one, lend it, close it once given back (a failed open is lent as its exception and
         keeps its place while the taker runs without it)."""
         done = asyncio.Event()
         async with live, contextlib.AsyncExitStack() as held:
-            async with starting:
-                try:
-                    box, failure = await held.enter_async_context(self._open()), None
-                except Exception as exc:  # noqa: BLE001 - lent as it is: the taker starts one in its turn
-                    box, failure = None, exc
-                self._tried += 1
-                if self._tried == self._count:
-                    self.started.set()
+            try:
+                box, failure = await held.enter_async_context(self._open()), None
+            except Exception as exc:  # noqa: BLE001 - lent as it is: the taker starts one in its turn
+                box, failure = None, exc
             self._up.put_nowait((box, failure, done))
             await done.wait()
 
