@@ -2,7 +2,7 @@
 
 It speaks the Engine API's HTTP on a Unix socket, like dockerd, for the calls an
 exec and a container start make (exec create, exec start, exec inspect, attach,
-start, inspect, and a container removal, held until the test lets it be answered), and writes each hijacked stream's response headers and every
+start, inspect, a pids-limit update, and a container removal, held until the test lets it be answered), and writes each hijacked stream's response headers and every
 frame of the command's output in one ``send``: what a real engine does when the
 command is faster than the client (a loaded machine). A client that reads the
 frames from the bare socket under the HTTP reader loses them.
@@ -44,9 +44,11 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        self._body()
+        body = self._body()
         path = self.path.split("?")[0]
-        if path.endswith("/exec"):
+        if path.endswith("/update"):
+            self._update(path, body)
+        elif path.endswith("/exec"):
             self._json({"Id": "exec1"}, 201)
         elif path.endswith("/exec/exec1/start"):
             self._hijacked(frame(1, b"4242\n" + self.server.stdout) + frame(2, self.server.stderr))
@@ -58,6 +60,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
         else:
             self._json({"message": f"no such endpoint {path}"}, 404)
+
+    def _update(self, path: str, body: bytes) -> None:
+        """A pids-limit update: dockerd's route, or (``libpod_only``) Podman's, whose compatible API has
+        no such route and answers a bare text 404 as Podman 4 does."""
+        libpod = "/libpod/" in path
+        if self.server.libpod_only and not libpod:
+            data = b"Not Found\n"
+            self.send_response(404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        self.server.updates.append((path, json.loads(body)))
+        self._json(path.split("/")[-2] if libpod else {"Warnings": None}, 201 if libpod else 200)
 
     def _hijacked(self, frames: bytes) -> None:
         self.wfile.write(UPGRADED + frames)  # one write: headers and output arrive together
@@ -94,13 +111,15 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     attach_output = b""
     removals: list[str]
     answer_removals: threading.Event
+    updates: list[tuple[str, dict]]
+    libpod_only = False
 
 
 class EagerEngine:
     """The double on ``path``; ``url`` is its ``unix://`` address. Use as a context manager."""
 
     def __init__(self, path: str, *, stdout: bytes = b"", stderr: bytes = b"",
-                 attach_output: bytes = b"") -> None:
+                 attach_output: bytes = b"", libpod_only: bool = False) -> None:
         self.path = path
         self.url = f"unix://{path}"
         self._server = _Server(path, _Handler)
@@ -108,6 +127,9 @@ class EagerEngine:
         self._server.attach_output = attach_output
         self._server.removals, self._server.answer_removals = [], threading.Event()
         self.removals = self._server.removals
+        self._server.libpod_only, self._server.updates = libpod_only, []
+        self.updates = self._server.updates
+        """(path, JSON body) of each container update received."""
         """The request lines' paths of the container removals received."""
         self.answer_removals = self._server.answer_removals
         """Set it to let the double answer removals (it holds them until then)."""

@@ -14,6 +14,8 @@ import pytest
 
 from benchflow.sandbox import SandboxSpec, get_backend
 from benchflow.sandbox import docker_engine as eng
+from benchflow.sandbox.base import room_to_start
+from benchflow.sandbox.docker_room import headroom
 from benchflow.sandbox.docker_setup import (
     DEFAULT_PIDS_LIMIT,
     KEPT_CAPABILITIES,
@@ -148,6 +150,54 @@ async def test_fork_bomb_is_bounded_and_fenced_before_the_verifier(monkeypatch, 
         assert outcome.error is None, outcome.error
         assert outcome.rewards == {"reward": 0.0}
         assert await agent_processes(sandbox) == ""
+    finally:
+        await sandbox.stop()
+
+
+# Forks until the table is full, then every copy sleeps: nothing retries a fork, so the count stays at the
+# limit and every exec the engine starts meets a full table (the engine's runtime then often cannot start one).
+HOLDER = """
+import os, time
+while True:
+    try:
+        if os.fork() == 0:
+            break
+    except OSError:
+        break
+while True:
+    time.sleep(1000)
+"""
+
+
+@pytest.mark.serial
+async def test_a_process_table_held_full_is_fenced_in_room_the_engine_gives_and_takes_back(monkeypatch, tmp_path):
+    limit = 100
+    monkeypatch.setenv(PIDS_LIMIT_ENV, str(limit))
+    sandbox = get_backend("docker").create(spec("pidsfull"))
+    await sandbox.start()
+    try:
+        (tmp_path / "holder.py").write_text(HOLDER)
+        await sandbox.put(tmp_path / "holder.py", "/tmp/holder.py")
+        await as_agent(sandbox, "echo 41 > /app/answer.txt; (python3 /tmp/holder.py </dev/null >/dev/null 2>&1 &); exit 0")
+
+        def pids() -> int:
+            return sandbox.api.stats(sandbox.sandbox_id, stream=False)["pids_stats"]["current"]
+
+        def pids_limit() -> int:
+            return sandbox.api.inspect_container(sandbox.sandbox_id)["HostConfig"]["PidsLimit"]
+
+        wait_until(lambda: pids() >= limit - 1, timeout=120, what="the agent to fill the process table")
+        async with room_to_start(sandbox):
+            assert pids_limit() == limit + headroom(limit)
+            for _ in range(5):  # in the room, a root exec starts every time
+                assert (await sandbox.exec(["true"])).success
+        assert pids_limit() == limit
+        task = make_task(tmp_path / "tasks", "answer", test=SCORE_ANSWER)
+        outcome = await verify(sandbox, task, tmp_path / "verifier")
+        assert outcome.error is None, outcome.error
+        assert outcome.rewards == {"reward": 0.0}
+        assert await agent_processes(sandbox) == ""
+        assert pids_limit() == limit  # the room is given back once the fence is done
     finally:
         await sandbox.stop()
 

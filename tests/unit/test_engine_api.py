@@ -54,3 +54,14 @@ def test_an_unawaited_removal_is_sent_before_it_is_answered(tmp_path):
             answers[2]()
         assert busy.value.status_code == 409
         assert removal_in_progress(busy.value)  # cleanup takes a removal in progress as done
+
+
+@pytest.mark.parametrize("libpod_only", [False, True])
+def test_a_pids_limit_update_takes_the_route_the_engine_has(tmp_path, libpod_only):
+    with EagerEngine(str(tmp_path / "engine.sock"), libpod_only=libpod_only) as engine:
+        api = EngineClient(engine.url, version="1.41", timeout=5)
+        api.update_pids_limit("c1", 300)
+        if libpod_only:  # Podman's compatible API has no update route: its own takes OCI resources
+            assert engine.updates == [("/v1.41/libpod/containers/c1/update", {"pids": {"limit": 300}})]
+        else:
+            assert engine.updates == [("/v1.41/containers/c1/update", {"PidsLimit": 300})]

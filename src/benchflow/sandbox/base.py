@@ -20,6 +20,7 @@ whether it works here, and what it left behind (:meth:`Backend.leftovers`,
 from __future__ import annotations
 
 import abc
+import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -264,6 +265,17 @@ async def discard(sandbox: Sandbox) -> None:
     else :meth:`Sandbox.stop`. ``stop()`` stays safe to call afterwards."""
     own = getattr(sandbox, "discard", None)
     await (own() if own is not None else sandbox.stop())
+
+
+def room_to_start(sandbox: Sandbox) -> contextlib.AbstractAsyncContextManager:
+    """An ``async with`` block in which a root exec can start although the agent filled the sandbox's
+    process table (a fork bomb at its pids limit: the engine cannot start anything in it). The verifier
+    fence enters it when its exec could not start (return code 126), so that a hostile agent cannot
+    turn its failed trial into an infrastructure error. The sandbox's own ``room_to_start()`` where it
+    has one (the Docker-family backends raise the pids limit for the block, then set it back); else
+    nothing changes."""
+    own = getattr(sandbox, "room_to_start", None)
+    return own() if own is not None else contextlib.nullcontext()
 
 
 @dataclass

@@ -33,6 +33,7 @@ from .docker_build import build_image
 from .docker_container import State, container_network, container_request
 from .docker_engine import call
 from .docker_exec import run as run_exec
+from .docker_room import room_to_start
 from .docker_setup import parse_ready, resolve_workdir
 from .docker_snapshots import Snapshots
 from .docker_stream import DockerProcess, open_process
@@ -253,6 +254,11 @@ class DockerSandbox(Snapshots, Teardown):
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None) -> DockerProcess:
         return await open_process(self.api, self._require_container(), cmd, user=user, env=env, cwd=cwd)
+
+    def room_to_start(self):
+        """See :func:`benchflow.sandbox.base.room_to_start` (:mod:`.docker_room`: the pids limit is
+        raised through the engine while the block runs)."""
+        return room_to_start(self.api, self._require_container())
 
     async def put(self, local: Path, remote: str) -> None:
         await self.put_many([(local, remote)])

@@ -277,6 +277,17 @@ class EngineClient:
             "User": user, "Privileged": False, "Tty": False, "AttachStdin": stdin, "AttachStdout": stdout,
             "AttachStderr": stderr, "Cmd": cmd, "Env": environment, "WorkingDir": workdir})
 
+    def update_pids_limit(self, container: str, limit: int) -> None:
+        """Set the running container's pids limit (its cgroup's ``pids.max``). Docker takes
+        ``POST /containers/{id}/update``; Podman's compatible API has no such route (a bare 404),
+        so its own ``/libpod/containers/{id}/update`` takes the limit in OCI resource form."""
+        try:
+            self._call("POST", f"/containers/{container}/update", json_body={"PidsLimit": limit})
+        except NotFound as exc:
+            if "no such container" in exc.explanation.lower():
+                raise
+            self._call("POST", f"/libpod/containers/{container}/update", json_body={"pids": {"limit": limit}})
+
     def exec_inspect(self, exec_id: str) -> dict:
         return self._json("GET", f"/exec/{exec_id}/json")
 

@@ -33,13 +33,14 @@ A root agent is not fenced: it is trusted with the whole sandbox, and the proces
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchflow.errors import BenchError, VerifierError
-from benchflow.sandbox.base import ExecResult, Sandbox
+from benchflow.sandbox.base import ExecResult, Sandbox, room_to_start
 
 from .environment import PLUGIN_DIR, PLUGIN_MODULE
 from .split_exec import run_split
@@ -48,6 +49,12 @@ STOP_ALL = "kill -STOP -1; kill -KILL -1; exit 0"
 """Run as the agent user: freeze, then kill, every process it owns except this shell."""
 
 FENCE_ROUNDS = 2000
+
+CANNOT_START = 126
+"""An exec's return code when the engine could not start it (in the fence's own exec, nothing else
+returns it: the script runs no command of its own there)."""
+START_TRIES = 3
+"""How often the fence's exec is tried again in the room the sandbox makes (:func:`_start`)."""
 
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
 # $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /
@@ -194,14 +201,40 @@ async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str 
     """
     archive = _carried(carry, verifier_dir)
     args = _args(agent_user, verifier_user, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
-    for stop_all in ("1", "0"):
-        result = await sandbox.exec(["sh", "-c", _PREPARE, "fence", *args, stop_all], stdin=archive,
-                                    timeout=FENCE_TIMEOUT)
-        if result.return_code in (0, 3, 4, 5) or result.timed_out:
-            break
-        # the shell gave up (a fork failed: the agent filled the process table): the loop alone
+    room = _Room()
+    async with room:
+        for stop_all in ("1", "0"):
+            result = await _start(sandbox, ["sh", "-c", _PREPARE, "fence", *args, stop_all], archive, room)
+            if result.return_code in (0, 3, 4, 5) or result.timed_out:
+                break
+            # the shell gave up (a fork failed: the agent filled the process table): the loop alone
     _check(result)
     return _report(result.stdout)
+
+
+async def _start(sandbox: Sandbox, cmd: list[str], archive: bytes | None, room: _Room) -> ExecResult:
+    """The fence's exec. One that could not start (:data:`CANNOT_START`: the agent holds every pid the
+    sandbox may have) runs again, up to :data:`START_TRIES` times, in the room the sandbox makes for a
+    root exec (:func:`~benchflow.sandbox.base.room_to_start`), held by ``room`` until the fence is done."""
+    result = await sandbox.exec(cmd, stdin=archive, timeout=FENCE_TIMEOUT)
+    for _ in range(START_TRIES):
+        if result.return_code != CANNOT_START or result.timed_out:
+            break
+        await room.enter(sandbox)
+        result = await sandbox.exec(cmd, stdin=archive, timeout=FENCE_TIMEOUT)
+    return result
+
+
+class _Room(contextlib.AsyncExitStack):
+    """The fence's hold on :func:`~benchflow.sandbox.base.room_to_start`: entered once, on the first
+    exec that could not start, left when the fence is done."""
+
+    entered = False
+
+    async def enter(self, sandbox: Sandbox) -> None:
+        if not self.entered:
+            self.entered = True
+            await self.enter_async_context(room_to_start(sandbox))
 
 
 async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], cwd: str | None,
