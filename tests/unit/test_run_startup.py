@@ -80,3 +80,16 @@ def test_a_bad_value_is_refused_with_typers_message(args, message):
                           check=False)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_what_a_trial_needs_after_its_start_is_imported_ahead_and_not_before():
+    code = ("import asyncio, sys\n"
+            "import benchflow.jobs.api\n"
+            "from benchflow.jobs import ahead\n"
+            "before = [m for m in ahead.AFTER_START if m in sys.modules]\n"
+            "ahead.begin()\n"
+            "asyncio.run(ahead.ready())\n"
+            "print(before, [m for m in ahead.AFTER_START if m not in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[] []"

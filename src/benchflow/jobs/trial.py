@@ -26,6 +26,7 @@ from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
 from benchflow.util.scrub import scrub_folder
 
+from . import ahead
 from .agent_layer import wants_layer
 from .agent_network import agent_network
 from .layout import trial_name
@@ -83,6 +84,8 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         return base
 
     def on_step(step: str) -> None:
+        if step == "build":  # the engine's create and start are waits: import what comes after them meanwhile
+            ahead.begin()
         req.on_phase(name, step)
 
     result: dict[str, Any] | None = None
@@ -91,6 +94,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         async with sandbox_session(req.backend, spec, on_step=on_step,
                                    prepare=install_layer if layered else None,
                                    ) as session:
+            await ahead.ready()
             await environment_phase(req, session.sandbox, paths, state)
             timing["environment_setup"] = time.monotonic() - t
             try:
