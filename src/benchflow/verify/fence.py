@@ -13,7 +13,10 @@ Run after the agent phase and before the verifier's files are uploaded:
    loop over ``/proc`` stops every agent process it finds, kills them once a whole pass finds them
    all stopped, and repeats until none is left (or gives up: the trial's verification then fails
    as an error, never runs beside a live agent). The loop uses shell builtins only, so it works in
-   a sandbox whose process table the agent has filled (``fork`` would fail there).
+   a sandbox whose process table the agent has filled (``fork`` would fail there). When the table
+   is so full that the engine cannot even start the fence's exec (return code 126), the exec is tried
+   again in room the sandbox makes for it (:func:`~benchflow.sandbox.base.room_to_start`), held
+   until the fence is done: a fork bomb cannot turn the agent's failed trial into an infra error.
 2. ``/logs/verifier`` is made afresh: root-owned, 0755 (owned by ``verifier.user`` when that is set).
 3. Unless ``verifier.hardening.cleanup_conftests`` is false, every ``conftest.py`` outside the
    verifier folder is deleted (they would change how pytest runs the tests).
