@@ -63,3 +63,46 @@ def test_cleanup_removes_the_snapshots_a_killed_branch_left(bench, tmp_path: Pat
     for image in images:
         assert f"Removed docker snapshot {image}: snapshot of a run that is gone" in done.stdout
     assert _leftovers(job) == ([], [])
+
+
+SNAPSHOT_AND_RESTORE = """
+import asyncio, sys
+from pathlib import Path
+from benchflow.sandbox import get_backend
+from benchflow.sandbox.base import SandboxSpec
+
+async def main():
+    spec = SandboxSpec(name="sdk-free", environment_dir=Path(sys.argv[1]), cache_key="sdk-free-snapshot")
+    box = get_backend("docker").create(spec)
+    try:
+        await box.build()  # the image is built before the check, so only the snapshot path counts
+        for name in [m for m in sys.modules if m == "docker" or m.startswith("docker.")]:
+            del sys.modules[name]  # any later use of the SDK imports it again
+        await box.start()
+        await box.exec(["sh", "-c", "echo kept > /srv/mark"])
+        ref = await box.snapshot()
+        await box.restore(ref)
+        child = get_backend("docker").create(spec)
+        await child.restore(ref)
+        try:
+            mark = (await child.exec(["cat", "/srv/mark"])).stdout.strip()
+            print(mark, child.workdir, "docker" in sys.modules)
+        finally:
+            await child.stop()
+    finally:
+        await box.stop()
+
+asyncio.run(main())
+"""
+
+
+def test_a_snapshot_and_its_restores_go_without_the_docker_sdk(tmp_path: Path) -> None:
+    """Issue 15: the commit, and the removal of the snapshot, are calls of our engine client: a fork
+    pays no SDK import. The restored sandbox keeps the snapshot's working directory."""
+    env_dir = tmp_path / "environment"
+    env_dir.mkdir()
+    (env_dir / "Dockerfile").write_text("FROM debian:bookworm-slim\nWORKDIR /srv\n")
+    done = subprocess.run([sys.executable, "-c", SNAPSHOT_AND_RESTORE, str(env_dir)], cwd=ROOT, capture_output=True,
+                          text=True, check=False, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["kept", "/srv", "False"]

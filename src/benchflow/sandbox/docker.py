@@ -35,7 +35,7 @@ from .docker_engine import call
 from .docker_exec import run as run_exec
 from .docker_room import room_to_start
 from .docker_setup import parse_ready, resolve_workdir
-from .docker_snapshots import Snapshots
+from .docker_snapshots import Snapshots, image_workdir
 from .docker_stream import DockerProcess, open_process
 from .docker_teardown import Teardown
 from .engine_api import (
@@ -183,8 +183,7 @@ class DockerSandbox(Snapshots, Teardown):
 
     def _create_blocking(self, network: str) -> str:
         api = self.api
-        image_config = api.inspect_image(self.image).get("Config") or {}
-        self._workdir = resolve_workdir(self.spec.workdir, image_config.get("WorkingDir"))
+        self._workdir = resolve_workdir(self.spec.workdir, image_workdir(api, self.image))
         config, name = container_request(self.spec, self.image, self._workdir, network=network,
                                          labels=self._labels(), runtime=self.runtime, pod=self.pod)
         return api.create(config, name)["Id"]

@@ -74,7 +74,7 @@ def client(url: str | None = None) -> EngineClient:
 
 
 def _sdk(url: str | None):
-    """The Docker SDK's ``APIClient`` for ``url``: builds, pulls, commits, compose volumes."""
+    """The Docker SDK's ``APIClient`` for ``url``: builds, pulls, compose volumes."""
     import docker
     from docker.errors import DockerException
 

@@ -27,6 +27,23 @@ SPARES_AHEAD = 2
 """Containers a sandbox starts ahead from one snapshot at most (:meth:`Snapshots.prepare_restore`)."""
 
 
+_workdirs: dict[str, str | None] = {}
+"""The working directory in each snapshot this process made (its container's): a sandbox started
+from one need not ask the engine for it (:func:`image_workdir`)."""
+
+
+def image_workdir(api, image: str) -> str | None:
+    """The image's working directory: known for this process's snapshots, else the engine's answer."""
+    if image in _workdirs:
+        return _workdirs[image]
+    return (api.inspect_image(image).get("Config") or {}).get("WorkingDir")
+
+
+def forget_snapshot(ref: str) -> None:
+    """The snapshot ``ref`` is removed: its working directory is no longer kept."""
+    _workdirs.pop(ref, None)
+
+
 class Snapshots:
     """The snapshot half of :class:`.docker.DockerSandbox` (it keeps the state these methods use)."""
 
@@ -43,6 +60,7 @@ class Snapshots:
         await call(self.api.commit, container, repository=SNAPSHOT_REPO, tag=tag,
                    conf={"Labels": labels})
         ref = f"{SNAPSHOT_REPO}:{tag}"
+        _workdirs[ref] = self._workdir
         if not retain:
             self._snapshots.append(ref)
         return ref

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .docker_container import State
 from .docker_engine import call
 from .docker_leftovers import KEPT_PREFIX
+from .docker_snapshots import forget_snapshot
 from .engine_api import NotFound
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ class Teardown:
                     self.api.remove_image(ref, force=True)
                 except Exception as exc:  # noqa: BLE001
                     log.debug("removing snapshot %s: %s", ref, exc)
+                forget_snapshot(ref)
 
     def _remove_container(self, container: str) -> None:
         if self.pod is not None:  # the siblings live in this container's network: they go first

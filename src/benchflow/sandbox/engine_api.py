@@ -4,7 +4,7 @@ Why not the Docker SDK for these: importing it (requests, urllib3, charset detec
 costs a ``bench run`` about 0.1 s before its first container can start, and each of its calls
 goes through several layers of Python. A trial needs a dozen endpoints; they are here, on
 kept-alive connections to the engine (``unix://``, ``tcp://`` with TLS, ``ssh://``: :mod:`.engine_transport`). Anything else
-a rarer path asks for (builds, pulls, commits, compose volumes) goes to the SDK's
+a rarer path asks for (builds, pulls, compose volumes) goes to the SDK's
 ``APIClient`` for the same engine, made on first use; its errors are turned into this
 module's, so callers catch one family (:class:`EngineError`, :class:`NotFound`,
 :class:`ImageNotFound`).
@@ -229,6 +229,11 @@ class EngineClient:
 
     def remove_image(self, image: str, force: bool = False) -> None:
         self._call("DELETE", f"/images/{quote(image, safe='/:@')}", params={"force": "true" if force else "false"})
+
+    def commit(self, container: str, repository: str, tag: str, conf: dict | None = None, pause: bool = True) -> dict:
+        """``docker commit``: an image of the container (``conf``: config changes, e.g. its labels)."""
+        return self._json("POST", "/commit", params={"container": container, "repo": repository, "tag": tag,
+                                                     "pause": "true" if pause else "false"}, json_body=conf or {})
 
     def volumes(self, filters: dict | None = None) -> dict:
         return self._json("GET", "/volumes", params={"filters": _filters(filters)})
