@@ -1,6 +1,7 @@
 """How a docker sandbox (:class:`.docker.DockerSandbox`) ends: kept after the run (renamed so
-cleanup leaves it), stopped (its container force-removed, and its snapshots unless retained,
-waiting for the engine) or discarded (the force-remove sent, not waited for).
+cleanup leaves it), stopped (its container force-removed, and its snapshots unless retained: with
+snapshots, their removal finishes in a thread the process waits for at exit) or discarded (the
+force-remove sent, not waited for).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ class Teardown:
                 "docker_host": self.url}
 
     async def stop(self) -> None:
-        """Force-remove the container (and snapshots unless retained). Idempotent, never raises,
+        """Force-remove the container (and snapshots unless retained: that may finish after this
+        returns, before the process exits; see :meth:`_stop_blocking`). Idempotent, never raises,
         finishes even when the caller is cancelled."""
         if self._kept:
             return
@@ -91,16 +93,33 @@ class Teardown:
         await asyncio.gather(*self._removals, return_exceptions=True)
 
     def _stop_blocking(self) -> None:
+        """Remove the container, then the snapshots (an image goes only once every container made from
+        it has: before, the engine would only untag it, a dangling image cleanup cannot name). With
+        snapshots, the container's removal is sent and the rest done in a thread of its own
+        (:func:`_after_removal`), not waited for here: the process waits for it at exit."""
         self._state = State.STOPPED
-        if self._container is not None:
-            self._remove_container(self._container)
-        if not self.retain_snapshots:
-            for ref in self._snapshots:
-                try:
-                    self.api.remove_image(ref, force=True)
-                except Exception as exc:  # noqa: BLE001
-                    log.debug("removing snapshot %s: %s", ref, exc)
-                forget_snapshot(ref)
+        refs = [] if self.retain_snapshots else list(self._snapshots)
+        container, self._snapshots = self._container, []
+        if refs and container is not None and self.pod is None:
+            try:
+                answer = self.api.remove_container_unawaited(container)
+            except Exception:  # noqa: BLE001 - the engine did not take the request: remove and wait
+                pass
+            else:
+                _in_order(lambda: _removal_answer(answer, container) and self._remove_snapshots(refs))
+                return
+        if container is not None:
+            self._remove_container(container)
+        if refs:
+            _in_order(lambda: self._remove_snapshots(refs)).join()
+
+    def _remove_snapshots(self, refs: list[str]) -> None:
+        for ref in refs:
+            try:
+                self.api.remove_image(ref, force=True)
+            except Exception as exc:  # noqa: BLE001 - cleanup finds a snapshot left tagged
+                log.debug("removing snapshot %s: %s", ref, exc)
+            forget_snapshot(ref)
 
     def _remove_container(self, container: str) -> None:
         if self.pod is not None:  # the siblings live in this container's network: they go first
@@ -114,10 +133,36 @@ class Teardown:
                         container[:12], exc)
 
 
-def _removal_answer(answer, container: str) -> None:
-    """Read a :meth:`DockerSandbox.discard`'s answer (in a daemon thread: the process need not wait)."""
+def _removal_answer(answer, container: str) -> bool:
+    """Read a container removal's answer (in a thread of its own: the caller need not wait); False
+    when it failed (logged; the owner labels let ``bench sandbox cleanup`` find the container)."""
     try:
         answer()
     except Exception as exc:  # noqa: BLE001 - cleanup catches leftovers
         log.warning("could not remove container %s: %s (bench sandbox cleanup removes it)", container[:12], exc)
+        return False
+    return True
 
+
+_last: threading.Thread | None = None
+_order = threading.Lock()
+
+
+def _in_order(work) -> threading.Thread:
+    """Run ``work`` in a thread after the previous one's ends: snapshots are removed in the order
+    their sandboxes stop (a nested fork's snapshot, made on top of its parent's, and its sandbox
+    go before the parent's). Not a daemon: the interpreter waits for it at exit, so a finished
+    process leaves no snapshot; a killed one leaves them tagged, with their owner's labels, for
+    ``bench sandbox cleanup``."""
+    global _last
+    with _order:
+        previous = _last
+
+        def run() -> None:
+            if previous is not None:
+                previous.join()
+            work()
+
+        _last = thread = threading.Thread(target=run, name="benchflow-snapshot-removal")
+        thread.start()
+    return thread
