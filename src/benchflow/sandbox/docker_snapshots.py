@@ -39,6 +39,11 @@ def image_workdir(api, image: str) -> str | None:
     return (api.inspect_image(image).get("Config") or {}).get("WorkingDir")
 
 
+def is_snapshot(image: str | None) -> bool:
+    """Whether ``image`` is a snapshot this process made and has not removed."""
+    return image in _workdirs
+
+
 def forget_snapshot(ref: str) -> None:
     """The snapshot ``ref`` is removed: its working directory is no longer kept."""
     _workdirs.pop(ref, None)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from .docker_container import State
 from .docker_engine import call
 from .docker_leftovers import KEPT_PREFIX
-from .docker_snapshots import forget_snapshot
+from .docker_snapshots import forget_snapshot, is_snapshot
 from .engine_api import NotFound
 
 if TYPE_CHECKING:
@@ -95,12 +95,13 @@ class Teardown:
     def _stop_blocking(self) -> None:
         """Remove the container, then the snapshots (an image goes only once every container made from
         it has: before, the engine would only untag it, a dangling image cleanup cannot name). With
-        snapshots, the container's removal is sent and the rest done in a thread of its own
-        (:func:`_after_removal`), not waited for here: the process waits for it at exit."""
+        snapshots, or started from one of this process's, the container's removal is sent and the
+        rest done in a thread of its own (:func:`_in_order`, after the removals sent before it), not
+        waited for here: the process waits for it at exit."""
         self._state = State.STOPPED
         refs = [] if self.retain_snapshots else list(self._snapshots)
         container, self._snapshots = self._container, []
-        if refs and container is not None and self.pod is None:
+        if (refs or is_snapshot(self.image)) and container is not None and self.pod is None:
             try:
                 answer = self.api.remove_container_unawaited(container)
             except Exception:  # noqa: BLE001 - the engine did not take the request: remove and wait
