@@ -20,6 +20,7 @@ whether it works here, and what it left behind (:meth:`Backend.leftovers`,
 from __future__ import annotations
 
 import abc
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -257,6 +258,16 @@ class Sandbox(Protocol):
     async def stop(self) -> None:
         """Remove everything this sandbox created. Safe to call twice, never raises."""
 
+
+
+async def to_the_end(task: asyncio.Future) -> None:
+    """Await ``task`` to its end even when the caller is cancelled (a removal must finish); the
+    cancellation is raised once it has."""
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.gather(asyncio.shield(task), return_exceptions=True)
+        raise
 
 async def discard(sandbox: Sandbox) -> None:
     """End a sandbox that nothing needs afterwards (no keep, no snapshot, no branch): its own

@@ -11,6 +11,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from .base import to_the_end
 from .docker_container import State
 from .docker_engine import call
 from .docker_leftovers import KEPT_PREFIX
@@ -51,10 +52,7 @@ class Teardown:
         if self._stop_task is None:
             self._stop_task = asyncio.ensure_future(self._stop_all())
         try:
-            await asyncio.shield(self._stop_task)
-        except asyncio.CancelledError:
-            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
-            raise
+            await to_the_end(self._stop_task)
         except Exception:  # noqa: BLE001 - already logged in _stop_blocking
             pass
 

@@ -14,6 +14,7 @@ import asyncio
 
 from benchflow.errors import CapabilityError
 
+from .base import to_the_end
 from .docker_setup import resolve_workdir
 
 
@@ -59,11 +60,7 @@ class OneContainerSandbox:
         """Remove the sandbox. Idempotent, never raises, finishes under cancellation."""
         if self._stop_task is None:
             self._stop_task = asyncio.ensure_future(self._stop_all())
-        try:
-            await asyncio.shield(self._stop_task)
-        except asyncio.CancelledError:
-            await asyncio.gather(asyncio.shield(self._stop_task), return_exceptions=True)
-            raise
+        await to_the_end(self._stop_task)
 
     async def _stop_all(self) -> None:
         raise NotImplementedError
