@@ -9,13 +9,12 @@ import tarfile
 import pytest
 
 from benchflow.sandbox import ca
-from benchflow.sandbox.base import SandboxSpec
-from benchflow.sandbox.docker_build import image_tag, rewrite_from
-from benchflow.sandbox.docker_exec import PidHeader, _Stream
-from benchflow.sandbox.docker_setup import parse_ready, resolve_workdir
-from benchflow.sandbox.base import OwnedSandbox
-from benchflow.sandbox.orphans import decide
+from benchflow.sandbox.base import CappedOutput, OwnedSandbox, SandboxSpec
 from benchflow.sandbox.copyout import copy_out_tar
+from benchflow.sandbox.docker_build import image_tag, rewrite_from
+from benchflow.sandbox.docker_exec import PidHeader
+from benchflow.sandbox.docker_setup import parse_ready, resolve_workdir
+from benchflow.sandbox.orphans import decide
 from benchflow.sandbox.tarstream import pack
 
 
@@ -63,7 +62,7 @@ def test_pid_header_is_stripped_across_chunks():
 
 
 def test_output_cap_counts_what_was_cut():
-    stream = _Stream(cap=5)
+    stream = CappedOutput(cap=5)
     stream.add(b"abc")
     stream.add(b"defgh")
     assert bytes(stream.data) == b"abcde" and stream.dropped == 3

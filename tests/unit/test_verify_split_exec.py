@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchflow.verify.split_exec import _Capped, _Stdout
+from benchflow.sandbox.base import CappedOutput
+from benchflow.verify.split_exec import _Stdout
 
 OUTPUT = b"conftest /app/conftest.py\nuploaded\nabc123 fenced\nverifier says hi\nabc123 fenced\n"
 
@@ -30,7 +31,7 @@ async def test_without_the_line_everything_is_head():
 
 
 def test_output_over_the_cap_is_cut_with_a_note():
-    kept = _Capped(4)
+    kept = CappedOutput(4)
     kept.add(b"abcdef")
     kept.add(b"gh")
     assert kept.text() == "abcd\n[output truncated: 4 more bytes not shown (cap 4 bytes)]\n"

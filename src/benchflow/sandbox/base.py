@@ -36,6 +36,25 @@ NetworkMode = Literal["no-network", "public", "allowlist"]
 DEFAULT_OUTPUT_CAP_BYTES = 1 << 20  # 1 MiB kept of each stream; the rest is cut with a note
 
 
+class CappedOutput:
+    """One stream of an exec's output: the first ``cap`` bytes kept, the rest counted, and a note
+    saying how much was cut (the rule every ``Sandbox.exec`` applies)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.data, self.dropped = cap, bytearray(), 0
+
+    def add(self, chunk: bytes) -> None:
+        room = max(self.cap - len(self.data), 0)
+        self.data += chunk[:room]
+        self.dropped += max(len(chunk) - room, 0)
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[output truncated: {self.dropped} more bytes not shown (cap {self.cap} bytes)]\n"
+        return text
+
+
 class Capabilities(BaseModel):
     """What a backend can do, as data, so a plan can refuse a task before anything starts."""
 

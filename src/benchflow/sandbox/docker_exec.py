@@ -19,11 +19,10 @@ import asyncio
 import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from benchflow.errors import InfraError
 
-from .base import ExecResult
+from .base import CappedOutput, ExecResult
 from .docker_engine import POOL, call
 from .engine_stream import EngineStream, exec_stream
 
@@ -61,25 +60,6 @@ exit 0
 
 def env_list(env: Mapping[str, str] | None) -> list[str] | None:
     return [f"{key}={value}" for key, value in env.items()] if env else None
-
-
-@dataclass
-class _Stream:
-    cap: int
-    data: bytearray = field(default_factory=bytearray)
-    dropped: int = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = self.cap - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.dropped += max(0, len(chunk) - max(room, 0))
-
-    def text(self) -> str:
-        text = self.data.decode("utf-8", errors="replace")
-        if self.dropped:
-            text += f"\n[output truncated: {self.dropped} more bytes not shown (cap {self.cap} bytes)]\n"
-        return text
 
 
 class PidHeader:
@@ -146,8 +126,8 @@ def _kill_and_close(api, container: str, pid: int | None, marker: str, streams: 
         stream.close()
 
 
-def _run_blocking(api, container, cmd, user, env, cwd, stdin: bytes | None, out: _Stream,
-                  err: _Stream, header: PidHeader, box: list) -> int:
+def _run_blocking(api, container, cmd, user, env, cwd, stdin: bytes | None, out: CappedOutput,
+                  err: CappedOutput, header: PidHeader, box: list) -> int:
     exec_id, conn = start(api, container, cmd, user=user, env=env, cwd=cwd, stdin=stdin is not None)
     box.append(conn)
     try:
@@ -180,7 +160,7 @@ async def run(api, container: str, cmd: list[str], *, user: str | None, env, cwd
     """Run ``cmd`` to completion (see module docstring for the timeout and cap rules)."""
     if not cmd:
         raise ValueError("exec needs a command (an argv list)")
-    out, err, header, box = _Stream(output_cap), _Stream(output_cap), PidHeader(), []
+    out, err, header, box = CappedOutput(output_cap), CappedOutput(output_cap), PidHeader(), []
     marker = secrets.token_hex(8)
     env = {**(env or {}), "BENCHFLOW_EXEC_ID": marker}
     worker = asyncio.ensure_future(call(_run_blocking, api, container, cmd, user, env, cwd, stdin,

@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from benchflow.errors import BenchError, InfraError
-from benchflow.sandbox.base import DEFAULT_OUTPUT_CAP_BYTES, ExecResult, Sandbox
+from benchflow.sandbox.base import (
+    DEFAULT_OUTPUT_CAP_BYTES,
+    CappedOutput,
+    ExecResult,
+    Sandbox,
+)
 
 TIMEOUT_RC = 124
 KILL_DRAIN_SEC = 10.0
@@ -39,29 +44,11 @@ class Split:
     ran out of its time."""
 
 
-class _Capped:
-    """Keeps the first ``cap`` bytes and counts the rest (the rule ``Sandbox.exec`` applies)."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.data, self.dropped = cap, bytearray(), 0
-
-    def add(self, chunk: bytes) -> None:
-        room = max(self.cap - len(self.data), 0)
-        self.data += chunk[:room]
-        self.dropped += max(len(chunk) - room, 0)
-
-    def text(self) -> str:
-        text = self.data.decode("utf-8", errors="replace")
-        if self.dropped:
-            text += f"\n[output truncated: {self.dropped} more bytes not shown (cap {self.cap} bytes)]\n"
-        return text
-
-
 class _Stdout:
     """Splits stdout at the first line equal to ``line``: before it into ``head``, after it into ``tail``."""
 
     def __init__(self, line: bytes, cap: int) -> None:
-        self.line, self.head, self.tail = line, _Capped(cap), _Capped(cap)
+        self.line, self.head, self.tail = line, CappedOutput(cap), CappedOutput(cap)
         self.reached = asyncio.Event()
         self._pending = b""
 
@@ -97,7 +84,7 @@ async def run_split(sandbox: Sandbox, cmd: list[str], *, line: str, first_timeou
         InfraError: the sandbox is gone or the transport broke.
     """
     process = await sandbox.exec_stream(cmd, env=env, cwd=cwd)
-    out, err = _Stdout(line.encode(), output_cap), _Capped(output_cap)
+    out, err = _Stdout(line.encode(), output_cap), CappedOutput(output_cap)
 
     async def pump(reader, sink) -> None:
         while chunk := await reader.read(_CHUNK):
