@@ -181,8 +181,12 @@ def test_prepare_serves_the_next_identical_call_from_a_started_sandbox(tmp_path:
         return [c["Id"] for c in api.containers(filters={"label": f"benchflow.pid={pid}", "status": "running"})]
 
     assert run_bench(*args, env=attached).returncode == 0
-    ready = wait_until(prepared, timeout=60, what="a prepared sandbox")
-    assert "1 prepared" in run_bench("daemon", "status", env=daemon_env).stdout
+    # the first trial's own container may still be running while the engine removes it (its removal is
+    # not awaited): the prepared sandbox is the daemon's other one
+    first = {json.loads(p.read_text())["sandbox_id"] for p in (tmp_path / "jobs").rglob("sandbox.json")}
+    wait_until(lambda: "1 prepared" in run_bench("daemon", "status", env=daemon_env).stdout, timeout=60,
+               what="the daemon to report a prepared sandbox")
+    ready = wait_until(lambda: [c for c in prepared() if c not in first], timeout=60, what="a prepared sandbox")
     second = run_bench(*args, env=attached)
     assert second.returncode == 0, second.stderr
     assert "Outcomes: 1 scored (1 passed, 0 failed), 0 unscored, 0 errored" in second.stdout
