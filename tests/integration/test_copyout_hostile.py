@@ -141,3 +141,49 @@ async def test_a_copy_over_the_per_copy_cap_stops_and_says_so(sandbox, tmp_path,
     report = await sandbox.get("/logs/agent", tmp_path / "agent")
     kept = sum(p.stat().st_size for p in (tmp_path / "agent").iterdir())
     assert kept <= 2 * CAP < 3 * CAP and report.stopped and "per-copy cap" in report.stopped
+
+
+def _listing(root: Path) -> dict[str, str]:
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        out[rel] = (f"link {os.readlink(path)}" if path.is_symlink() else "dir" if path.is_dir() else
+                    f"{path.stat().st_size} {oct(stat.S_IMODE(path.stat().st_mode))}")
+    return out
+
+
+async def test_the_agents_logs_and_artifacts_copied_together_come_out_as_each_copy_would(sandbox, tmp_path, monkeypatch):
+    """``get_all`` of /logs/agent and /logs/artifacts (one archive of /logs on the engine) brings back what
+    a ``get`` of each brings back, hostile content included; a child that is a link or is gone too."""
+    from benchflow.sandbox.downloads import get_all
+
+    host_file = tmp_path / "host" / "secret.txt"
+    host_file.parent.mkdir()
+    host_file.write_text(SECRET)
+    monkeypatch.setattr(copyout, "DEFAULT_LIMITS", copyout.CopyLimits(file_bytes=CAP))
+    planted = await sandbox.exec(["sh", "-c", _plant(host_file) + "mkdir -p /logs/artifacts/sub && "
+                                  "echo made > /logs/artifacts/sub/out.txt && "
+                                  "ln /logs/agent/tool /logs/artifacts/hard-to-agent && echo stray > /logs/stray"])
+    assert planted.success, planted.stderr
+    items = ["/logs/agent", "/logs/artifacts"]
+    together = await get_all(sandbox, [(r, tmp_path / "one" / Path(r).name) for r in items])
+    each = [await sandbox.get(r, tmp_path / "each" / Path(r).name) for r in items]
+    assert _listing(tmp_path / "one") == _listing(tmp_path / "each")
+    assert [r.note() for r in together] == [r.note() for r in each]
+    assert (tmp_path / "one" / "artifacts" / "sub" / "out.txt").read_text() == "made\n"
+    assert not (tmp_path / "one" / "verifier").exists() and not (tmp_path / "one" / "stray").exists()
+    _assert_safe(tmp_path / "one")
+    assert _grep_following_links(tmp_path / "one") == []
+
+    relinked = await sandbox.exec(["sh", "-c", f"rm -rf /logs/artifacts && ln -s {host_file.parent} /logs/artifacts"])
+    assert relinked.success, relinked.stderr
+    agent, artifacts = await get_all(sandbox, [(r, tmp_path / "linked" / Path(r).name) for r in items])
+    assert _listing(tmp_path / "linked" / "agent") == _listing(tmp_path / "each" / "agent")
+    assert not os.path.lexists(tmp_path / "linked" / "artifacts") or _listing(tmp_path / "linked" / "artifacts") == {}
+    assert _grep_following_links(tmp_path / "linked") == []
+
+    gone = await sandbox.exec(["rm", "-rf", "/logs/artifacts"])
+    assert gone.success
+    agent, artifacts = await get_all(sandbox, [(r, tmp_path / "gone" / Path(r).name) for r in items])
+    assert isinstance(artifacts, FileNotFoundError) and not (tmp_path / "gone" / "artifacts").exists()
+    assert (tmp_path / "gone" / "agent" / "inside").read_text() == "ok\n"

@@ -213,3 +213,103 @@ def test_a_copied_path_that_is_itself_a_link_out_brings_nothing(tmp_path, host_s
     src.symlink_to(host_secret)
     copy_out_tree(src, tmp_path / "out.txt")
     assert not os.path.lexists(tmp_path / "out.txt")
+
+
+def _tree(root: Path) -> dict[str, tuple[str, str]]:
+    """Every path under ``root`` -> (kind, content or link target), for comparing two copies."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if path.is_symlink():
+            out[rel] = ("link", os.readlink(path))
+        elif path.is_dir():
+            out[rel] = ("dir", oct(stat.S_IMODE(path.stat().st_mode)))
+        else:
+            out[rel] = ("file", path.read_bytes().decode(errors="replace") + oct(stat.S_IMODE(path.stat().st_mode)))
+    return out
+
+
+def _logs_tar(secret: Path) -> bytes:
+    """An archive of /logs: the hostile agent folder, an artifacts folder, a verifier folder and a stray file."""
+    agent = [(f"logs/{name}", kind, payload, mode) for name, kind, payload, mode in _tar_rows(secret)]
+    return _tar([("logs", "dir", None, 0o755), *agent,
+                 ("logs/artifacts", "dir", None, 0o777), ("logs/artifacts/out.txt", "file", b"made\n", 0o600),
+                 ("logs/verifier", "dir", None, 0o755), ("logs/verifier/reward.txt", "file", b"1", 0o644),
+                 ("logs/stray", "file", b"x" * 5000, 0o644)])
+
+
+def _tar_rows(secret: Path) -> list[tuple]:
+    with tarfile.open(fileobj=io.BytesIO(_hostile_tar(secret))) as archive:
+        rows = []
+        for member in archive.getmembers():
+            kind = ("dir" if member.isdir() else "sym" if member.issym() else "lnk" if member.islnk() else
+                    "fifo" if member.isfifo() else "chr" if member.ischr() else "file")
+            payload = archive.extractfile(member).read() if kind == "file" else member.linkname or None
+            rows.append((member.name, kind, payload, member.mode))
+    return [(n, k, ("logs/" + p if k == "lnk" and p.startswith("agent/") else p), m) for n, k, p, m in rows]
+
+
+def test_one_archive_of_the_parent_copies_each_child_as_its_own_copy_would(tmp_path, host_secret):
+    from benchflow.sandbox.copyout import copy_out_tar_split
+
+    data = _logs_tar(host_secret)
+    one = {"agent": tmp_path / "one" / "agent", "artifacts": tmp_path / "one" / "artifacts"}
+    reports = copy_out_tar_split(_chunks(data), "logs", one)
+    assert reports is not None and set(reports) == {"agent", "artifacts"}
+    for name, local in one.items():  # the same as an archive of that child alone (the engine's top is its name)
+        alone = tarfile.open(fileobj=io.BytesIO(data))
+        rows = [m for m in alone.getmembers() if m.name == f"logs/{name}" or m.name.startswith(f"logs/{name}/")]
+        single = io.BytesIO()
+        with tarfile.open(fileobj=single, mode="w", format=tarfile.PAX_FORMAT) as out:
+            for member in rows:
+                member.name = member.name.removeprefix("logs/")
+                if member.islnk():
+                    member.linkname = member.linkname.removeprefix("logs/")
+                out.addfile(member, alone.extractfile(member) if member.isreg() else None)
+        report = copy_out_tar(_chunks(single.getvalue()), name, tmp_path / "each" / name)
+        assert _tree(local) == _tree(tmp_path / "each" / name), name
+        assert reports[name].note() == report.note(), name
+        _assert_safe_tree(local, tmp_path)
+    assert (one["artifacts"] / "out.txt").read_text() == "made\n"
+    assert not (tmp_path / "one" / "verifier").exists() and not (tmp_path / "one" / "stray").exists()
+
+
+def test_a_child_that_is_not_there_is_none_and_leaves_nothing(tmp_path):
+    from benchflow.sandbox.copyout import copy_out_tar_split
+
+    data = _tar([("logs", "dir", None, 0o755), ("logs/agent", "dir", None, 0o755),
+                 ("logs/agent/a", "file", b"a", 0o644)])
+    reports = copy_out_tar_split([data], "logs", {"agent": tmp_path / "agent", "artifacts": tmp_path / "artifacts"})
+    assert reports["artifacts"] is None and not (tmp_path / "artifacts").exists()
+    assert reports["agent"].clean and (tmp_path / "agent" / "a").read_text() == "a"
+
+
+@pytest.mark.parametrize("rows", [
+    [("logs", "sym", "/etc", 0o777)],                                                 # the parent is a link
+    [("logs", "dir", None, 0o755), ("logs/agent", "sym", "/etc", 0o777)],             # a child is a link
+    [("logs", "dir", None, 0o755), ("logs/agent", "file", b"not a folder", 0o644)],   # a child is a file
+    [("logs", "dir", None, 0o755), ("logs/agent", "dir", None, 0o755),
+     ("logs/stray", "file", b"z" * 70_000, 0o644)],                                  # over the read cap
+    [("logs", "dir", None, 0o755), ("logs/verifier", "dir", None, 0o755), ("logs/verifier/r", "file", b"1", 0o644),
+     ("logs/agent", "dir", None, 0o755), ("logs/agent/r", "lnk", "logs/verifier/r", 0o644)],  # a file met elsewhere
+])
+def test_an_archive_the_split_cannot_take_moves_nothing_into_place(tmp_path, rows):
+    from benchflow.sandbox.copyout import copy_out_tar_split
+
+    limits = CopyLimits(total_bytes=64 * 1024)
+    local = tmp_path / "job" / "agent"
+    local.parent.mkdir()
+    assert copy_out_tar_split(_chunks(_tar(rows), 4096), "logs", {"agent": local}, limits) is None
+    assert not local.exists() and list((tmp_path / "job").iterdir()) == []
+
+
+def test_a_childs_entry_cap_stops_that_child_only(tmp_path):
+    from benchflow.sandbox.copyout import copy_out_tar_split
+
+    data = _tar([("logs", "dir", None, 0o755), ("logs/agent", "dir", None, 0o755),
+                 *[(f"logs/agent/e{i}", "file", b"", 0o644) for i in range(30)],
+                 ("logs/artifacts", "dir", None, 0o755), ("logs/artifacts/x", "file", b"x", 0o644)])
+    reports = copy_out_tar_split([data], "logs", {"agent": tmp_path / "agent", "artifacts": tmp_path / "artifacts"},
+                                 CopyLimits(entries=10))
+    assert "entries" in reports["agent"].stopped and len(list((tmp_path / "agent").iterdir())) < 10
+    assert reports["artifacts"].clean and (tmp_path / "artifacts" / "x").read_text() == "x"

@@ -9,7 +9,7 @@ import pytest
 
 from benchflow.agents.trajectory import TrajectoryMerger
 from benchflow.errors import TaskError
-from benchflow.jobs.scenes import compose, handoff, scene_issues
+from benchflow.jobs.scene_plan import compose, handoff, scene_issues
 from benchflow.jobs.sim_user import SimulatedUser, system_prompt, user_plan
 from benchflow.tasks import load_task
 from benchflow.tasks.capability import runtime_issues
@@ -112,7 +112,7 @@ def test_last_reply_is_the_agent_text_since_the_last_prompt():
 
 
 def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the_user(tmp_path):
-    from benchflow.jobs.scenes import run_issues
+    from benchflow.jobs.scene_plan import run_issues
     from benchflow.jobs.spec import RunSpec
 
     task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - turns: [writer]\nuser: {model: scripted}\n"))

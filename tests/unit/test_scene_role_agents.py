@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchflow.jobs.scene_config import parse_run_scenes
-from benchflow.jobs.scenes import run_issues
+from benchflow.jobs.scene_plan import run_issues
 from benchflow.jobs.spec import RunSpec
 from benchflow.tasks import load_task
 from tests.conftest import run_bench

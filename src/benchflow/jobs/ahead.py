@@ -19,11 +19,17 @@ import importlib
 import threading
 
 AFTER_START = (
+    "benchflow.jobs.agent_network",
+    "benchflow.jobs.scenes",
+    "benchflow.jobs.separate_verifier",
+    "benchflow.jobs.steps",
     "benchflow.jobs.setup_commands",
     "benchflow.jobs.artifacts",
+    "benchflow.sandbox.copyout",
     "benchflow.verify.runner",
     "benchflow.verify.fence",
     "benchflow.tasks.verifier_doc",
+    "benchflow.jobs.summary",
 )
 """What a plain trial imports only after its sandbox has started (``-X importtime`` of one run)."""
 

@@ -26,7 +26,6 @@ from .plan import Plan, PlannedTask, make_plan
 from .record import comparable_settings
 from .scheduler import Scheduler
 from .spec import RunSpec
-from .summary import build_summary, outcomes_line
 from .trial import TrialRequest
 
 Event = dict[str, Any]
@@ -62,6 +61,8 @@ class RunOutcome:
 
     @property
     def outcomes_line(self) -> str:
+        from .summary import outcomes_line
+
         return outcomes_line(self.summary)
 
 
@@ -138,7 +139,7 @@ def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str,
     from benchflow.skills.policy import policy_of
 
     from .scene_config import with_run_scenes
-    from .scenes import scenes_as_run
+    from .scene_plan import scenes_as_run
 
     return {**comparable_settings(spec, agent_name, planned.digest, planned.prompts),
             "skill_mode": policy_of(spec).mode,
@@ -173,6 +174,8 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
         from benchflow.review.after_run import after_trials
 
         await after_trials(spec, paths, fresh, {t.key: t.task for t in units}, emit)
+    from .summary import build_summary  # imported ahead while the first sandbox started
+
     summary = build_summary(job_name=paths.name, spec=spec, sandbox=plan.sandbox,
                             results={t.key: results.get(t.key) for t in units},
                             elapsed_sec=time.monotonic() - started, budget=budget_document,

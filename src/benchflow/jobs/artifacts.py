@@ -22,6 +22,8 @@ from typing import Any
 from benchflow.errors import BenchError
 
 AGENT_ARTIFACTS = "/logs/artifacts"
+NOT_COPIED = object()
+"""``collect_artifacts``'s default: ``/logs/artifacts`` is still to be copied (an error means no such folder)."""
 
 
 def _spec(entry: Any) -> tuple[str, str | None, list[str]]:
@@ -60,17 +62,20 @@ def _exclude(root: Path, patterns: list[str]) -> int:
     return removed
 
 
-async def collect_artifacts(task: Any, sandbox: Any, artifacts_dir: Path) -> dict[str, Any] | None:
+async def collect_artifacts(task: Any, sandbox: Any, artifacts_dir: Path,
+                            agent_copy: Any = NOT_COPIED) -> dict[str, Any] | None:
     """Copy ``/logs/artifacts`` and the task's declared artifacts into ``artifacts_dir``; a note of
-    what was missing, refused, excluded or left behind by the copy (None when all came back)."""
+    what was missing, refused, excluded or left behind by the copy (None when all came back).
+    ``agent_copy``: what copying ``/logs/artifacts`` gave already (a report, or the error of its copy,
+    from :func:`~benchflow.sandbox.downloads.get_all`); else it is copied here."""
+    from benchflow.sandbox.downloads import one_by_one
+
     note: dict[str, Any] = {}
     artifacts_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        report = await sandbox.get(AGENT_ARTIFACTS, artifacts_dir)
-        if report is not None and report.note() is not None:
-            note[AGENT_ARTIFACTS] = report.note()
-    except (FileNotFoundError, BenchError):
-        pass  # no agent artifacts folder in this sandbox
+    if agent_copy is NOT_COPIED:
+        agent_copy = (await one_by_one(sandbox, [(AGENT_ARTIFACTS, artifacts_dir)]))[0]
+    if agent_copy is not None and not isinstance(agent_copy, Exception) and agent_copy.note() is not None:
+        note[AGENT_ARTIFACTS] = agent_copy.note()
     for entry in task.config.artifacts:
         source, destination, exclude = _spec(entry)
         remote = source if source.startswith("/") else posixpath.join(sandbox.workdir, source)

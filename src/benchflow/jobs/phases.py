@@ -218,16 +218,17 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
                    "pending_tool_call_ids": [], "terminal_trajectory_complete": True})
     if outcome.error:
         state.error, state.error_category = outcome.error, outcome.error_category or "other"
-    try:
-        report = await sandbox.get("/logs/agent", paths.agent_dir)
-    except BenchError as exc:
-        log.debug("could not download /logs/agent: %s", exc)
-    else:
-        if report is not None and report.note() is not None:
-            state.copy_out_info["agent"] = report.note()
-    from .artifacts import collect_artifacts
+    from benchflow.sandbox.downloads import get_all
 
-    artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir)
+    from .artifacts import AGENT_ARTIFACTS, collect_artifacts
+
+    logs, artifacts_copy = await get_all(sandbox, [("/logs/agent", paths.agent_dir),
+                                                   (AGENT_ARTIFACTS, paths.artifacts_dir)])
+    if isinstance(logs, Exception):  # gone or unreadable: the trial goes on without them
+        log.debug("could not download /logs/agent: %s", logs)
+    elif logs is not None and logs.note() is not None:
+        state.copy_out_info["agent"] = logs.note()
+    artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir, artifacts_copy)
     if artifacts is not None:
         state.copy_out_info["artifacts"] = artifacts
 

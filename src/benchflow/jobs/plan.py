@@ -260,7 +260,7 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
 def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
     from benchflow.tasks.capability import runtime_issues, separate_verifier_issues
 
-    from .scenes import run_issues as scene_run_issues
+    from .scene_plan import run_issues as scene_run_issues
     from .steps import has_oracle
 
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)

@@ -42,197 +42,11 @@ from .agent_layer import wants_layer
 from .layout import StepPaths, TrialPaths
 from .phases import TrialState
 from .prompts import resolve_prompts
+from .scene_plan import Turn, compose, composition, role_agents, role_player, turns_of
 from .sim_user import converse
 from .trial_request import TrialRequest
 
-PARTS = ("base", "role", "scene", "turn")
-HANDOFF_DEFAULTS = {"mode": "sequential", "workspace_visibility": "shared", "trajectory_visibility": "none"}
-_HANDOFF_ALLOWED = {"mode": ("sequential",), "workspace_visibility": ("shared",),
-                    "trajectory_visibility": ("none", "metadata")}
 _SUMMED = ("n_input_tokens", "n_output_tokens", "n_cache_read_tokens", "n_cache_creation_tokens", "cost_usd")
-
-
-def wants_scenes(req: TrialRequest) -> bool:
-    """The task has scenes and a real agent runs it (the oracle and nop solve or skip it as one phase)."""
-    return bool(req.task.scenes) and not req.agent.is_control
-
-
-def handoff(task: Any, scene: str) -> dict[str, str]:
-    """The scene's handoff: ``benchflow.teams.<scene>``, else the only team declared, else the defaults."""
-    teams = (task.document.get("benchflow") or {}).get("teams") or {}
-    team = teams.get(scene) if isinstance(teams, dict) else None
-    if team is None and isinstance(teams, dict) and len(teams) == 1:
-        team = next(iter(teams.values()))
-    declared = (team or {}).get("handoff") if isinstance(team, dict) else None
-    return {**HANDOFF_DEFAULTS, **(declared if isinstance(declared, dict) else {})}
-
-
-def composition(task: Any) -> tuple[str, list[str]]:
-    prompt = (task.document.get("benchflow") or {}).get("prompt") or {}
-    prompt = prompt if isinstance(prompt, dict) else {}
-    return str(prompt.get("composition") or "replace"), list(prompt.get("order") or PARTS)
-
-
-def scene_issues(task: Any) -> list[str]:
-    """What in the task's scenes no sandbox of this build runs (an unknown handoff or composition)."""
-    if not task.scenes:
-        return []
-    issues = []
-    if task.config.steps:
-        issues.append("scenes: a multi-step task runs its steps, not scenes; drop one of the two")
-    for scene in task.scenes:
-        for key, value in handoff(task, scene["name"]).items():
-            allowed = _HANDOFF_ALLOWED.get(key)
-            if allowed is not None and value not in allowed:
-                issues.append(f"benchflow.teams.{scene['name']}.handoff.{key} {value!r}: this build runs "
-                              f"{' or '.join(allowed)} only")
-    mode, order = composition(task)
-    if mode not in ("append", "replace"):
-        issues.append(f"benchflow.prompt.composition {mode!r}: use append or replace")
-    if any(part not in PARTS for part in order):
-        issues.append(f"benchflow.prompt.order {order!r}: name only {', '.join(PARTS)}")
-    for name, role in task.roles.items():
-        agent = str(role.get("agent") or "")
-        if _is_file(agent):
-            issues.append(f"agents.roles.{name}.agent {agent!r}: name a registry agent, not a file")
-    return issues
-
-
-def _is_file(agent: str) -> bool:
-    return "/" in agent or agent.endswith(".toml") or agent.startswith(".")
-
-
-def _resolved(name: str, harness: str) -> tuple[str | None, str | None]:
-    """(the agent's name, None), or (None, why ``name`` does not resolve under ``harness``: the registry's line)."""
-    from benchflow import agents
-
-    try:
-        return agents.resolve(name, harness=harness).name, None
-    except BenchError as exc:
-        return None, str(exc)
-
-
-def _role_agent_issues(task: Any, spec: Any) -> list[str]:
-    """A role its scenes play whose agent does not resolve: refused up front rather than at its turn."""
-    issues = []
-    harness = spec.harness or "acp"
-    own = {spec.agent, _resolved(spec.agent, harness)[0]} if spec.agent else set()
-    played = dict.fromkeys(turn["role"] for scene in task.scenes for turn in scene["turns"])
-    for role in played:
-        agent = str((task.roles.get(role) or {}).get("agent") or "")
-        if not agent or agent in own or (_is_file(agent) and not spec.scenes):
-            continue  # the run's own agent, or a task role naming a file (the runtime check refuses that)
-        problem = _resolved(agent, harness)[1]
-        if problem:
-            issues.append(f"role {role} (agent {agent}): {problem}")
-    return issues
-
-
-def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
-    """(refusals, warnings) of the run card for a scene or simulated-user task under ``spec`` (a RunSpec)."""
-    from .scene_config import with_run_scenes
-    from .sim_user import user_plan
-
-    if spec.agent in ("oracle", "nop"):
-        return [], []
-    task = with_run_scenes(task, spec.scenes)
-    issues, warnings = _role_agent_issues(task, spec), []
-    if task.scenes and spec.checkpoints:
-        issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "
-                      "follow; leave --checkpoints out")
-    if task.scenes and spec.prompts:
-        warnings.append("--prompt does not apply to scene turns; each turn's prompt comes from the task")
-    try:
-        has_user = user_plan(task) is not None
-    except BenchError:
-        has_user = False  # the runtime check reports it
-    if has_user and spec.harness == "native":
-        issues.append("user: the simulated user answers in the agent's ACP session; run with --harness acp")
-    return issues, warnings
-
-
-def compose(parts: dict[str, str | None], mode: str, order: list[str]) -> str:
-    """The turn's prompt from its parts (see the module docstring)."""
-    if mode == "append":
-        return "\n\n".join(parts[p].strip() for p in order if parts.get(p))
-    return next(parts[p] for p in ("turn", "scene", "role", "base") if parts.get(p))
-
-
-@dataclasses.dataclass
-class _Turn:
-    index: int
-    scene: str
-    role: str
-    config: dict[str, Any]
-    inline: str | None
-    visibility: str
-
-
-def _turns(task: Any) -> list[_Turn]:
-    out: list[_Turn] = []
-    for scene in task.scenes:
-        visibility = handoff(task, scene["name"])["trajectory_visibility"]
-        for turn in scene["turns"]:
-            cfg = dict(task.roles.get(turn["role"]) or {})
-            if scene.get("skills_dir") and not cfg.get("skills_dir"):
-                cfg["skills_dir"] = scene["skills_dir"]
-            out.append(_Turn(len(out) + 1, scene["name"], turn["role"], cfg, turn.get("prompt"), visibility))
-    return out
-
-
-def _player(req: TrialRequest, role: dict[str, Any]) -> tuple[Any, str | None, str | None]:
-    """(agent, model, effort) of a role: its own agent (the run's when it names the run's agent)."""
-    from benchflow import agents
-
-    name = str(role.get("agent") or req.agent.name)
-    own = name == req.agent.name
-    agent = req.agent if own else agents.resolve(name, harness=req.spec.harness)
-    model = role.get("model") or (req.spec.model if own else None)
-    effort = role.get("reasoning_effort") or (req.spec.reasoning_effort if own else None)
-    return agent, model, effort
-
-
-def role_agents(req: TrialRequest) -> list[Any]:
-    """The other agents the roles of a scene task name (each installed as a layer of its own where the
-    backend builds layers); a name that does not resolve is left to its turn to report."""
-    if not wants_scenes(req):
-        return []
-    out: dict[str, Any] = {}
-    for role in req.task.roles.values():
-        name = role.get("agent")
-        if name and name != req.agent.name and name not in out:
-            try:
-                out[name] = _player(req, role)[0]
-            except BenchError:
-                continue
-    return list(out.values())
-
-
-def scene_record(req: TrialRequest) -> list[dict[str, Any]]:
-    """``config.json`` ``scenes``: every scene with its roles as they are played and its turns."""
-    return scenes_as_run(req.task, req.spec, req.agent.name)
-
-
-def scenes_as_run(task: Any, spec: Any, agent_name: str) -> list[dict[str, Any]]:
-    """:func:`scene_record` of ``task`` (its scenes as the run gives them) under ``spec`` with the run's agent
-    ``agent_name``: also what a resumed run compares with a finished trial's record (``jobs.job.CHANGE_KEYS``)."""
-    out = []
-    for scene in task.scenes:
-        roles = []
-        for name in scene["roles"]:
-            cfg = task.roles.get(name) or {}
-            own = cfg.get("agent") in (None, agent_name)
-            roles.append({"name": name, "agent": cfg.get("agent"),
-                          "model": cfg.get("model") or (spec.model if own else None),
-                          "reasoning_effort": cfg.get("reasoning_effort") or
-                          (spec.reasoning_effort if own else None),
-                          "timeout_sec": cfg.get("timeout_sec"), "idle_timeout_sec": cfg.get("idle_timeout_sec"),
-                          "skills_dir": cfg.get("skills_dir") or scene.get("skills_dir"),
-                          "capabilities": list(cfg.get("capabilities") or []),
-                          "env_keys": sorted(cfg.get("env") or {})})
-        out.append({"name": scene["name"], "skills_dir": scene.get("skills_dir"), "roles": roles,
-                    "turns": [{"role": t["role"], "has_prompt": bool(t.get("prompt"))} for t in scene["turns"]]})
-    return out
 
 
 class _TurnTrajectory(AcpTrajectoryFile):
@@ -272,7 +86,7 @@ def _metadata(done: list[dict[str, Any]]) -> str:
     return ("Earlier turns in this workspace (their conversations are not shown):\n" + "\n".join(lines))
 
 
-def _view(task: Any, turn: _Turn) -> Any:
+def _view(task: Any, turn: Turn) -> Any:
     """The task as the turn's role sees it: its timeout, its skills folder, no artifacts of its own."""
     cfg = task.config
     agent = cfg.agent.model_copy(update={"timeout_sec": turn.config["timeout_sec"]}) \
@@ -295,7 +109,7 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
     done: list[dict[str, Any]] = []
     outcomes: list[AgentOutcome] = []
     stop = False
-    for turn in _turns(task):
+    for turn in turns_of(task):
         turn_paths = StepPaths(paths.root / "turns" / f"{turn.index:02d}-{_safe(turn.role)}", trial=paths.name)
         record: dict[str, Any] = {"trial_name": paths.name, "index": turn.index, "scene": turn.scene,
                                   "role": turn.role, "agent": turn.config.get("agent")}
@@ -313,7 +127,7 @@ async def run_scenes(req: TrialRequest, sandbox: Any, paths: TrialPaths, sink: A
         turn_timing: dict[str, float] = {}
         started = dt.datetime.now()
         try:
-            agent, model, effort = _player(req, turn.config)
+            agent, model, effort = role_player(req, turn.config)
         except BenchError as exc:
             turn_state.error, turn_state.error_category = f"role {turn.role}: {exc}", "agent_integration"
         else:

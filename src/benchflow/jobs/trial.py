@@ -28,7 +28,6 @@ from benchflow.util.scrub import scrub_folder
 
 from . import ahead
 from .agent_layer import wants_layer
-from .agent_network import agent_network
 from .layout import trial_name
 from .phases import (
     TrialState,
@@ -40,10 +39,7 @@ from .phases import (
 )
 from .record import build_config
 from .scene_config import with_run_scenes
-from .scenes import role_agents, run_scenes, scene_record, wants_scenes
-from .separate_verifier import separate_verifier_phase, wants_separate
-from .sim_user import converse
-from .steps import run_steps
+from .scene_plan import role_agents, scene_record, wants_scenes
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
 __all__ = ["TrialRequest", "run_trial", "unexpected_category"]
@@ -95,6 +91,12 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                                    prepare=install_layer if layered else None,
                                    ) as session:
             await ahead.ready()
+            from .agent_network import agent_network  # what runs in a started sandbox: imported by now
+            from .scenes import run_scenes
+            from .separate_verifier import separate_verifier_phase, wants_separate
+            from .sim_user import converse
+            from .steps import run_steps
+
             await environment_phase(req, session.sandbox, paths, state)
             timing["environment_setup"] = time.monotonic() - t
             try:

@@ -25,11 +25,12 @@ import contextlib
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from .copyout import CopyReport
+if TYPE_CHECKING:  # the copy-out itself is imported by the backend that copies (after the sandbox is up)
+    from .copyout import CopyReport
 
 NetworkMode = Literal["no-network", "public", "allowlist"]
 

@@ -24,13 +24,13 @@ import stat
 import tarfile
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
 from .copyout_writer import CopyLimits, CopyReport, Stop, Writer
 
-__all__ = ["DEFAULT_LIMITS", "CopyLimits", "CopyReport", "copy_out_tar", "copy_out_tree"]
+__all__ = ["DEFAULT_LIMITS", "CopyLimits", "CopyReport", "copy_out_tar", "copy_out_tar_split", "copy_out_tree"]
 
 ENTRY_COST = 512
 """Bytes charged to the copy budget per entry on the host path (a tar header on the engine path)."""
@@ -90,10 +90,11 @@ def copy_out_tar(chunks: Iterable[bytes], top: str, local: Path, limits: CopyLim
 
 
 def _relative(name: str, top: str) -> str | None:
-    parts = PurePosixPath(name).parts
-    if not parts or parts[0] != top:
+    """``name`` relative to ``top`` (one or more leading components), or None when it is not under it."""
+    parts, head = PurePosixPath(name).parts, PurePosixPath(top).parts
+    if len(parts) < len(head) or parts[:len(head)] != head:
         return None
-    return PurePosixPath(*parts[1:]).as_posix() if len(parts) > 1 else ""
+    return PurePosixPath(*parts[len(head):]).as_posix() if len(parts) > len(head) else ""
 
 
 def _add_member(writer: Writer, archive: tarfile.TarFile, member: tarfile.TarInfo, top: str) -> None:
@@ -125,6 +126,67 @@ def _write_member(writer: Writer, archive: tarfile.TarFile, member: tarfile.TarI
     else:
         kind = "device" if member.ischr() or member.isblk() else "FIFO" if member.isfifo() else "special file"
         writer.special(rel, kind)
+
+
+class _Unsplittable(Exception):
+    """The archive is not one :func:`copy_out_tar_split` can take apart; nothing was moved into place."""
+
+
+def copy_out_tar_split(chunks: Iterable[bytes], top: str, folders: dict[str, Path],
+                       limits: CopyLimits | None = None) -> dict[str, CopyReport | None] | None:
+    """Extract an engine archive of a folder ``top`` into one local folder per child named in
+    ``folders`` (child name -> local path), each as :func:`copy_out_tar` of that child alone would.
+
+    One archive read instead of one per child (each costs the engine a mount of the container's file
+    system). The child name's report, or None for a child that is not there. Other children are
+    read past and left out. None (nothing moved into place) when the archive is not a plain one: the
+    top or a named child is not a folder, a hard link leads out of its child (an archive of that child
+    alone would hold the file itself), or it holds more than one copy's cap of bytes (what is left out
+    counts too) — the caller then copies each child by itself.
+    """
+    limits = limits or DEFAULT_LIMITS
+    source = _Budgeted(chunks, limits.total_bytes)
+    reports: dict[str, CopyReport | None] = dict.fromkeys(folders)
+    writers: dict[str, Writer] = {}
+    try:
+        with ExitStack() as stagings:
+            with tarfile.open(fileobj=source, mode="r|") as archive:  # type: ignore[call-overload]
+                while (member := archive.next()) is not None:
+                    archive.members.clear()
+                    rel = _relative(member.name, top)
+                    if rel is None or rel == "":
+                        if rel == "" and not member.isdir():
+                            raise _Unsplittable
+                        continue
+                    name, _, inner = rel.partition("/")
+                    if name not in folders:
+                        continue
+                    writer = writers.get(name)
+                    if writer is None:
+                        if inner or not member.isdir():
+                            raise _Unsplittable
+                        report = reports[name] = CopyReport()
+                        writer = writers[name] = Writer(stagings.enter_context(_staging(folders[name])), limits,
+                                                        report)
+                    if member.islnk() and _relative(member.linkname, f"{top}/{name}") is None \
+                            and _relative(member.linkname, top) is not None:
+                        raise _Unsplittable  # its file came under another child: alone, this child would hold it
+                    if writer.report.stopped is None:
+                        try:
+                            _add_member(writer, archive, member, f"{top}/{name}")
+                        except Stop as stop:
+                            if source.count >= source.limit:
+                                raise _Unsplittable from None  # the read cap, not this child's entry cap
+                            writer.report.stopped = str(stop)
+            for writer in writers.values():
+                writer.finish()
+    except (_Unsplittable, Stop):  # a Stop here is the read cap: copied child by child, each has its own
+        return None
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+    return reports
 
 
 # -- the host path: a folder the sandbox wrote ---------------------------------------------------

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import posixpath
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +29,6 @@ from benchflow.errors import (
 from . import ca
 from . import docker_engine as eng
 from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
-from .copyout import CopyReport, copy_out_tar
 from .docker_build import build_image
 from .docker_container import State, container_network, container_request
 from .docker_engine import call
@@ -47,6 +47,7 @@ from .engine_stream import attach_stream
 from .tarstream import pack_many, pack_members
 
 if TYPE_CHECKING:
+    from .copyout import CopyReport
     from .docker_pod import DockerPod
 
 log = logging.getLogger(__name__)
@@ -280,6 +281,8 @@ class DockerSandbox(Snapshots, Teardown):
     async def get(self, remote: str, local: Path) -> CopyReport:
         container = self._require_container()
 
+        from .copyout import copy_out_tar
+
         def fetch() -> CopyReport:
             try:
                 stream, stat = self.api.get_archive(container, remote, chunk_size=1 << 20)
@@ -288,3 +291,29 @@ class DockerSandbox(Snapshots, Teardown):
             return copy_out_tar(stream, stat["name"], Path(local))
 
         return await call(fetch)
+
+    async def get_many(self, items: list[tuple[str, Path]]) -> list[CopyReport | Exception]:
+        """:meth:`get` of folders side by side (``/logs/agent``, ``/logs/artifacts``) in one archive read of
+        their parent (:func:`~.copyout.copy_out_tar_split`); each item's report, or the error its own
+        :meth:`get` raises. Anything else, or an archive the split cannot take, is copied item by item."""
+        from .downloads import one_by_one, siblings
+
+        shared = siblings([remote for remote, _ in items])
+        if shared is None:
+            return await one_by_one(self, items)
+        parent, names = shared
+        container = self._require_container()
+        from .copyout import copy_out_tar_split
+
+        def fetch() -> dict[str, CopyReport | None] | None:
+            try:
+                stream, stat = self.api.get_archive(container, parent, chunk_size=1 << 20)
+            except NotFound:
+                return None
+            return copy_out_tar_split(stream, stat["name"], {name: Path(local) for name, (_, local) in zip(names, items)})
+
+        split = await call(fetch)
+        if split is None:
+            return await one_by_one(self, items)
+        return [split[name] or FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+                for name, (remote, _) in zip(names, items)]

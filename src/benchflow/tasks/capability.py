@@ -120,7 +120,7 @@ def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list
 def _scene_issues(task: Task) -> list[str]:
     """Scenes and the simulated user as this build runs them (``benchflow.jobs.scenes``, ``.sim_user``)."""
     from benchflow.errors import TaskError
-    from benchflow.jobs.scenes import scene_issues
+    from benchflow.jobs.scene_plan import scene_issues
     from benchflow.jobs.sim_user import user_plan
 
     issues = scene_issues(task)
