@@ -81,3 +81,55 @@ def test_pydantics_own_switch_is_left_to_pydantic(tmp_path):
     _install_plugin(site)
     assert _probe(site, cache, PYDANTIC_DISABLE_PLUGINS="__all__") == {"told_none": False, "loaded": [], "scans": 0}
     assert not (cache / "pydantic-plugins.json").exists()
+
+
+FRESH = """
+import json, sys
+from benchflow.util.pydantic_plugins import skip_scan_without_plugins
+skip_scan_without_plugins()
+import pydantic
+class Model(pydantic.BaseModel):
+    x: int
+assert Model(x="1").x == 1
+from pydantic.plugin import _loader
+print(json.dumps({"metadata": "importlib.metadata" in sys.modules,
+                  "loaded": [type(p).__name__ for p in _loader.get_plugins()]}))
+"""
+
+
+def _fresh(site: Path, cache: Path) -> dict:
+    environ = {"PATH": "/usr/bin:/bin", "BENCHFLOW_CACHE": str(cache), "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True, cwd=ROOT, env=environ,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_without_a_plugin_models_build_and_the_loader_and_its_metadata_scan_are_never_imported(tmp_path):
+    site, cache = tmp_path / "site", tmp_path / "cache"
+    site.mkdir()
+    _fresh(site, cache)  # the first run scans and writes the cache
+    assert _fresh(site, cache) == {"metadata": False, "loaded": []}
+    _install_plugin(site)
+    os.utime(site, ns=(site.stat().st_mtime_ns + 1_000_000_000,) * 2)
+    assert _fresh(site, cache) == {"metadata": True, "loaded": ["FakePlugin"]}  # the real loader, as pydantic has it
+
+
+def test_pydantic_asks_its_plugin_loader_for_get_plugins_only():
+    """The stand-in answers ``get_plugins`` (and keeps the loader's state names): a pydantic that imports
+    anything else from ``pydantic.plugin._loader`` needs the stand-in to grow."""
+    import ast
+
+    import pydantic
+
+    asked: set[str] = set()
+    for path in Path(pydantic.__file__).parent.rglob("*.py"):
+        if path.name == "_loader.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("_loader") and \
+                    ("plugin" in (node.module or "") or path.parent.name == "plugin"):
+                asked.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "_loader":
+                asked.add(node.attr)
+    assert asked == {"get_plugins"}

@@ -6,8 +6,9 @@ and up to 50 ms on a busy disk, before ``bench run`` starts its first container.
 plugin is declared is kept in the cache, keyed on every ``sys.path`` folder and its mtime
 (installing, upgrading or removing a package adds or removes a ``*.dist-info`` folder, which
 changes its parent's mtime; a new ``.pth`` folder changes ``sys.path``). While none is declared,
-pydantic is told it has none; otherwise, or with ``PYDANTIC_DISABLE_PLUGINS`` set, pydantic
-scans and loads them itself, as without this module.
+pydantic is told it has none (its loader module is not even imported: a stand-in answers that
+there are none); otherwise, or with ``PYDANTIC_DISABLE_PLUGINS`` set, pydantic scans and loads
+them itself, as without this module.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import types
 from typing import Any
 
 from benchflow.util import atomic
@@ -60,9 +62,36 @@ def skip_scan_without_plugins() -> None:
     """Before the first model is built: tell pydantic it has no plugins when none is declared."""
     if os.environ.get("PYDANTIC_DISABLE_PLUGINS") is not None:
         return
-    from pydantic.plugin import _loader
-
-    if getattr(_loader, "_plugins", False) is not None:  # scanned already, or a pydantic without the cache
+    loader = sys.modules.get(LOADER)
+    if loader is not None:  # imported already: tell it, unless it has scanned
+        if getattr(loader, "_plugins", False) is None and not declared_plugins():
+            loader._plugins = {}
         return
     if not declared_plugins():
-        _loader._plugins = {}
+        sys.modules[LOADER] = _without_plugins()
+
+
+LOADER = "pydantic.plugin._loader"
+
+
+def _without_plugins() -> types.ModuleType:
+    """What pydantic's plugin loader would answer when no plugin is declared, without importing it.
+
+    Pydantic imports only ``get_plugins`` from it, when it builds its first model; the real module
+    imports ``importlib.metadata`` (with email, zipfile and csv: ~6 ms before ``bench run``'s first
+    container) for a scan that finds nothing. ``tests/unit/test_pydantic_plugins.py`` checks that
+    pydantic still asks it for nothing else.
+    """
+    import pydantic.plugin
+
+    module = types.ModuleType(LOADER, "No pydantic plugin is declared (benchflow.util.pydantic_plugins).")
+    module.PYDANTIC_ENTRY_POINT_GROUP = GROUP  # type: ignore[attr-defined]
+    module._plugins = {}  # type: ignore[attr-defined]
+    module._loading_plugins = False  # type: ignore[attr-defined]
+    module.get_plugins = _no_plugins  # type: ignore[attr-defined]
+    pydantic.plugin._loader = module  # type: ignore[attr-defined]
+    return module
+
+
+def _no_plugins() -> tuple[()]:
+    return ()
