@@ -54,9 +54,11 @@ def _leave_without_teardown() -> None:
 def run(args: list[str]) -> int:
     """Run the CLI on ``args`` and return the exit code."""
     from benchflow.errors import BenchError
+    from benchflow.util.pydantic_plugins import skip_scan_without_plugins
 
     from .app import build_app
 
+    skip_scan_without_plugins()  # before the first model: Typer's coercers are pydantic's too
     command = build_app()
     try:
         code = command.main(args=args, prog_name="bench", standalone_mode=False)

@@ -229,9 +229,7 @@ def run_command(
     from benchflow.errors import ConfigError
     from benchflow.util.durations import parse_duration
     from benchflow.util.match import split_patterns
-    from benchflow.util.pydantic_plugins import skip_scan_without_plugins
 
-    skip_scan_without_plugins()  # before the run's first model
     idle = None
     if idle_timeout is not None:
         try:
@@ -313,9 +311,7 @@ def resume_command(
     restart_changed: bool = typer.Option(False, "--restart-changed", help="When the job's trials ran with other settings or task files than this resume, set them aside in <job>/.set-aside/ and run them again (default: refuse)"),
 ) -> None:
     from benchflow.jobs.resume import resume_spec
-    from benchflow.util.pydantic_plugins import skip_scan_without_plugins
 
-    skip_scan_without_plugins()  # before the run's first model
     spec = resume_spec(job_dir, agent_env=_kv(agent_env, "--agent-env"), concurrency=concurrency,
                        restart_changed=restart_changed)
     execute(spec, dry_run=False)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-from importlib.metadata import entry_points
 
 from benchflow.errors import ConfigError
 
@@ -56,6 +55,8 @@ UNSUPPORTED: dict[str, str] = {}
 def _registered() -> dict[str, str]:
     """Every backend: the built-in table, then the entry points (read each call: cheap, and a
     package installed meanwhile, or put on ``sys.path`` by a test, is seen)."""
+    from importlib.metadata import entry_points  # with email and zipfile: only when a name is not built in
+
     table = dict(BACKENDS)
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name in BACKENDS:

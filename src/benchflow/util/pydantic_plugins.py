@@ -80,16 +80,15 @@ def _without_plugins() -> types.ModuleType:
     Pydantic imports only ``get_plugins`` from it, when it builds its first model; the real module
     imports ``importlib.metadata`` (with email, zipfile and csv: ~6 ms before ``bench run``'s first
     container) for a scan that finds nothing. ``tests/unit/test_pydantic_plugins.py`` checks that
-    pydantic still asks it for nothing else.
+    pydantic still asks it for nothing else. It is put in ``sys.modules`` only (pydantic itself is not
+    imported for it): ``from pydantic.plugin import _loader`` finds it there, as pydantic's own
+    ``from ._loader import get_plugins`` does.
     """
-    import pydantic.plugin
-
     module = types.ModuleType(LOADER, "No pydantic plugin is declared (benchflow.util.pydantic_plugins).")
     module.PYDANTIC_ENTRY_POINT_GROUP = GROUP  # type: ignore[attr-defined]
     module._plugins = {}  # type: ignore[attr-defined]
     module._loading_plugins = False  # type: ignore[attr-defined]
     module.get_plugins = _no_plugins  # type: ignore[attr-defined]
-    pydantic.plugin._loader = module  # type: ignore[attr-defined]
     return module
 
 
