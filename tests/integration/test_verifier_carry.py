@@ -4,6 +4,8 @@ uploaded after the fence (over the carry limit): nested folders, executable help
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -38,3 +40,52 @@ def test_small_and_large_verifier_folders_both_arrive_whole(tmp_path: Path) -> N
     rewards = {json.loads(p.read_text())["task_name"]: json.loads(p.read_text())["rewards"]["reward"]
                for p in jobs.glob("*/*/result.json")}
     assert rewards == {"small": 1.0, "large": 1.0}
+
+
+# a verifier that leaves nested files, an executable, a link inside, a link out and a FIFO behind, and
+# (with BIG set) a file over the cap of what its exec sends back
+LEAVE = ('mkdir -p /logs/verifier/sub && printf "line\\n" > /logs/verifier/sub/out.txt && '
+         'printf "#!/bin/sh\\n" > /logs/verifier/run.sh && chmod 755 /logs/verifier/run.sh && '
+         'ln -s sub/out.txt /logs/verifier/inside && ln -s /etc/passwd /logs/verifier/out && '
+         'mkfifo /logs/verifier/fifo && { [ -z "$BIG" ] || head -c $BIG /dev/zero > /logs/verifier/big.bin; } && '
+         'echo 1 > /logs/verifier/reward.txt')
+
+
+def _archive_reads(since: float, task: str) -> int:
+    """How many archive reads (copy-outs) the engine served for the containers of ``task`` since ``since``."""
+    events = subprocess.run(["docker", "events", "--since", f"{since:.3f}", "--until", f"{time.time():.3f}",
+                             "--filter", "event=archive-path", "--filter", f"label=benchflow.task={task}",
+                             "--format", "{{.Actor.ID}}"], capture_output=True, text=True, check=True, timeout=60)
+    return len(events.stdout.split())
+
+
+def _listing(root: Path) -> dict[str, str]:
+    return {p.relative_to(root).as_posix(): (f"link {p.readlink()}" if p.is_symlink() else "dir" if p.is_dir() else
+                                             f"{p.stat().st_size} {oct(p.stat().st_mode & 0o777)}")
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.docker
+def test_the_verifiers_folder_comes_back_with_its_exec_as_a_copy_out_brings_it(tmp_path: Path) -> None:
+    """A root verifier's exec sends /logs/verifier back (no copy-out of its own); what lands in the trial
+    is what the engine's copy-out gives: the same files, modes and inside links, the link out and the FIFO
+    dropped with a note. A folder over the cap of that archive is copied out as before, whole."""
+    tasks = tmp_path / "tasks"
+    make_task(tasks, "small", solve=WRITE_HELLO, test=LEAVE)
+    make_task(tasks, "big", solve=WRITE_HELLO, test=f"BIG={CARRY_MAX_BYTES + 4096}; " + LEAVE)
+    jobs = tmp_path / "jobs"
+    since = time.time()
+    done = run_bench("run", str(tasks), "-s", "docker", "--jobs-dir", str(jobs), "-j", "2")
+    assert done.returncode == 0, done.stdout + done.stderr
+    trials = {json.loads(p.read_text())["task_name"]: p.parent for p in jobs.glob("*/*/result.json")}
+    assert _archive_reads(since, "small") == 1  # /logs (the agent's logs and artifacts); the verifier's came back
+    assert _archive_reads(since, "big") == 2    # /logs, then /logs/verifier: over the cap, copied out
+    expected = {"inside": "link sub/out.txt", "reward.txt": "2 0o644", "run.sh": "10 0o755", "sub": "dir",
+                "sub/out.txt": "5 0o644", "test-stdout.txt": "0 0o644"}
+    assert _listing(trials["small"] / "verifier") == expected
+    assert _listing(trials["big"] / "verifier") == {**expected, "big.bin": f"{CARRY_MAX_BYTES + 4096} 0o644"}
+    for name in ("small", "big"):
+        result = json.loads((trials[name] / "result.json").read_text())
+        assert result["rewards"]["reward"] == 1.0
+        dropped = {row["path"] for row in result["copy_out_info"]["verifier"]["dropped"]}
+        assert dropped == {"out", "fifo"}, name

@@ -35,3 +35,20 @@ def test_output_over_the_cap_is_cut_with_a_note():
     kept.add(b"abcdef")
     kept.add(b"gh")
     assert kept.text() == "abcd\n[output truncated: 4 more bytes not shown (cap 4 bytes)]\n"
+
+
+def test_what_follows_the_trailer_line_is_the_trailer_and_only_when_it_came_whole():
+    from benchflow.verify.split_exec import cut_at
+
+    kept = CappedOutput(1 << 10)
+    kept.add(b"verifier output without a newline\nabc verified\n\x00binary\nabc verified\nrest")
+    before, after = cut_at(kept, b"abc verified", 1 << 10)
+    assert before.text() == "verifier output without a newline" and after == b"\x00binary\nabc verified\nrest"
+
+    before, after = cut_at(kept, b"other", 8)  # no such line: all of it is output, kept to the cap
+    assert after is None and before.text().startswith("verifier") and before.dropped == len(kept.data) - 8
+
+    cut = CappedOutput(20)
+    cut.add(b"out\nabc verified\n" + b"x" * 50)  # the part after the line was cut: it may be incomplete
+    before, after = cut_at(cut, b"abc verified", 1 << 10)
+    assert before.text() == "out" and after is None

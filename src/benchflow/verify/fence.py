@@ -28,7 +28,8 @@ Run after the agent phase and before the verifier's files are uploaded:
 6. Given a verifier folder (a small one, :data:`CARRY_MAX_BYTES`), its archive rides on the fence
    exec's stdin and is unpacked at ``/`` by the image's ``tar`` as the fence's last step, after the
    agent is gone: the verifier's upload costs no round trip of its own. Without ``tar`` the
-   caller uploads it as before (:attr:`FenceReport.uploaded` is False).
+   caller uploads it as before (:attr:`FenceReport.uploaded` is False). A root verifier then runs
+   in the same exec (:func:`fence_then_run`), which sends ``/logs/verifier`` back when it ends.
 
 A root agent is not fenced: it is trusted with the whole sandbox, and the processes it started
 (servers a task's tests talk to) keep running, as the contract says.
@@ -61,8 +62,9 @@ START_TRIES = 3
 
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
 # $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /
-# ${11} 1|0 kill -1 as the agent first; ${12} (optional) a nonce: once done, print "NONCE fenced" and
-# exec ${13}... (the verifier). Until the agent is gone: builtins only, no fork (but that one).
+# ${11} 1|0 kill -1 as the agent first; ${12} (optional) a nonce: once done, print "NONCE fenced", run
+# ${13}... (the verifier), print "NONCE verified" and an archive of /logs/verifier, and exit with the
+# verifier's code. Until the agent is gone: builtins only, no fork (but that one).
 _PREPARE = r"""
 u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}
 stopall=${11}; nonce=${12}; uid=; gid=
@@ -148,7 +150,10 @@ fi
 [ -n "$nonce" ] || exit 0
 echo "$nonce fenced"
 [ "$carry" = 1 ] || exit 0
-exec "$@"
+"$@"; rc=$?
+printf '\n%s verified\n' "$nonce"
+tar -cf - -C /logs verifier 2>/dev/null
+exit $rc
 """.replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL)
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
@@ -242,16 +247,20 @@ class _Room(contextlib.AsyncExitStack):
 
 async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, str], cwd: str | None,
                          timeout: float, agent_user: str | None, link_tests: bool, verifier_dir: str,
-                         workdir: str, cleanup_conftests: bool, carry: Path) -> tuple[FenceReport, ExecResult | None]:
+                         workdir: str, cleanup_conftests: bool,
+                         carry: Path) -> tuple[FenceReport, ExecResult | None, bytes | None]:
     """:func:`fence` and then, in the same exec as root, ``argv`` (the verifier, as root, with ``env``
     and ``cwd``): one exec round trip less. The fence has :data:`FENCE_TIMEOUT` seconds, as on its
     own; ``argv`` has ``timeout`` from the moment the fence's ``NONCE fenced`` line reaches the host
-    (a nonce the agent cannot know; :mod:`.split_exec`), exactly as in an exec of its own.
+    (a nonce the agent cannot know; :mod:`.split_exec`), exactly as in an exec of its own. Once
+    ``argv`` ends, the same exec sends ``/logs/verifier`` back as an archive (after a ``NONCE
+    verified`` line): no copy-out round trip either, when it is at most :data:`CARRY_MAX_BYTES`.
 
-    Returns the fence's report and ``argv``'s result with ``argv``'s own output only (after that
-    line), or None when ``argv`` did not run: the folder was not carried (too big, no ``tar``: upload
-    it, then run ``argv``), or the fence's shell gave up, in which case :func:`fence` ran again on its
-    own (it is idempotent).
+    Returns the fence's report, ``argv``'s result with ``argv``'s own output only (after that line)
+    or None when ``argv`` did not run: the folder was not carried (too big, no ``tar``: upload it,
+    then run ``argv``), or the fence's shell gave up, in which case :func:`fence` ran again on its own
+    (it is idempotent); and the archive of ``/logs/verifier`` (its top entry ``verifier``), or None
+    when it did not come whole (``argv`` ran out of time, the archive was over the cap): copy it out.
 
     Raises:
         VerifierError: as :func:`fence`.
@@ -259,20 +268,22 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
     archive = _carried(carry, verifier_dir)
     if archive is None:
         return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
-                           verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests), None
+                           verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests), None, None
     nonce = secrets.token_hex(12)
     args = _args(agent_user, None, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
     split = await run_split(sandbox, ["sh", "-c", _PREPARE, "fence", *args, "1", nonce, *argv],
                             line=f"{nonce} fenced", first_timeout=FENCE_TIMEOUT, timeout=timeout,
-                            stdin=archive, env=env, cwd=cwd)
+                            stdin=archive, env=env, cwd=cwd, trailer=f"{nonce} verified", trailer_cap=CARRY_MAX_BYTES)
     if not split.reached:
         if split.result.return_code in (3, 4, 5) or split.result.timed_out:
             _check(split.result)
         return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
                            verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests,
-                           carry=carry), None
+                           carry=carry), None, None
     report = _report(split.head)
-    return report, (split.result if report.uploaded else None)
+    if not report.uploaded:
+        return report, None, None
+    return report, split.result, (split.trailer if not split.result.timed_out else None)
 
 
 def _args(agent_user: str | None, verifier_user: str | None, link_tests: bool, verifier_dir: str, workdir: str,

@@ -9,6 +9,7 @@ crash is the trial's final verifier outcome, never a hang.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -80,10 +81,10 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
                           verifier_dir=remote_dir, workdir=workdir,
                           cleanup_conftests=config.hardening.cleanup_conftests)
         command = _command(task, selected, remote_dir) if selected.in_sandbox else None
-        first = None
+        first = logs = None
         if carry and is_root(config.user) and command.manifest is None:  # the verifier runs in the fence's exec
             argv, env = _call(task, command, task_env, remote_dir, workdir)
-            fenced, first = await fence_then_run(sandbox, argv, env=env, cwd=workdir,
+            fenced, first, logs = await fence_then_run(sandbox, argv, env=env, cwd=workdir,
                                                  timeout=float(config.timeout_sec), carry=task.paths.verifier_dir,
                                                  **fence_args)
         else:
@@ -92,7 +93,8 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
         outcome.warnings.extend(fenced.warnings(workdir))
         if selected.in_sandbox:
             result = await _run_in_sandbox(await _service(sandbox, config.service), task, command, outcome, task_env, remote_dir, workdir,
-                                           verifier_dir, started, uploaded=fenced.uploaded, first=first)
+                                           verifier_dir, started, uploaded=fenced.uploaded, first=first,
+                                           logs=logs)
             if result is None:
                 return outcome
             return_code, criteria = result.return_code, command.criteria
@@ -129,10 +131,12 @@ def _call(task: Any, command: Command, task_env: dict[str, str], remote_dir: str
 
 async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome: VerifierOutcome,
                           task_env: dict[str, str], remote_dir: str, workdir: str, verifier_dir: Path,
-                          started: float, *, uploaded: bool = False, first: Any = None) -> Any:
+                          started: float, *, uploaded: bool = False, first: Any = None,
+                          logs: bytes | None = None) -> Any:
     """Upload the verifier folder (unless the fence ``uploaded`` it) and run the strategy's command
-    (a wedged run once more; ``first``: the result of a first run the fence's exec made); the
-    exec result, or None when it timed out (recorded on ``outcome``)."""
+    (a wedged run once more; ``first``: the result of a first run the fence's exec made, ``logs``
+    the archive of ``/logs/verifier`` it sent back); the exec result, or None when it timed out
+    (recorded on ``outcome``)."""
     config = task.config.verifier
     timeout = float(config.timeout_sec)
     argv, env = _call(task, command, task_env, remote_dir, workdir)
@@ -168,7 +172,7 @@ async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome
         if not (wedged and attempt == 1):
             break
         outcome.warnings.append("verifier timed out with no output; ran it once more")
-    outcome.copy_out = await _download(sandbox, verifier_dir)
+    outcome.copy_out = await _download(sandbox, verifier_dir, logs if result is first else None)
     if result.timed_out:
         outcome.error = f"verifier timed out after {timeout:g}s"
         outcome.error_category = "verifier_timeout"
@@ -203,10 +207,20 @@ def _command(task: Any, selected: Selected, remote_dir: str) -> Command:
     return commands.test_script(remote_dir)
 
 
-async def _download(sandbox: Sandbox, verifier_dir: Path) -> dict[str, Any] | None:
-    """Copy ``/logs/verifier`` out; what the copy left behind (see ``CopyReport.note``)."""
+async def _download(sandbox: Sandbox, verifier_dir: Path, sent: bytes | None = None) -> dict[str, Any] | None:
+    """Copy ``/logs/verifier`` out (from ``sent``, its archive as the verifier's exec sent it back, when
+    that reads whole); what the copy left behind (see ``CopyReport.note``)."""
     for name in _REWARD_FILES:
         (verifier_dir / name).unlink(missing_ok=True)
+    if sent is not None:
+        import tarfile
+
+        from benchflow.sandbox.copyout import copy_out_tar
+
+        try:  # the same safe copy-out as the engine's archive goes through
+            return (await asyncio.to_thread(copy_out_tar, [sent], "verifier", verifier_dir)).note()
+        except (tarfile.TarError, EOFError):
+            pass  # not a whole archive: copied out as usual
     try:
         report = await sandbox.get("/logs/verifier", verifier_dir)
         return report.note() if report is not None else None

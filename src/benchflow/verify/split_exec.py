@@ -42,6 +42,9 @@ class Split:
     result: ExecResult
     """Stdout after the line, all of stderr, the exec's return code; ``timed_out`` when either part
     ran out of its time."""
+    trailer: bytes | None = None
+    """With ``trailer``: the raw stdout after that line (the second part's own output is then what
+    came before it), when the line came and nothing after it was cut; else None."""
 
 
 class _Stdout:
@@ -76,15 +79,18 @@ class _Stdout:
 
 async def run_split(sandbox: Sandbox, cmd: list[str], *, line: str, first_timeout: float, timeout: float,
                     stdin: bytes | None = None, env: Mapping[str, str] | None = None, cwd: str | None = None,
-                    output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> Split:
+                    output_cap: int = DEFAULT_OUTPUT_CAP_BYTES, trailer: str | None = None,
+                    trailer_cap: int = 0) -> Split:
     """Run ``cmd`` as root; it has ``first_timeout`` seconds to print ``line`` (a line of its stdout),
-    and from the moment the host reads that line, ``timeout`` seconds to finish.
+    and from the moment the host reads that line, ``timeout`` seconds to finish. With ``trailer``, what
+    follows the first ``\n<trailer>\n`` of the second part's stdout is :attr:`Split.trailer` (up to
+    ``trailer_cap`` bytes of it), not output.
 
     Raises:
         InfraError: the sandbox is gone or the transport broke.
     """
     process = await sandbox.exec_stream(cmd, env=env, cwd=cwd)
-    out, err = _Stdout(line.encode(), output_cap), CappedOutput(output_cap)
+    out, err = _Stdout(line.encode(), output_cap + (trailer_cap if trailer else 0)), CappedOutput(output_cap)
 
     async def pump(reader, sink) -> None:
         while chunk := await reader.read(_CHUNK):
@@ -129,9 +135,27 @@ async def run_split(sandbox: Sandbox, cmd: list[str], *, line: str, first_timeou
             raise
         except Exception as exc:  # the transport broke mid-exec: as Sandbox.exec says
             raise InfraError(f"exec in {sandbox.sandbox_id}: {exc}") from exc
-    result = ExecResult(return_code=code, stdout=out.tail.text(), stderr=stderr, timed_out=limit is not None,
-                        truncated=bool(out.head.dropped or out.tail.dropped or err.dropped))
-    return Split(head=out.head.text(), reached=out.reached.is_set(), result=result)
+    tail, after = out.tail, None
+    if trailer:
+        tail, after = cut_at(out.tail, trailer.encode(), output_cap)
+        if after is not None and len(after) > trailer_cap:
+            after = None
+    result = ExecResult(return_code=code, stdout=tail.text(), stderr=stderr, timed_out=limit is not None,
+                        truncated=bool(out.head.dropped or tail.dropped or err.dropped))
+    return Split(head=out.head.text(), reached=out.reached.is_set(), result=result, trailer=after)
+
+
+def cut_at(output: CappedOutput, line: bytes, cap: int) -> tuple[CappedOutput, bytes | None]:
+    """(what ``output`` holds before its first ``\n<line>\n``, kept to ``cap`` bytes; the bytes after it,
+    or None when the line is not there or ``output`` was cut, so they may be incomplete)."""
+    marker = b"\n" + line + b"\n"
+    at = output.data.find(marker)
+    before = CappedOutput(cap)
+    before.add(bytes(output.data if at < 0 else output.data[:at]))
+    before.dropped += output.dropped if at < 0 else 0
+    if at < 0 or output.dropped:
+        return before, None
+    return before, bytes(output.data[at + len(marker):])
 
 
 async def _feed(writer, data: bytes | None) -> None:
