@@ -313,3 +313,13 @@ def test_a_childs_entry_cap_stops_that_child_only(tmp_path):
                                  CopyLimits(entries=10))
     assert "entries" in reports["agent"].stopped and len(list((tmp_path / "agent").iterdir())) < 10
     assert reports["artifacts"].clean and (tmp_path / "artifacts" / "x").read_text() == "x"
+
+
+def test_only_siblings_under_one_folder_are_read_together():
+    from benchflow.sandbox.downloads import siblings
+
+    assert siblings(["/logs/agent", "/logs/artifacts/"]) == ("/logs", ["agent", "artifacts"])
+    assert siblings(["/logs/agent", "/app/out"]) is None          # two parents
+    assert siblings(["/logs/agent", "/logs/x/../agent"]) is None  # the same folder twice
+    assert siblings(["/agent", "/artifacts"]) is None             # never an archive of the whole root
+    assert siblings(["logs/agent", "logs/artifacts"]) is None     # relative paths
