@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -201,3 +202,43 @@ async def test_a_start_that_fails_raises_and_removes_the_container(overrides, me
         await box.start()
     with pytest.raises(NotFound):
         box.api.inspect_container(box.sandbox_id)
+
+
+GONE_BUILDER = ("import json, sys\nfrom benchflow.sandbox import docker_engine as eng\n"
+                "print(json.dumps(eng.owner_labels({eng.BACKEND: 'docker'}, kind='image')))")
+
+
+def test_cleanup_leaves_a_build_on_top_of_one_of_our_images_alone(bench, tmp_path):
+    """The engine gives a build step's container the labels of the image it starts from: an agent layer
+    built on a task image carries the image's owner labels (a builder process long gone) while its
+    install runs. Cleanup must not take it for a killed run's sandbox (it once killed such installs: 137)."""
+    labels = json.loads(subprocess.run([sys.executable, "-c", GONE_BUILDER], capture_output=True, text=True,
+                                       cwd=ROOT, check=True).stdout)
+    base = f"benchflow/lifecycle-base:{os.getpid()}"
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "Dockerfile").write_text("FROM debian:bookworm-slim\n")
+    subprocess.run(["docker", "build", "-q", "-t", base, *[f"--label={k}={v}" for k, v in labels.items()],
+                    str(tmp_path / "base")], check=True, capture_output=True, env={**os.environ, "DOCKER_BUILDKIT": "0"})
+    (tmp_path / "layer").mkdir()
+    (tmp_path / "layer" / "Dockerfile").write_text(f"FROM {base}\nRUN sleep 120\n")
+    build = subprocess.Popen(["docker", "build", "-q", str(tmp_path / "layer")], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**os.environ, "DOCKER_BUILDKIT": "0"})
+    try:
+        def step() -> str:
+            found = subprocess.run(["docker", "ps", "-q", "--no-trunc", "--filter", f"ancestor={base}",
+                                    "--filter", "label=benchflow.kind=image"], capture_output=True, text=True)
+            return found.stdout.strip()
+
+        wait_until(lambda: bool(step()), 60, what="the build's RUN step to start")
+        running = step()
+        assert running not in {row.id for row in list_owned()}
+        result = bench("sandbox", "cleanup")
+        assert result.returncode == 0, result.stderr
+        assert step() == running and build.poll() is None, "cleanup stopped the build's step"
+    finally:
+        build.kill()
+        build.wait(30)
+        leftover = subprocess.run(["docker", "ps", "-aq", "--filter", f"ancestor={base}"], capture_output=True,
+                                  text=True).stdout.split()
+        subprocess.run(["docker", "rm", "-f", *leftover], capture_output=True)
+        subprocess.run(["docker", "rmi", "-f", base], capture_output=True)

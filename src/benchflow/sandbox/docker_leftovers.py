@@ -4,7 +4,11 @@ Only containers labelled ``benchflow.owned=true`` count, and of those the ones
 whose ``benchflow.backend`` label names the asking backend (two backends may
 share one engine); a container made before that label existed belongs to the
 engine's built-in backend. The owner labels (:mod:`.docker_engine`) say whether
-the process that made it still runs.
+the process that made it still runs. A container whose ``benchflow.kind`` is not
+``sandbox`` is none of ours: the engine gives a build step's container the labels
+of the image it starts from, so an agent layer built on a task image carries the
+image's labels (and its builder's long-gone pid) while it runs; cleanup once
+killed such a build mid-step.
 """
 
 from __future__ import annotations
@@ -48,6 +52,8 @@ def list_owned(url: str | None, backend: str, unlabelled: str, owner: str | None
         labels = item.get("Labels") or {}
         if (labels.get(eng.BACKEND) or unlabelled) != backend or owner not in (None, labels.get(eng.JOB)):
             continue
+        if labels.get(eng.KIND, "sandbox") != "sandbox":  # labels of an image of ours, not of a sandbox: a
+            continue  # build's step on top of it (an agent layer) or a container run from it by hand
         name = (item.get("Names") or ["/?"])[0].lstrip("/")
         rows.append(_row(item["Id"], name, labels, backend, url, state=item.get("State", "?"),
                          image=item.get("Image", "?"), created=float(item.get("Created", 0)),
