@@ -89,3 +89,64 @@ def test_the_verifiers_folder_comes_back_with_its_exec_as_a_copy_out_brings_it(t
         assert result["rewards"]["reward"] == 1.0
         dropped = {row["path"] for row in result["copy_out_info"]["verifier"]["dropped"]}
         assert dropped == {"out", "fifo"}, name
+
+
+class _Counted:
+    """A process whose stdout counts the bytes the host reads from it."""
+
+    def __init__(self, process, seen: list[int]) -> None:
+        self._process, self._seen = process, seen
+        self.stdin, self.stderr = process.stdin, process.stderr
+        self.stdout = self
+
+    async def read(self, n: int = -1) -> bytes:
+        data = await self._process.stdout.read(n)
+        self._seen[0] += len(data)
+        return data
+
+    async def wait(self) -> int:
+        return await self._process.wait()
+
+    async def kill(self) -> None:
+        await self._process.kill()
+
+
+@pytest.mark.docker
+async def test_a_verifier_folder_over_the_limit_is_not_streamed_back_through_its_exec(tmp_path: Path) -> None:
+    """A verifier that leaves 40 MiB in /logs/verifier: its exec sends at most about the carry limit
+    back (the rest would be read for nothing, on the verifier's own time), and the folder is left to
+    the copy-out; the verifier's own result is as it ran."""
+    import os
+
+    from benchflow.sandbox import SandboxSpec, get_backend
+    from benchflow.verify.fence import fence_then_run
+
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM debian:bookworm-slim\nWORKDIR /app\n")
+    verifier = tmp_path / "verifier"
+    verifier.mkdir()
+    (verifier / "test.sh").write_text("#!/bin/sh\nexit 0\n")
+    spec = SandboxSpec(name="carry-back", environment_dir=env, cache_key="carry-back", network_mode="no-network",
+                       labels={"benchflow.job": "carry-back", "benchflow.trial": f"carry-back-{os.getpid()}"})
+    box = get_backend("docker").create(spec)
+    await box.build()
+    await box.start()
+    seen = [0]
+    opened = box.exec_stream
+
+    async def counted(*args, **kwargs):
+        return _Counted(await opened(*args, **kwargs), seen)
+
+    box.exec_stream = counted
+    try:
+        argv = ["sh", "-c", "head -c 41943040 /dev/zero > /logs/verifier/big.bin; echo 1 > /logs/verifier/reward.txt; "
+                            "exit 3"]
+        report, result, logs = await fence_then_run(box, argv, env={}, cwd="/app", timeout=120, agent_user=None,
+                                                    link_tests=False, verifier_dir="/verifier", workdir="/app",
+                                                    cleanup_conftests=False, carry=verifier)
+        assert report.uploaded and result is not None and result.return_code == 3 and not result.timed_out
+        assert logs is None  # over the limit: the copy-out brings it
+        assert seen[0] <= CARRY_MAX_BYTES + (64 << 10), seen[0]
+    finally:
+        await box.stop()

@@ -54,6 +54,14 @@ STOP_ALL = "kill -STOP -1; kill -KILL -1; exit 0"
 
 FENCE_ROUNDS = 2000
 
+CARRY_MAX_BYTES = 4 << 20
+"""The largest verifier archive the fence carries on its stdin (held in memory); a larger folder is
+uploaded by the caller. Also the most of ``/logs/verifier`` that :func:`fence_then_run` sends back:
+a larger one (``du``), or a stream past it (``dd``: a sparse file ``du`` counts small), is left to its
+copy-out, so a verifier's big leftovers cost its own time budget nothing."""
+_SEND_KIB = CARRY_MAX_BYTES // 1024 - 64
+"""``du -sk`` of ``/logs/verifier`` at most this, the exec sends it back (room for tar's headers)."""
+
 CANNOT_START = 126
 """An exec's return code when the engine could not start it (in the fence's own exec, nothing else
 returns it: the script runs no command of its own there)."""
@@ -63,8 +71,8 @@ START_TRIES = 3
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
 # $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /
 # ${11} 1|0 kill -1 as the agent first; ${12} (optional) a nonce: once done, print "NONCE fenced", run
-# ${13}... (the verifier), print "NONCE verified" and an archive of /logs/verifier, and exit with the
-# verifier's code. Until the agent is gone: builtins only, no fork (but that one).
+# ${13}... (the verifier), print "NONCE verified" and an archive of /logs/verifier (cut past the carry
+# limit), and exit with the verifier's code. Until the agent is gone: builtins only, no fork (but that one).
 _PREPARE = r"""
 u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}
 stopall=${11}; nonce=${12}; uid=; gid=
@@ -152,9 +160,11 @@ echo "$nonce fenced"
 [ "$carry" = 1 ] || exit 0
 "$@"; rc=$?
 printf '\n%s verified\n' "$nonce"
-tar -cf - -C /logs verifier 2>/dev/null
+size=$(du -sk /logs/verifier 2>/dev/null) && [ "${size%%[!0-9]*}" -le __SEND_KIB__ ] && command -v dd >/dev/null \
+  && tar -cf - -C /logs verifier 2>/dev/null | dd bs=4096 count=__SEND_BLOCKS__ 2>/dev/null
 exit $rc
-""".replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL)
+""".replace("__ROUNDS__", str(FENCE_ROUNDS)).replace("__STOP_ALL__", STOP_ALL) \
+    .replace("__SEND_KIB__", str(_SEND_KIB)).replace("__SEND_BLOCKS__", str(_SEND_KIB // 4 + 1))
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
@@ -283,7 +293,7 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
     report = _report(split.head)
     if not report.uploaded:
         return report, None, None
-    return report, split.result, (split.trailer if not split.result.timed_out else None)
+    return report, split.result, (split.trailer or None if not split.result.timed_out else None)
 
 
 def _args(agent_user: str | None, verifier_user: str | None, link_tests: bool, verifier_dir: str, workdir: str,
@@ -326,9 +336,6 @@ def _report(stdout: str) -> FenceReport:
 FENCE_TIMEOUT = 300.0
 """Seconds the fence has to finish, on its own or before the verifier in :func:`fence_then_run`."""
 
-CARRY_MAX_BYTES = 4 << 20
-"""The largest verifier archive the fence carries on its stdin (held in memory); a larger folder is
-uploaded by the caller."""
 
 
 def _carried(folder: Path | None, remote: str) -> bytes | None:
