@@ -82,9 +82,7 @@ def copy_out_tar(chunks: Iterable[bytes], top: str, local: Path, limits: CopyLim
         except Stop as stop:
             report.stopped = str(stop)
         finally:
-            close = getattr(chunks, "close", None)
-            if close is not None:
-                close()
+            _close(chunks)
         writer.finish()
     return report
 
@@ -183,10 +181,15 @@ def copy_out_tar_split(chunks: Iterable[bytes], top: str, folders: dict[str, Pat
     except (_Unsplittable, Stop):  # a Stop here is the read cap: copied child by child, each has its own
         return None
     finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
+        _close(chunks)
     return reports
+
+
+def _close(chunks: Iterable[bytes]) -> None:
+    """End the engine's stream (a generator over its connection), read to its end or not."""
+    close = getattr(chunks, "close", None)
+    if close is not None:
+        close()
 
 
 # -- the host path: a folder the sandbox wrote ---------------------------------------------------
