@@ -156,3 +156,16 @@ def test_cache_commands_know_the_local_sandbox(bench, tmp_path):
     assert wrong.returncode == 2
     assert "--sandbox moon" in wrong.stderr and "local" in wrong.stderr
 
+
+
+def test_list_and_cleanup_work_without_the_cloud_sdks(bench, tmp_path):
+    """A plain install has no boto3: ``bench sandbox list`` / ``cleanup`` skip that backend instead of
+    crashing on its import (it did, with a traceback)."""
+    for name in ("boto3", "botocore"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise ImportError('no module named {name} (test)')\n")
+    env = {"PYTHONPATH": str(tmp_path), "BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    for args in (["sandbox", "list", "--json"], ["sandbox", "cleanup", "--dry-run"]):
+        done = bench(*args, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr and "crashed" not in done.stderr

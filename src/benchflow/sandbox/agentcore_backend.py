@@ -63,6 +63,9 @@ def settings() -> tuple[str, str]:
     return region, role
 
 
+NO_SDK = "boto3 is not installed (pip install 'benchflow[agentcore]')"
+
+
 def _session():
     """A boto3 session that reads no shared config or credentials file (credentials: environment only)."""
     import boto3
@@ -78,10 +81,12 @@ def client(service: str):
     """The ``bedrock-agentcore-control``, ``bedrock-agentcore`` or ``ecr`` client.
 
     Raises:
-        SandboxUnavailable: settings or credentials missing.
+        SandboxUnavailable: boto3 not installed, settings or credentials missing.
     """
-    from botocore.config import Config
-
+    try:
+        from botocore.config import Config
+    except ImportError:
+        raise SandboxUnavailable(f"--sandbox {NAME}: {NO_SDK}") from None
     session = _session()
     if session.get_credentials() is None:
         raise SandboxUnavailable(f"--sandbox {NAME}: no AWS credentials in the environment "
@@ -113,7 +118,7 @@ class AgentCoreBackend(Backend):
         try:
             import boto3  # noqa: F401
         except ImportError:
-            return False, "boto3 is not installed (pip install 'benchflow[agentcore]')"
+            return False, NO_SDK
         try:
             region, _ = settings()
             client("bedrock-agentcore-control").list_agent_runtimes(maxResults=1)
