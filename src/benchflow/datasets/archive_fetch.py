@@ -8,10 +8,10 @@ either at the top or inside one top-level folder.
 
 from __future__ import annotations
 
-import tarfile
 from pathlib import Path
 
 from benchflow.errors import DatasetError
+from benchflow.util.tarfile_filters import tarfile
 
 MAX_ARCHIVE_BYTES = 2 * 1024**3
 

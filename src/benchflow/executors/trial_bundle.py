@@ -11,11 +11,11 @@ from __future__ import annotations
 import io
 import os
 import shutil
-import tarfile
 import tempfile
 from pathlib import Path
 
 from benchflow.errors import InfraError
+from benchflow.util.tarfile_filters import tarfile
 
 
 def pack(folder: Path) -> bytes:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import gzip
 import os
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import IO
 
 from benchflow.tasks.digest import task_digest, task_files
+from benchflow.util.tarfile_filters import tarfile
 
 MAX_MEMBERS = 20_000
 MAX_UNPACKED_BYTES = 1 << 30

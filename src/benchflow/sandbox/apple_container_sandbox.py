@@ -31,7 +31,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import tarfile
 import tempfile
 import weakref
 from collections.abc import Mapping
@@ -44,6 +43,7 @@ from benchflow.errors import (
     SandboxError,
     SandboxUnavailable,
 )
+from benchflow.util.tarfile_filters import tarfile
 
 from . import apple_container_cli as cli
 from . import apple_container_exec as ex

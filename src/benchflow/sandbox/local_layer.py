@@ -24,7 +24,6 @@ import logging
 import os
 import shutil
 import stat
-import tarfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from benchflow.sandbox.local_dockerfile import (
 from benchflow.sandbox.local_unshare import wrap
 from benchflow.sandbox.local_view import SPECIAL, is_whiteout
 from benchflow.util import atomic
+from benchflow.util.tarfile_filters import tarfile
 
 log = logging.getLogger(__name__)
 
