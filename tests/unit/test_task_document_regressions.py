@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchflow.tasks.document import parse_task_md, render_task_md
+from benchflow.tasks.document import parse_task_md
+from benchflow.tasks.task_md_writer import render_task_md
 
 
 def test_trailing_block_scalar_keeps_its_final_newline() -> None:

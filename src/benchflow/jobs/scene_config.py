@@ -9,8 +9,6 @@ user's own, so a role may name an agent file (``./my-agent.toml``), which a
 task may not.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Any
 

@@ -4,8 +4,6 @@ A run config is the whole run; flags win over its keys. Secret-looking
 ``agent_env`` values are never written anywhere (see ``redacted()``).
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 from typing import Any, Literal

@@ -5,8 +5,6 @@ another tool added to ``result.json`` survives a read and a rewrite, and a
 record written by a newer BenchFlow keeps the fields this one does not know.
 """
 
-from __future__ import annotations
-
 import json
 from typing import Annotated, Any
 

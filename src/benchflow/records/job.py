@@ -6,8 +6,6 @@ version does not compute (memory scores, skill and phase aggregates) are kept
 as extra keys when a 0.7 summary is read.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -6,8 +6,6 @@ view``, a hub) validates them against, and what the shipped schemas publish.
 Unknown keys are kept, like every record's.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

@@ -8,8 +8,6 @@ scored step's rewards). A step whose reward is below its ``min_reward`` stops
 the trial: the steps after it never run and are recorded as not run.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field

@@ -6,8 +6,6 @@ and one written by this tool read the same. There is no top-level ``reward``,
 ``rewards`` and the error fields, tokens are ``agent_result.total_tokens``.
 """
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import Field, model_serializer

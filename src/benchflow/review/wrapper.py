@@ -15,7 +15,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchflow.tasks.document import escape_headings, render_task_md
+from benchflow.tasks.document import escape_headings
+from benchflow.tasks.task_md_writer import render_task_md
 
 from .prompts import ANSWER_PATH
 

@@ -14,22 +14,24 @@ if TYPE_CHECKING:
     from .config import TaskConfig
     from .digest import task_digest
     from .discovery import discover_tasks, is_task_dir, resolve_collection_root
-    from .document import parse_task_md, render_task_md, split_sections
+    from .document import parse_task_md, split_sections
     from .legacy import LegacyConfig, load_legacy_config, read_legacy
     from .model import Task, load_task
     from .paths import TaskPaths
     from .profiles import PROFILES, normalize_frontmatter
+    from .task_md_writer import render_task_md
 
 _HOME = {
     "check": ("CHECK_LEVELS", "CheckReport", "check_task"),
     "config": ("TaskConfig",),
     "digest": ("task_digest",),
     "discovery": ("discover_tasks", "is_task_dir", "resolve_collection_root"),
-    "document": ("parse_task_md", "render_task_md", "split_sections"),
+    "document": ("parse_task_md", "split_sections"),
     "legacy": ("LegacyConfig", "load_legacy_config", "read_legacy"),
     "model": ("Task", "load_task"),
     "paths": ("TaskPaths",),
     "profiles": ("PROFILES", "normalize_frontmatter"),
+    "task_md_writer": ("render_task_md",),
 }
 _WHERE = {name: module for module, names in _HOME.items() for name in names}
 

@@ -5,8 +5,6 @@ silently ignored setting. Defaults follow the reference; deprecated spellings
 (``allow_internet``, ``memory: "1G"``) are folded into their modern fields.
 """
 
-from __future__ import annotations
-
 import math
 import re
 from typing import Annotated, Any, Literal

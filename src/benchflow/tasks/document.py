@@ -1,8 +1,8 @@
 """The ``task.md`` document: YAML frontmatter plus a Markdown body (contracts §1.3).
 
 ``parse_task_md`` splits and parses; ``split_sections`` finds the reserved
-prompt headings in the body; ``render_task_md`` writes the canonical form that
-``bench tasks normalize`` and ``bench import`` produce.
+prompt headings in the body. The canonical form that ``bench tasks normalize``
+and ``bench import`` write is :mod:`.task_md_writer`'s.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from benchflow.errors import TaskError
+
+from . import frontmatter_cache
 
 SECTION = re.compile(
     r"^##[ \t]+(?:(?P<prompt>prompt)|role:(?P<role>[A-Za-z0-9_.-]+)"
@@ -22,8 +22,6 @@ SECTION = re.compile(
 )
 ESCAPED = re.compile(r"^\\(##[ \t]+(?:prompt|role:\S+|scene:\S+|user-persona)[ \t]*)$",
                      re.IGNORECASE | re.MULTILINE)
-FLOW_LIST_WIDTH = 72
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10x faster
 
 
 def read_utf8(path: Path, label: str | None = None) -> str:
@@ -54,14 +52,10 @@ def parse_task_md(text: str, source: str = "task.md") -> tuple[dict[str, Any], s
                         "add a line '---' after the settings")
     # The closing newline matters: without it a trailing block scalar (``key: |``) loses its last "\n".
     raw = "\n".join(lines[1:end]) + "\n"
-    try:
-        data = yaml.load(raw, Loader=_LOADER)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        where = f"{source} line {mark.line + 2}" if mark is not None else source
-        raise TaskError(f"{where}: YAML error: {problem}; fix the frontmatter syntax "
-                        "(indentation, quotes, ':' after keys)") from None
+    known, data = frontmatter_cache.cached(raw)
+    if not known:
+        data = _load_yaml(raw, source)
+        frontmatter_cache.keep(raw, data)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -72,6 +66,19 @@ def parse_task_md(text: str, source: str = "task.md") -> tuple[dict[str, Any], s
         raise TaskError(f"{source}: frontmatter key {bad[0]!r} must be text; quote it or rename it")
     body = "\n".join(lines[end + 1:]).lstrip("\n")
     return data, body
+
+
+def _load_yaml(raw: str, source: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # libyaml: ~10x faster
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        where = f"{source} line {mark.line + 2}" if mark is not None else source
+        raise TaskError(f"{where}: YAML error: {problem}; fix the frontmatter syntax "
+                        "(indentation, quotes, ':' after keys)") from None
 
 
 def split_sections(body: str, source: str = "task.md") -> dict[str, Any]:
@@ -119,55 +126,3 @@ def escape_headings(text: str) -> str:
 
 def unescape(text: str) -> str:
     return ESCAPED.sub(r"\1", text)
-
-
-class _Dumper(yaml.SafeDumper):
-    """Canonical YAML: insertion order, short scalar lists in flow style, block text."""
-
-
-def _short_scalar_list(items: list[Any]) -> bool:
-    if not all(isinstance(x, (str, int, float, bool)) or x is None for x in items):
-        return False
-    rendered = yaml.dump(items, Dumper=yaml.SafeDumper, default_flow_style=True, width=10_000,
-                         allow_unicode=True).strip()
-    return len(rendered) <= FLOW_LIST_WIDTH and "\n" not in rendered
-
-
-def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=_short_scalar_list(data))
-
-
-# Characters a YAML reader treats as line breaks (or folds to spaces) unless they are escaped.
-_YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
-
-
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    if _YAML_BREAKS.search(data):
-        style: str | None = '"'  # only double quotes escape them, so they read back unchanged
-    else:
-        style = "|" if "\n" in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-def _represent_tuple(dumper: yaml.SafeDumper, data: tuple[Any, ...]) -> yaml.Node:
-    return _represent_list(dumper, list(data))
-
-
-_Dumper.add_representer(list, _represent_list)
-_Dumper.add_representer(tuple, _represent_tuple)
-_Dumper.add_representer(str, _represent_str)
-
-
-def dump_yaml(data: dict[str, Any]) -> str:
-    if not data:
-        return ""
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     allow_unicode=True, width=100)
-
-
-def render_task_md(frontmatter: dict[str, Any], body: str) -> str:
-    """The canonical ``task.md`` text: ``---``, YAML, ``---``, a blank line, the body."""
-    text = body.lstrip("\n")
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return f"---\n{dump_yaml(frontmatter)}---\n\n{text}"

@@ -5,8 +5,6 @@ the body sections and ``prompts/*.md`` sidecars (a sidecar wins over a body
 section of the same name).
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Any
 
