@@ -28,3 +28,27 @@ def test_inspect_of_a_branched_trial_shows_its_tree(tmp_path: Path) -> None:
     assert [f["fork"] for f in branches["forks"]] == ["fork-0", "fork-good"]
     more = next(c for f in branches["forks"] for c in f["children"] if c["reward"] == 0.5)
     assert more["advantage"] == -0.5 and more["status"] == "failed"
+
+
+def test_branches_say_why_a_trial_ran_no_child(tmp_path: Path) -> None:
+    trial = make_branched_trial(tmp_path / "job")
+    result = json.loads((trial / "result.json").read_text())
+    result.update(error="Agent a install failed: the install exited with code 60:\ncurl: (60) SSL certificate problem",
+                  error_category="install_failure")
+    (trial / "result.json").write_text(json.dumps(result))
+    done = run_bench("eval", "branches", str(tmp_path / "job"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == ("  error (install_failure): Agent a install failed: the install exited with code 60: "
+                        "curl: (60) SSL certificate problem")
+    assert lines[2].startswith("  fork-0 ")
+    [view] = json.loads(run_bench("eval", "branches", str(tmp_path / "job"), "--json").stdout)
+    assert view["error_category"] == "install_failure" and view["error"].startswith("Agent a install failed")
+
+
+def test_branches_of_a_trial_without_error_have_no_error_line(tmp_path: Path) -> None:
+    make_branched_trial(tmp_path / "job")
+    done = run_bench("eval", "branches", str(tmp_path / "job"))
+    assert "error" not in done.stdout
+    [view] = json.loads(run_bench("eval", "branches", str(tmp_path / "job"), "--json").stdout)
+    assert view["error"] is None

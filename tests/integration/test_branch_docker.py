@@ -159,3 +159,24 @@ def test_resume_session_is_refused_with_the_reason(bench, tmp_path: Path) -> Non
     done = bench("branch", "--tasks-dir", str(TASK), "--agent", "oracle", "--sandbox", "docker",
                  "--jobs-dir", str(tmp_path), "--resume-session", *CHILDREN)
     assert done.returncode == 2 and "loadSession" in done.stderr
+
+
+def test_a_ca_bundle_reaches_every_child_and_a_missing_one_is_refused_first(bench, tmp_path: Path) -> None:
+    from tests.taskgen import make_task
+
+    task = make_task(tmp_path / "tasks", "ca", test='[ "$(cat /app/answer.txt)" = done ] && echo 1 > '
+                     '/logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt',
+                     solve='mkdir -p /app; cmp -s "$SSL_CERT_FILE" /usr/local/share/ca-certificates/benchflow-ca.crt '
+                           '&& grep -q BENCHFLOW-TEST-CA "$SSL_CERT_FILE" && echo done > /app/answer.txt')
+    missing = bench("branch", "--tasks-dir", str(task), "--agent", "oracle", "--jobs-dir", str(tmp_path / "jobs"),
+                    "--child", "label=a", "--child", "label=b", "--ca-bundle", str(tmp_path / "no.pem"))
+    assert missing.returncode == 2 and "no such file" in missing.stderr and not (tmp_path / "jobs").exists()
+    import ssl
+
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(ssl.DER_cert_to_PEM_cert(b"BENCHFLOW-TEST-CA").replace(
+        "-----END CERTIFICATE-----", "BENCHFLOW-TEST-CA\n-----END CERTIFICATE-----"))
+    done = bench("branch", "--tasks-dir", str(task), "--agent", "oracle", "--jobs-dir", str(tmp_path / "jobs"),
+                 "--child", "label=a", "--child", "label=b", "--ca-bundle", str(bundle))
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert _rewards(bench, _job(tmp_path / "jobs")) == {"a": (1.0, 0.0), "b": (1.0, 0.0)}

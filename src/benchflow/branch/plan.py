@@ -80,7 +80,7 @@ def run_spec_for(spec: BranchSpec) -> RunSpec:
     return RunSpec(tasks_dir=spec.tasks_dir, agent=spec.agent, model=spec.model,
                    reasoning_effort=spec.reasoning_effort, harness=spec.harness, agent_env=dict(spec.agent_env),
                    sandbox=spec.sandbox, prompts=list(spec.prompts), concurrency=1, jobs_dir=spec.jobs_dir,
-                   job_name=spec.job_name, selection=Selection(include=list(spec.include)))
+                   job_name=spec.job_name, selection=Selection(include=list(spec.include)), ca_bundle=spec.ca_bundle)
 
 
 def plan_branch(spec: BranchSpec) -> BranchPlan:

@@ -49,12 +49,15 @@ def run_branch(spec: BranchSpec, on_event: Callable[[Event], None] | None = None
 
 async def run_branch_async(spec: BranchSpec, on_event: Callable[[Event], None] | None = None) -> BranchOutcome:
     emit = on_event or (lambda _e: None)
+    from benchflow.jobs.api import resolve_ca_bundle
+
     plan = plan_branch(spec)
+    ca_bundle = resolve_ca_bundle(spec.ca_bundle)  # a missing bundle is refused before the job folder is touched
     jobs_dir = Path(spec.jobs_dir).expanduser()
     job = JobPaths(jobs_dir / (spec.job_name or _pick_job(jobs_dir, spec)))
     fd = lock_job(job)
     try:
-        return await _run(spec, plan, job, emit)
+        return await _run(spec, plan, job, emit, ca_bundle)
     finally:
         import os
 
@@ -77,7 +80,8 @@ def _pick_job(jobs_dir: Path, spec: BranchSpec) -> str:
     return name
 
 
-async def _run(spec: BranchSpec, plan: BranchPlan, job: JobPaths, emit: Callable[[Event], None]) -> BranchOutcome:
+async def _run(spec: BranchSpec, plan: BranchPlan, job: JobPaths, emit: Callable[[Event], None],
+               ca_bundle: Path | None) -> BranchOutcome:
     from benchflow.jobs.model_access import ModelAccess
     from benchflow.jobs.summary import build_summary
     from benchflow.jobs.trial_request import TrialRequest
@@ -114,7 +118,7 @@ async def _run(spec: BranchSpec, plan: BranchPlan, job: JobPaths, emit: Callable
                 req = TrialRequest(task=planned.task, digest=planned.digest, prompts=planned.prompts, job=job,
                                    spec=run_spec, agent=plan.agent, backend=backend, backend_name=plan.sandbox,
                                    labels={"benchflow.job": job_label}, models=models, fit=planned.fit,
-                                   task_secrets=planned.secrets, agent_env=dict(spec.agent_env),
+                                   task_secrets=planned.secrets, agent_env=dict(spec.agent_env), ca_bundle=ca_bundle,
                                    on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial,
                                                                        "phase": phase}))
                 results[planned.name] = await _one(spec, plan, planned, req, paths, tree)

@@ -60,6 +60,8 @@ class BranchSpec(BaseModel):
     include: list[str] = Field(default_factory=list)
     jobs_dir: str = "jobs"
     job_name: str | None = None
+    ca_bundle: str | None = None
+    """A CA bundle (PEM path, or ``host``) trusted inside builds and sandboxes, as ``bench run --ca-bundle``."""
 
     @property
     def isolated(self) -> bool:
@@ -79,7 +81,7 @@ class BranchSpec(BaseModel):
     def request(self) -> dict:
         """What identifies this branch request (a rerun with the same request resumes its job)."""
         return self.model_dump(mode="json", exclude={"agent_env", "jobs_dir", "job_name", "concurrency",
-                                                     "isolate_children", "child_retries"})
+                                                     "isolate_children", "child_retries", "ca_bundle"})
 
 
 def parse_child(text: str) -> ChildSpec:

@@ -13,7 +13,7 @@ from typing import Any
 
 from benchflow.errors import UserError
 from benchflow.jobs.layout import JobPaths, TrialPaths
-from benchflow.records import Unreadable, read_record
+from benchflow.records import Unreadable, read_json, read_record
 from benchflow.records.branch import Observation
 
 from .tree import TreeFile
@@ -81,10 +81,12 @@ def branch_view(trial: TrialPaths) -> dict[str, Any]:
                 "trajectory": f"{node.path}/trajectory/acp_trajectory.jsonl" if node else None})
         forks.append({"fork": fork.id, "parent_node": fork.parent_node, "at_prompt": fork.at_prompt,
                       "snapshot_kept": fork.snapshot_kept, "status": fork.status, "children": children})
-    return {"kind": "benchflow.branch-view", "schema_version": 1, "schema_minor": 0,
+    result = read_json(trial.result) or {}
+    return {"kind": "benchflow.branch-view", "schema_version": 1, "schema_minor": 1,
             "trial_dir": str(trial.root), "trial_name": record.trial_name, "task_name": record.task_name,
             "agent": record.agent, "model": record.model, "sandbox": record.sandbox,
             "parent_mode": record.parent_mode, "checkpoint_after_prompt": record.checkpoint_after_prompt,
+            "error": result.get("error"), "error_category": result.get("error_category"),
             "forks": forks, "checkpoints": [c.model_dump() for c in record.checkpoints], "notes": notes}
 
 
@@ -102,6 +104,8 @@ def render_view(view: dict[str, Any]) -> str:
     """One branched trial as text: a line per fork, a line per child (``bench eval branches``,
     ``bench eval inspect`` of a branched trial)."""
     lines = [f"{view['trial_name']}  task {view['task_name']}  agent {view['agent']}"]
+    if view.get("error"):  # the trial's own failure (the parent's, or its sandbox's): why children are pending
+        lines.append(f"  error ({view.get('error_category') or 'other'}): {' '.join(str(view['error']).split())}")
     for fork in view["forks"]:
         after = f"after child {fork['parent_node']}" if fork["parent_node"] else f"after prompt {fork['at_prompt']}"
         lines.append(f"  {fork['fork']} ({after}, {fork['status']}{', snapshot kept' if fork['snapshot_kept'] else ''})")

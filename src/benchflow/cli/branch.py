@@ -49,6 +49,7 @@ def branch_command(
     include: Optional[list[str]] = typer.Option(None, "--include", help="Only these task names; repeatable"),
     jobs_dir: Path = typer.Option(Path("jobs"), "--jobs-dir", help="Output directory"),
     job_name: Optional[str] = typer.Option(None, "--job-name", help="Job folder name (default: branch-<time>)"),
+    ca_bundle: Optional[str] = typer.Option(None, "--ca-bundle", hidden=True, help="Trust this CA bundle (PEM) inside image builds and sandboxes, for TLS-intercepting proxies; 'host' uses this machine's bundle ($SSL_CERT_FILE or the system one)"),
 ) -> None:
     from pydantic import ValidationError
 
@@ -75,7 +76,7 @@ def branch_command(
             checkpoints=parse_checkpoints(checkpoints), checkpoint_keep=checkpoint_keep,
             resume_session=resume_session, child_retries=child_retries, stop_on_child_failure=stop_on_child_failure,
             concurrency=concurrency, isolate_children=isolate_children, agent_env=_kv(agent_env, "--agent-env"),
-            include=list(include or []), jobs_dir=str(jobs_dir), job_name=job_name)
+            include=list(include or []), jobs_dir=str(jobs_dir), job_name=job_name, ca_bundle=ca_bundle)
     except ValidationError as exc:
         err = exc.errors()[0]
         raise BranchSpecError(f"--{'-'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
@@ -87,8 +88,11 @@ def branch_command(
                        f"sandbox {event['sandbox']})", err=True)
         elif event["type"] == "trial_finished":
             branch = event["result"].get("branch") or {}
+            error = event["result"].get("error")
+            why = f"; error ({event['result'].get('error_category') or 'other'}): {' '.join(str(error).split())}" \
+                if error else ""
             typer.echo(f"  {event['trial']}: {branch.get('finished', 0)}/{branch.get('children', 0)} children "
-                       f"finished, best reward {branch.get('best_reward')}", err=True)
+                       f"finished, best reward {branch.get('best_reward')}{why}", err=True)
 
     outcome = run_branch(spec, on_event=show)
     from benchflow.branch.view import branch_view
