@@ -52,3 +52,17 @@ def test_branches_of_a_trial_without_error_have_no_error_line(tmp_path: Path) ->
     assert "error" not in done.stdout
     [view] = json.loads(run_bench("eval", "branches", str(tmp_path / "job"), "--json").stdout)
     assert view["error"] is None
+
+
+def test_a_child_line_names_its_error_category(tmp_path: Path) -> None:
+    trial = make_branched_trial(tmp_path / "job")
+    path = trial / "branches/fork-0/children/bad/observation.json"
+    obs = json.loads(path.read_text())
+    obs.update(error="ACP error -32000 during session/prompt: Authentication required", error_category="acp_error")
+    path.write_text(json.dumps(obs))
+    done = run_bench("eval", "branches", str(trial))
+    [bad] = [line for line in done.stdout.splitlines() if line.split()[0] == "bad"]
+    assert bad.split()[1:4] == [obs["status"], "[acp_error]", "reward"]
+    [view] = json.loads(run_bench("eval", "branches", str(trial), "--json").stdout)
+    [child] = [c for f in view["forks"] for c in f["children"] if c["node"] == "bad"]
+    assert child["error_category"] == "acp_error" and child["error"].endswith("Authentication required")

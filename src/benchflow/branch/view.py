@@ -76,6 +76,7 @@ def branch_view(trial: TrialPaths) -> dict[str, Any]:
                 "status": obs.status if obs else "pending", "reward": obs.reward if obs else None,
                 "advantage": advantage(obs.reward if obs else None, siblings),
                 "error": (obs.error or obs.verifier_error) if obs else None,
+                "error_category": (obs.error_category or obs.verifier_error_category) if obs else None,
                 "total_tokens": obs.total_tokens if obs else None, "cost_usd": obs.cost_usd if obs else None,
                 "sandbox_seconds": obs.sandbox_seconds if obs else None,
                 "trajectory": f"{node.path}/trajectory/acp_trajectory.jsonl" if node else None})
@@ -112,7 +113,8 @@ def render_view(view: dict[str, Any]) -> str:
         for c in fork["children"]:
             prompts = (c["request"] or {}).get("prompts") or []
             ask = (prompts[-1] if prompts else (c["request"] or {}).get("prompt_source") or "").replace("\n", " ")
-            lines.append(f"    {c['node']:<16} {c['status']:<8} reward {_fmt(c['reward']):<6} advantage "
+            status = f"{c['status']} [{c['error_category']}]" if c.get("error_category") else c["status"]
+            lines.append(f"    {c['node']:<16} {status:<8} reward {_fmt(c['reward']):<6} advantage "
                          f"{_fmt(c['advantage']):<7} tokens {_fmt(c['total_tokens']):<7} usd {_fmt(c['cost_usd']):<7} "
                          f"sandbox-s {_fmt(c['sandbox_seconds'])}  {ask[:60]}")
     return "\n".join(lines) + "\n"
