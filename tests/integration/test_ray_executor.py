@@ -46,18 +46,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory):
     patch = pytest.MonkeyPatch()
     patch.setenv("BENCHFLOW_RAY_SCRATCH", str(scratch))  # the nodes' processes inherit it
     temp_dir = Path(os.environ.get("TMPDIR", "/tmp")) / f"bfray-{os.getpid()}"  # short: Ray's socket paths
+    # Ray's default temp folder (where Cluster writes the current cluster's address) inside ours, made
+    # here: Ray does not make it, and on a machine that never ran Ray before /tmp/ray is not there
+    patch.setenv("RAY_TMPDIR", str(temp_dir))
+    (temp_dir / "ray").mkdir(parents=True, exist_ok=True)
     client_port = _free_port()
-    made = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "include_dashboard": False, "temp_dir": str(temp_dir),
-        "ray_client_server_port": client_port, "_system_config": FAST_HEALTH_CHECKS})
+    made = None
     try:
+        made = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 1, "include_dashboard": False, "temp_dir": str(temp_dir),
+            "ray_client_server_port": client_port, "_system_config": FAST_HEALTH_CHECKS})
         made.add_node(num_cpus=1)
         made.wait_for_nodes()
         made.scratch = scratch / "benchflow-ray"
         made.client_address = f"ray://127.0.0.1:{client_port}"
         yield made
     finally:
-        made.shutdown()
+        if made is not None:
+            made.shutdown()
         patch.undo()
         shutil.rmtree(temp_dir, ignore_errors=True)
 
