@@ -62,6 +62,15 @@ def test_what_json_would_change_is_never_kept(frontmatter, private_cache):
         assert first["created"] == dt.date(2024, 1, 2)
 
 
+def test_a_frontmatter_holding_a_secret_is_never_copied(private_cache):
+    text = ("---\nagent:\n  env: {ANTHROPIC_API_KEY: sk-ant-api03-" + "x" * 40 + "}\n---\nbody\n")
+    for _ in range(2):
+        assert parse_task_md(text)[0]["agent"]["env"]["ANTHROPIC_API_KEY"].startswith("sk-ant-api03-")
+    assert _entries(private_cache) == []
+    parse_task_md("---\nagent: {env: {MODE: fast}}\n---\nbody\n")
+    assert len(_entries(private_cache)) == 1
+
+
 def test_json_that_would_turn_one_type_into_another_is_not_kept(private_cache):
     frontmatter_cache.keep("a: 1\n", {"a": [1, True, 1.0]})  # fine: JSON keeps all three apart
     frontmatter_cache.keep("b: x\n", {1: "x"})  # an int key would come back as text

@@ -5,8 +5,10 @@ rarely change between the runs of it (resumes, other agents and models, repeated
 frontmatter whose parse is plain JSON data (mappings with text keys, lists, text, numbers,
 booleans, null: what task settings are) is kept as JSON under the SHA-256 of its text; the next
 parse of the same text reads that file instead. Anything JSON would not give back exactly (a
-date, a non-text key, NaN) is never kept, nor a YAML error: those are parsed every time. A cache
-entry that cannot be read or is not what was kept is parsed again and rewritten.
+date, a non-text key, NaN) is never kept, nor a YAML error, nor a frontmatter holding anything
+that looks like a secret (a key's shape, a secret-named field: what :func:`~benchflow.util.redact.redact_obj`
+would mask), which stays in the task's own file only: those are parsed every time. A cache entry
+that cannot be read or is not what was kept is parsed again and rewritten.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ def keep(raw: str, data: Any) -> None:
         return  # a date, a set, NaN: not JSON
     if json.loads(text)["data"] != data or not _same_types(data, json.loads(text)["data"]):
         return  # e.g. a non-text key that JSON would turn into text
+    from benchflow.util.redact import redact_obj
+
+    if redact_obj(data) != data:
+        return  # never a copy of a secret outside the task's own file
     try:
         atomic.write_text(_entry(raw), text)
     except OSError:
