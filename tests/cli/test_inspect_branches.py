@@ -66,3 +66,14 @@ def test_a_child_line_names_its_error_category(tmp_path: Path) -> None:
     [view] = json.loads(run_bench("eval", "branches", str(trial), "--json").stdout)
     [child] = [c for f in view["forks"] for c in f["children"] if c["node"] == "bad"]
     assert child["error_category"] == "acp_error" and child["error"].endswith("Authentication required")
+
+
+def test_branches_of_a_folder_of_jobs_show_every_branched_trial(tmp_path: Path) -> None:
+    make_branched_trial(tmp_path / "jobs" / "branch-a")
+    make_branched_trial(tmp_path / "jobs" / "branch-b")
+    (tmp_path / "jobs" / "plain-job").mkdir()
+    done = run_bench("eval", "branches", str(tmp_path / "jobs"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert [Path(v["trial_dir"]).parent.name for v in json.loads(done.stdout)] == ["branch-a", "branch-b"]
+    empty = run_bench("eval", "branches", str(tmp_path / "jobs" / "plain-job"))
+    assert empty.returncode == 2 and "no branched trial here" in empty.stderr

@@ -32,7 +32,8 @@ def advantage(reward: float | None, siblings: list[float | None]) -> float | Non
 
 
 def branched_trials(path: Path) -> list[TrialPaths]:
-    """The branched trial folders at ``path`` (one trial folder, or a job folder).
+    """The branched trial folders at ``path``: one trial folder, a job folder, or a folder of jobs
+    (``--jobs-dir``: every job in it, by name).
 
     Raises:
         NotBranched: no tree.json there.
@@ -40,11 +41,18 @@ def branched_trials(path: Path) -> list[TrialPaths]:
     path = Path(path).expanduser()
     if (path / "tree.json").is_file():
         return [TrialPaths(path)]
-    trials = [t for t in JobPaths(path).trials() if t.tree.is_file()] if path.is_dir() else []
+    trials = _branched_in(path)
+    if not trials and path.is_dir():
+        for job in sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink()):
+            trials.extend(_branched_in(job))
     if not trials:
         raise NotBranched(f"{path}: no branched trial here (no tree.json); give a job folder or a trial "
-                          "folder of a bench branch run")
+                          "folder of a bench branch run, or the folder of jobs that holds them")
     return trials
+
+
+def _branched_in(job: Path) -> list[TrialPaths]:
+    return [t for t in JobPaths(job).trials() if t.tree.is_file()] if job.is_dir() else []
 
 
 def branch_view(trial: TrialPaths) -> dict[str, Any]:

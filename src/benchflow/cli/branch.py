@@ -121,7 +121,7 @@ def _print_view(view: dict) -> None:
                            "reward, advantage, tokens, USD and sandbox-seconds. Exit 2 when PATH holds no "
                            "branched trial.")
 def branches_command(
-    path: Path = typer.Argument(..., help="A trial folder or a job folder."),
+    path: Path = typer.Argument(..., help="A trial folder, a job folder, or a folder of jobs (--jobs-dir)."),
     as_json: bool = typer.Option(False, "--json", help="Print the benchflow.branch-view/1 documents (a JSON list, one per branched trial)."),
 ) -> None:
     from benchflow.branch.view import branch_views
