@@ -103,6 +103,11 @@ def branch_views(path: Path) -> list[dict[str, Any]]:
     return [branch_view(trial) for trial in branched_trials(path)]
 
 
+def error_line(error: object, category: str | None) -> str:
+    """A trial's error on one line: ``error (CATEGORY): message`` (the message's line breaks folded)."""
+    return f"error ({category or 'other'}): {' '.join(str(error).split())}"
+
+
 def _fmt(value: object, digits: int = 3) -> str:
     if value is None:
         return "-"
@@ -114,7 +119,7 @@ def render_view(view: dict[str, Any]) -> str:
     ``bench eval inspect`` of a branched trial)."""
     lines = [f"{view['trial_name']}  task {view['task_name']}  agent {view['agent']}"]
     if view.get("error"):  # the trial's own failure (the parent's, or its sandbox's): why children are pending
-        lines.append(f"  error ({view.get('error_category') or 'other'}): {' '.join(str(view['error']).split())}")
+        lines.append("  " + error_line(view["error"], view.get("error_category")))
     for fork in view["forks"]:
         after = f"after child {fork['parent_node']}" if fork["parent_node"] else f"after prompt {fork['at_prompt']}"
         lines.append(f"  {fork['fork']} ({after}, {fork['status']}{', snapshot kept' if fork['snapshot_kept'] else ''})")

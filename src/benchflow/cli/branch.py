@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from .run_options import CaBundle
+
 BRANCH_HELP = (
     "Fork an agent run at a checkpoint into labelled children.\n\n"
     "Each task runs once up to the checkpoint; the sandbox (and, when asked, declared environment state) is "
@@ -49,7 +51,7 @@ def branch_command(
     include: Optional[list[str]] = typer.Option(None, "--include", help="Only these task names; repeatable"),
     jobs_dir: Path = typer.Option(Path("jobs"), "--jobs-dir", help="Output directory"),
     job_name: Optional[str] = typer.Option(None, "--job-name", help="Job folder name (default: branch-<time>)"),
-    ca_bundle: Optional[str] = typer.Option(None, "--ca-bundle", hidden=True, help="Trust this CA bundle (PEM) inside image builds and sandboxes, for TLS-intercepting proxies; 'host' uses this machine's bundle ($SSL_CERT_FILE or the system one)"),
+    ca_bundle: CaBundle = None,
 ) -> None:
     from pydantic import ValidationError
 
@@ -81,6 +83,7 @@ def branch_command(
         err = exc.errors()[0]
         raise BranchSpecError(f"--{'-'.join(str(p) for p in err['loc'])}: {err['msg']}") from None
     from benchflow.branch import run_branch
+    from benchflow.branch.view import branch_view, error_line
 
     def show(event: dict) -> None:
         if event["type"] == "job_started":
@@ -89,13 +92,11 @@ def branch_command(
         elif event["type"] == "trial_finished":
             branch = event["result"].get("branch") or {}
             error = event["result"].get("error")
-            why = f"; error ({event['result'].get('error_category') or 'other'}): {' '.join(str(error).split())}" \
-                if error else ""
+            why = "; " + error_line(error, event["result"].get("error_category")) if error else ""
             typer.echo(f"  {event['trial']}: {branch.get('finished', 0)}/{branch.get('children', 0)} children "
                        f"finished, best reward {branch.get('best_reward')}{why}", err=True)
 
     outcome = run_branch(spec, on_event=show)
-    from benchflow.branch.view import branch_view
     from benchflow.jobs.layout import TrialPaths
 
     for trial in outcome.trials:

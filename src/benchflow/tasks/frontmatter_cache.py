@@ -47,7 +47,8 @@ def keep(raw: str, data: Any) -> None:
         text = json.dumps({"kind": KIND, "text": raw, "data": data}, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError):
         return  # a date, a set, NaN: not JSON
-    if json.loads(text)["data"] != data or not _same_types(data, json.loads(text)["data"]):
+    back = json.loads(text)["data"]
+    if back != data or not _same_types(data, back):
         return  # e.g. a non-text key that JSON would turn into text
     from benchflow.util.redact import redact_obj
 
