@@ -201,11 +201,40 @@ def test_a_cluster_that_refuses_the_client_is_one_line_naming_the_servers_reason
         raise ConnectionError("Initialization failure from server:\nTraceback (most recent call last):\n"
                               "  File \"proxier.py\", line 1\nRuntimeError: the runtime env agent is gone\n")
 
-    fake_ray = SimpleNamespace(is_initialized=lambda: False, init=refuse)
+    fake_ray = SimpleNamespace(is_initialized=lambda: False, init=refuse, shutdown=lambda: None)
     with pytest.raises(ConfigError) as caught:
         connect(fake_ray, "ray://127.0.0.1:10001")
     assert str(caught.value) == ("--executor ray://127.0.0.1:10001: cannot join the Ray cluster (Initialization "
                                  "failure from server: RuntimeError: the runtime env agent is gone)")
+
+
+def test_a_session_whose_server_died_at_its_start_is_tried_again_with_a_new_one():
+    """Ray's client proxier loses a session's server at its fork now and then (ray-project/ray#63202)."""
+    from benchflow.executors.ray_cluster import CONNECT_TRIES, connect
+
+    calls: list[str] = []
+
+    def init(**kwargs):
+        calls.append("init")
+        if calls.count("init") < CONNECT_TRIES:
+            raise ConnectionAbortedError("Initialization failure from server:\npsutil.ZombieProcess: PID still "
+                                         "exists but it's a zombie (pid=29458)")
+        return SimpleNamespace(address_info={"gcs_address": "10.0.0.1:6379"})
+
+    fake_ray = SimpleNamespace(is_initialized=lambda: False, init=init, shutdown=lambda: calls.append("shutdown"))
+    assert connect(fake_ray, "ray://127.0.0.1:10001") == ("10.0.0.1:6379", True)
+    assert calls == ["init", "shutdown"] * (CONNECT_TRIES - 1) + ["init"]
+
+    other: list[str] = []
+
+    def refuse_otherwise(**kwargs):
+        other.append("init")
+        raise ConnectionError("Failed to connect to the Ray Client server")
+
+    with pytest.raises(ConfigError, match="cannot join the Ray cluster"):
+        connect(SimpleNamespace(is_initialized=lambda: False, init=refuse_otherwise, shutdown=lambda: None),
+                "ray://127.0.0.1:10001")
+    assert other == ["init"]  # any other failure is said at once
 
 
 SHAPE = (("CPU", 1.0),)

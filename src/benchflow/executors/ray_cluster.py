@@ -11,6 +11,12 @@ from benchflow.errors import ConfigError
 
 INSTALL_HINT = "pip install 'benchflow[ray]'"
 
+SESSION_DIED = "Initialization failure from server"
+"""Ray Client's answer when the server of the new session died while it started. Besides a real
+refusal, that is a known race in Ray's client proxier (ray-project/ray#63202: the session's server
+dies at its fork in a few percent of connections), which a new session gets past."""
+CONNECT_TRIES = 3
+
 
 def address_of(executor: str) -> str | None:
     """``ray`` -> None (``$RAY_ADDRESS``, else the cluster ``ray start`` made on this machine, else a
@@ -43,11 +49,16 @@ def connect(ray: Any, executor: str) -> tuple[str, bool]:
         return str(ray.get_runtime_context().gcs_address or "connected"), False
     address = address_of(executor)
     logging.getLogger("ray").setLevel(logging.ERROR)  # Ray's notices would interleave with the run's lines
-    try:
-        context = ray.init(address=address, namespace="benchflow", log_to_driver=False,
-                           ignore_reinit_error=True, configure_logging=False)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({_reason(exc)})") from None
+    for tries_left in reversed(range(CONNECT_TRIES)):
+        try:
+            context = ray.init(address=address, namespace="benchflow", log_to_driver=False,
+                               ignore_reinit_error=True, configure_logging=False)
+            break
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            if tries_left and (address or "").startswith("ray://") and SESSION_DIED in str(exc):
+                ray.shutdown()  # a new session: a new server for it
+                continue
+            raise ConfigError(f"--executor {executor}: cannot join the Ray cluster ({_reason(exc)})") from None
     return str(getattr(context, "address_info", {}).get("gcs_address") or address or "local"), True
 
 
