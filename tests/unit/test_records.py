@@ -14,7 +14,7 @@ import benchflow as bf
 from benchflow.agents.base import AgentOutcome
 from benchflow.jobs.job import scan_finished
 from benchflow.jobs.layout import JobPaths
-from benchflow.jobs.record import build_result
+from benchflow.jobs.result_record import build_result
 from benchflow.jobs.summary import build_summary
 from benchflow.records import (
     SCHEMA_VERSION,

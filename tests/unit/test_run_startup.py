@@ -14,7 +14,7 @@ from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 RUN_ARGS = ["-s", "docker", "--jobs-dir", "jobs", "--fresh", "-q"]
 
 
-def test_the_engine_and_a_local_task_load_without_the_verifier_checker_or_fetchers(tmp_path):
+def test_the_engine_and_a_local_task_load_without_the_verifier_checker_fetchers_or_result_models(tmp_path):
     make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
     code = ("import sys\n"
             "import benchflow.jobs.api\n"
@@ -24,7 +24,8 @@ def test_the_engine_and_a_local_task_load_without_the_verifier_checker_or_fetche
             f"load_task({str(tmp_path / 'tasks' / 'hello')!r})\n"
             f"assert resolve_source(RunSpec(targets=[{str(tmp_path / 'tasks')!r}])) is None\n"
             "print(sorted(m for m in ('benchflow.verify', 'benchflow.tasks.check', 'benchflow.tasks.verifier_doc',\n"
-            "                         'benchflow.datasets.repo_targets', 'benchflow.datasets.resolve')\n"
+            "                         'benchflow.datasets.repo_targets', 'benchflow.datasets.resolve',\n"
+            "                         'benchflow.records.trial', 'benchflow.records.review', 'benchflow.records.steps')\n"
             "             if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
     assert done.returncode == 0, done.stderr

@@ -23,6 +23,9 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(0)
     if argv is None:  # the ``bench`` process itself (never a caller's process that passes argv)
         atexit.register(_leave_without_teardown)  # registered first: runs after every other atexit hook
+        from benchflow.util import startup_gc
+
+        startup_gc.starting()
     code = run(args)
     _exit_code.append(code)
     raise SystemExit(code)

@@ -246,7 +246,8 @@ class RayExecutor:
     async def _lost(self, req: Any, name: str, started_at: dt.datetime, elapsed: float, exc: Exception) -> dict[str, Any]:
         """Record an attempt that never came back (its node or worker died, or the node-side code
         failed) as an errored trial folder, and remove what its dead owner left on the driver's engine."""
-        from benchflow.jobs.record import build_config, build_result
+        from benchflow.jobs.record import build_config
+        from benchflow.jobs.result_record import build_result
         from benchflow.jobs.trial_request import agent_timeout
         from benchflow.sandbox.orphans import reap
 

@@ -18,6 +18,8 @@ import asyncio
 import importlib
 import threading
 
+from benchflow.util import startup_gc
+
 AFTER_START = (
     "benchflow.jobs.agent_network",
     "benchflow.jobs.scenes",
@@ -30,6 +32,7 @@ AFTER_START = (
     "benchflow.verify.fence",
     "benchflow.tasks.verifier_doc",
     "benchflow.jobs.summary",
+    "benchflow.jobs.result_record",
 )
 """What a plain trial imports only after its sandbox has started (``-X importtime`` of one run)."""
 
@@ -39,12 +42,14 @@ _begun = False
 
 
 def begin() -> None:
-    """Start importing :data:`AFTER_START` in a daemon thread (once per process)."""
+    """Start importing :data:`AFTER_START` in a daemon thread (once per process); the process has
+    started (:func:`benchflow.util.startup_gc.started`)."""
     global _begun
     with _lock:
         if _begun:
             return
         _begun = True
+    startup_gc.started()
     threading.Thread(target=_import_all, name="benchflow-import-ahead", daemon=True).start()
 
 

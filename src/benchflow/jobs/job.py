@@ -14,14 +14,17 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchflow.errors import JobFolderError
-from benchflow.records import EvaluationRecord, TrialConfig, TrialResult, Unreadable, read_record, write_record
+from benchflow.records import EvaluationRecord, TrialConfig, Unreadable, read_record, write_record
 from benchflow.records import read_json as records_json  # noqa: I001 - the name read_json stays this module's
 from benchflow.util.redact import drop_secrets
 
 from .layout import JobPaths, TrialPaths, unit_key
+
+if TYPE_CHECKING:
+    from benchflow.records.trial import TrialResult
 
 CHANGE_KEYS = ("task_digest", "agent", "model", "reasoning_effort", "sandbox_user", "agent_env",
                "prompts_sha256", "timeout_multiplier", "extra_instruction", "config_override",
@@ -121,6 +124,8 @@ def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, TrialResult]]:
     """Task name -> (newest finished trial, its result); finished as ``TrialResult.is_finished`` says."""
     best: dict[str, tuple[TrialPaths, TrialResult, float]] = {}
     for trial in paths.trials():
+        from benchflow.records.trial import TrialResult  # only when there is a trial to read: a new job builds no result
+
         result = _read(TrialResult, trial.result, trial.name)
         if result is None or not result.is_finished:
             continue

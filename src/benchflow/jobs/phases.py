@@ -31,7 +31,6 @@ from benchflow.util.scrub import scrub_document, scrub_folder
 
 from .agent_layer import build_layered
 from .layout import TrialPaths
-from .record import build_result
 from .trial_request import TrialRequest, agent_timeout, idle_timeout, seed_env
 from .workspace import freeze_workspace
 
@@ -279,6 +278,8 @@ async def record_phase(req: TrialRequest, paths: TrialPaths, started_at: dt.date
                        sink: AcpTrajectoryFile, state: TrialState) -> dict[str, Any]:
     """The result document, with ``timing.json`` and ``rewards.jsonl`` written (``result.json`` is the
     caller's to write last: its presence marks the trial finished). Task secrets are masked first."""
+    from .result_record import build_result  # the result's models: built while the sandbox started (jobs.ahead)
+
     sink.close()
     result = build_result(
         task_name=req.task.name, trial_name=paths.name, agent=req.agent.name, model=req.spec.model,

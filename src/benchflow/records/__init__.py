@@ -15,12 +15,18 @@ This package imports nothing of ours but ``errors`` and ``util``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .base import SCHEMA_VERSION, Record
 from .io import read_json, read_optional, read_record, write_record
 from .job import EvaluationRecord, JobSummary, RunCardRecord
-from .review import ClaimVerdict, ReviewReport, ScoringPointer, ScoringRevision
-from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialConfig, TrialResult, TrialTiming
+from .trial_config import TrialConfig
 from .upgrade import Unreadable, as_result, upgrade
+
+if TYPE_CHECKING:
+    from .branch import Observation, TreeRecord
+    from .review import ClaimVerdict, ReviewReport, ScoringPointer, ScoringRevision
+    from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialResult, TrialTiming
 
 __all__ = [
     "SCHEMA_VERSION", "AgentResult", "ClaimVerdict", "EvaluationRecord", "FinalMetrics", "JobSummary", "Observation", "Record",
@@ -29,12 +35,21 @@ __all__ = [
     "as_result", "read_json", "read_optional", "read_record", "upgrade", "write_record",
 ]
 
+_LAZY = {
+    "Observation": "branch", "TreeRecord": "branch",
+    "ClaimVerdict": "review", "ReviewReport": "review", "ScoringPointer": "review", "ScoringRevision": "review",
+    "AgentResult": "trial", "FinalMetrics": "trial", "Rewards": "trial", "TrajectorySummary": "trial",
+    "TrialResult": "trial", "TrialTiming": "trial",
+}
+
 
 def __getattr__(name: str):
-    """``Observation`` and ``TreeRecord`` (branching's records) are imported when first asked for:
-    a plain run does not pay for building them."""
-    if name in ("Observation", "TreeRecord"):
-        from . import branch
+    """The records written once a trial has run (its result, the review's, branching's) are imported
+    when first asked for: ``bench run`` builds them while its first sandbox starts
+    (``jobs.ahead``), not before."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return getattr(branch, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

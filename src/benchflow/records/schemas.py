@@ -20,8 +20,9 @@ from .branch import Observation, TreeRecord
 from .job import EvaluationRecord, JobSummary, RunCardRecord
 from .review import ClaimVerdict, ReviewReport, ScoringRevision
 from .steps import StepRecord
+from .trial import TrialResult, TrialTiming
+from .trial_config import TrialConfig
 from .turns import TurnRecord
-from .trial import TrialConfig, TrialResult, TrialTiming
 
 SCHEMA_DIR = Path(__file__).with_name("schema")
 

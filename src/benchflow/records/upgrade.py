@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
 from .base import SCHEMA_VERSION, Record
-from .trial import TrialConfig, TrialResult
+
+if TYPE_CHECKING:
+    from .trial import TrialResult
 
 R = TypeVar("R", bound=Any)
 
@@ -84,7 +86,9 @@ def _config_shape(data: dict[str, Any], name: str | None) -> None:
         data["task_name"] = os.path.basename(path.rstrip("/"))
 
 
-_SHAPES = {TrialResult: _result_shape, TrialConfig: _config_shape}
+_SHAPES = {"benchflow.records.trial.TrialResult": _result_shape, "benchflow.records.trial_config.TrialConfig": _config_shape}
+"""By the model's dotted name: this module does not import the models it shapes (a plain run builds
+``TrialResult`` only once its first sandbox is up)."""
 
 
 def upgrade(model: type[R], data: Any, *, name: str | None = None, notes: list[str] | None = None,
@@ -104,7 +108,7 @@ def upgrade(model: type[R], data: Any, *, name: str | None = None, notes: list[s
     if not isinstance(data, dict):
         raise Unreadable(f"{where}: not a JSON object")
     data = dict(data)
-    shape = _SHAPES.get(model)
+    shape = _SHAPES.get(f"{model.__module__}.{model.__qualname__}")
     if shape is not None:
         shape(data, name)
     if issubclass(model, Record) and not isinstance(data.get("schema_version"), int):
@@ -164,6 +168,8 @@ def as_result(result: Any) -> TrialResult:
     Raises:
         Unreadable: not a mapping.
     """
+    from .trial import TrialResult
+
     if isinstance(result, TrialResult):
         return result
     if not isinstance(result, dict):
