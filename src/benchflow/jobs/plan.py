@@ -261,7 +261,7 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     from benchflow.tasks.capability import runtime_issues, separate_verifier_issues
 
     from .scene_plan import run_issues as scene_run_issues
-    from .steps import has_oracle
+    from .step_dirs import has_oracle
 
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)
     backend = plan.backend

@@ -32,20 +32,13 @@ from benchflow.util import atomic
 from .layout import StepPaths, TrialPaths
 from .phases import TrialState, agent_phase, verifier_phase
 from .prompts import resolve_prompts
+from .step_dirs import first_dir, step_dir
 from .trial_request import TrialRequest
 
 _CLEAR = "rm -rf /verifier /logs/verifier/* /logs/verifier/.[!.]* 2>/dev/null; [ -L /tests ] && rm -f /tests; exit 0"
 _CLEAR_LEGACY = "rm -rf /tests /logs/verifier/* /logs/verifier/.[!.]* 2>/dev/null; exit 0"
 _SUMMED = ("n_input_tokens", "n_output_tokens", "n_cache_read_tokens", "n_cache_creation_tokens", "cost_usd")
 _PHASES = ("healthcheck", "agent_setup", "agent_execution", "verifier")
-
-
-def step_dir(task: Any, step: Any) -> Path:
-    return Path(task.path) / "steps" / step.name
-
-
-def _first(folder: Path, *names: str) -> Path | None:
-    return next((folder / n for n in names if (folder / n).is_dir()), None)
 
 
 def _overlay(base: Any, step: Any) -> Any:
@@ -64,24 +57,15 @@ def step_view(task: Any, step: Any, verifier_dir: Path) -> Any:
         "artifacts": list(step.artifacts),
         "sandbox": task.config.sandbox.model_copy(update={"setup_commands": [], "healthcheck": step.healthcheck}),
     })
-    oracle = _first(folder, "oracle", "solution") or task.paths.oracle_dir
+    oracle = first_dir(folder, "oracle", "solution") or task.paths.oracle_dir
     paths = dataclasses.replace(task.paths, verifier_dir=verifier_dir, oracle_dir=oracle, instruction_file=None)
     instruction = (folder / "instruction.md").read_text(encoding="utf-8").strip()
     return dataclasses.replace(task, config=config, paths=paths, instruction=instruction)
 
 
-def has_oracle(task: Any) -> bool:
-    """The oracle can run the task: its ``solve.sh``, or for a multi-step task one for every step."""
-    if task.paths.solve_path.is_file():
-        return True
-    steps = task.config.steps or []
-    return bool(steps) and all((_first(step_dir(task, s), "oracle", "solution") or Path("/nonexistent"))
-                               .joinpath("solve.sh").is_file() for s in steps)
-
-
 def _merge_verifier(task: Any, step: Any, into: Path) -> Path:
     """The task's verifier folder with the step's own laid over it (same-named files: the step's)."""
-    own = _first(step_dir(task, step), "verifier", "tests")
+    own = first_dir(step_dir(task, step), "verifier", "tests")
     if own is None:
         return task.paths.verifier_dir
     if task.paths.verifier_dir.is_dir():
