@@ -13,14 +13,17 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from benchflow.util.redact import drop_secrets
 
 
+# Empty lists and dicts are plain defaults (pydantic copies them for each instance), not
+# ``default_factory=list``: for a factory pydantic reads its signature, and a builtin's makes
+# ``inspect`` compile tokenize's patterns (~2 ms before ``bench run`` starts its first container).
 class Selection(BaseModel):
     """Which tasks run."""
 
     model_config = ConfigDict(extra="forbid")
 
-    include: list[str] = Field(default_factory=list)
+    include: list[str] = []
     """Names or globs to keep (empty: all)."""
-    exclude: list[str] = Field(default_factory=list)
+    exclude: list[str] = []
     limit: int | None = Field(default=None, ge=1)
     """Run at most N tasks: the first N by name, or a seeded sample with ``sample_seed``."""
     sample_seed: int | None = None
@@ -54,7 +57,7 @@ class Gates(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fail_under: float | None = Field(default=None, ge=0, le=1)
-    fail_on: list[Literal["timeout", "error", "verifier-error"]] = Field(default_factory=list)
+    fail_on: list[Literal["timeout", "error", "verifier-error"]] = []
 
 
 class RunSpec(BaseModel):
@@ -62,7 +65,7 @@ class RunSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    targets: list[str] = Field(default_factory=list)
+    targets: list[str] = []
     """Task folders or folders of tasks."""
     tasks_dir: str | None = None
     dataset: str | None = None
@@ -80,10 +83,10 @@ class RunSpec(BaseModel):
     model: str | None = None
     reasoning_effort: str | None = None
     harness: Literal["acp", "native"] = "acp"
-    agent_env: dict[str, str] = Field(default_factory=dict)
-    allow_task_env: list[str] = Field(default_factory=list)
+    agent_env: dict[str, str] = {}
+    allow_task_env: list[str] = []
     """Host variables tasks may read through ``${NAME}`` (names only; the values are secrets of the run)."""
-    prompts: list[str] = Field(default_factory=list)
+    prompts: list[str] = []
     """Prompts to send; ``@instruction`` is the task prompt (default: the task prompt alone)."""
     scenes: list[dict[str, Any]] | None = None
     """A run config's ``scenes`` (normalized by ``scene_config.parse_run_scenes``): they replace each task's."""
@@ -153,7 +156,7 @@ class RunSpec(BaseModel):
     """The skill-creator skill (or a skills root holding it) for ``skill_mode`` self-gen."""
     verifier_sandbox: Literal["task", "separate"] = "task"
     """``separate``: every verifier in a fresh sandbox with only the frozen workspace and artifacts."""
-    separate_verifier_include: list[str] = Field(default_factory=list)
+    separate_verifier_include: list[str] = []
     """Absolute paths outside the workspace a separate verifier sandbox also receives."""
     selection: Selection = Field(default_factory=Selection)
     budget: Budget = Field(default_factory=Budget)

@@ -18,6 +18,7 @@ from .validation import issues_of
 DOCUMENT_KEYS = frozenset({"agents", "scenes", "user", "benchflow"})
 
 
+# Empty lists and dicts are plain defaults, not ``default_factory``: see ``benchflow.jobs.spec``.
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -26,15 +27,15 @@ class RoleConfig(_Strict):
     agent: str
     model: str | None = None
     reasoning_effort: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = {}
     timeout_sec: int | None = Field(None, gt=0)
     idle_timeout_sec: int | None = Field(None, gt=0)
     skills_dir: str | None = None
-    capabilities: list[str] = Field(default_factory=list)
+    capabilities: list[str] = []
 
 
 class AgentsBlock(_Strict):
-    roles: dict[str, RoleConfig] = Field(default_factory=dict)
+    roles: dict[str, RoleConfig] = {}
 
 
 class Turn(_Strict):
@@ -45,15 +46,15 @@ class Turn(_Strict):
 class SceneConfig(_Strict):
     name: str | None = None
     roles: list[str] | None = None
-    turns: list[str | Turn] = Field(default_factory=list)
+    turns: list[str | Turn] = []
     skills_dir: str | None = None
 
 
 class DocumentKeys(_Strict):
     agents: AgentsBlock = Field(default_factory=AgentsBlock)
-    scenes: list[SceneConfig] = Field(default_factory=list)
+    scenes: list[SceneConfig] = []
     user: dict[str, Any] | None = None
-    benchflow: dict[str, Any] = Field(default_factory=dict)
+    benchflow: dict[str, Any] = {}
 
 
 def document_issues(doc: dict[str, Any], source: str) -> tuple[DocumentKeys | None, list[str]]:
