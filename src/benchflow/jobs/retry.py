@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchflow.agents.install_errors import is_deterministic as is_deterministic_install
 from benchflow.categories import is_retryable as category_is_retryable
 
 PERMANENT = frozenset({"timeout", "provider_auth", "provider_rate_limit", "provider_rejected", "usage_limit"})
@@ -23,8 +22,11 @@ def is_retryable(result: dict[str, Any], policy: str = "default") -> bool:
         return False
     if (result.get("sandbox_startup_info") or {}).get("reason") == "build_failed":
         return False  # the same Dockerfile fails the same way
-    if category == "install_failure" and is_deterministic_install(str(result.get("error") or "")):
-        return False  # the install script exited non-zero: it fails the same way again
+    if category == "install_failure":
+        from benchflow.agents.install_errors import is_deterministic  # only for a failed install
+
+        if is_deterministic(str(result.get("error") or "")):
+            return False  # the install script exited non-zero: it fails the same way again
     if policy == "unscored-only":
         return True  # every unscored trial gets another attempt
     return category_is_retryable(category, str(result.get("error") or ""))

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 from .base import SCHEMA_VERSION, Record
 from .io import read_json, read_optional, read_record, write_record
-from .job import EvaluationRecord, JobSummary, RunCardRecord
+from .job import EvaluationRecord, RunCardRecord
 from .trial_config import TrialConfig
 from .upgrade import Unreadable, as_result, upgrade
 
 if TYPE_CHECKING:
     from .branch import Observation, TreeRecord
     from .review import ClaimVerdict, ReviewReport, ScoringPointer, ScoringRevision
+    from .summary import JobSummary
     from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialResult, TrialTiming
 
 __all__ = [
@@ -39,12 +40,12 @@ _LAZY = {
     "Observation": "branch", "TreeRecord": "branch",
     "ClaimVerdict": "review", "ReviewReport": "review", "ScoringPointer": "review", "ScoringRevision": "review",
     "AgentResult": "trial", "FinalMetrics": "trial", "Rewards": "trial", "TrajectorySummary": "trial",
-    "TrialResult": "trial", "TrialTiming": "trial",
+    "TrialResult": "trial", "TrialTiming": "trial", "JobSummary": "summary",
 }
 
 
 def __getattr__(name: str):
-    """The records written once a trial has run (its result, the review's, branching's) are imported
+    """The records written once a trial has run (its result, the job's summary, the review's, branching's) are imported
     when first asked for: ``bench run`` builds them while its first sandbox starts
     (``jobs.ahead``), not before."""
     module = _LAZY.get(name)

@@ -17,9 +17,10 @@ from benchflow.errors import UserError
 
 from .base import SCHEMA_VERSION
 from .branch import Observation, TreeRecord
-from .job import EvaluationRecord, JobSummary, RunCardRecord
+from .job import EvaluationRecord, RunCardRecord
 from .review import ClaimVerdict, ReviewReport, ScoringRevision
 from .steps import StepRecord
+from .summary import JobSummary
 from .trial import TrialResult, TrialTiming
 from .trial_config import TrialConfig
 from .turns import TurnRecord
