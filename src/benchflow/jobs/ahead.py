@@ -28,6 +28,7 @@ AFTER_START = (
     "benchflow.jobs.setup_commands",
     "benchflow.jobs.artifacts",
     "benchflow.sandbox.copyout",
+    "benchflow.sandbox.tarstream",
     "benchflow.verify.runner",
     "benchflow.verify.fence",
     "benchflow.tasks.verifier_doc",

@@ -100,22 +100,26 @@ def _role_agent_issues(task: Any, spec: Any) -> list[str]:
 
 def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
     """(refusals, warnings) of the run card for a scene or simulated-user task under ``spec`` (a RunSpec)."""
-    from .scene_config import with_run_scenes
-    from .sim_user import user_plan
-
     if spec.agent in ("oracle", "nop"):
         return [], []
-    task = with_run_scenes(task, spec.scenes)
+    if spec.scenes:
+        from .scene_config import with_run_scenes
+
+        task = with_run_scenes(task, spec.scenes)
     issues, warnings = _role_agent_issues(task, spec), []
     if task.scenes and spec.checkpoints:
         issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "
                       "follow; leave --checkpoints out")
     if task.scenes and spec.prompts:
         warnings.append("--prompt does not apply to scene turns; each turn's prompt comes from the task")
-    try:
-        has_user = user_plan(task) is not None
-    except BenchError:
-        has_user = False  # the runtime check reports it
+    has_user = task.has_user
+    if has_user:
+        from .sim_user import user_plan
+
+        try:
+            has_user = user_plan(task) is not None
+        except BenchError:
+            has_user = False  # the runtime check reports it
     if has_user and spec.harness == "native":
         issues.append("user: the simulated user answers in the agent's ACP session; run with --harness acp")
     return issues, warnings

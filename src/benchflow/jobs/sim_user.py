@@ -54,11 +54,10 @@ def user_plan(task: Any) -> UserPlan | None:
     Raises:
         TaskError: a ``user:`` key or stop rule this build does not know (names the fix).
     """
-    raw = task.document.get("user")
-    persona = task.user_persona
-    if raw is None and not persona:
+    if not task.has_user:
         return None
-    raw = dict(raw or {})
+    persona = task.user_persona
+    raw = dict(task.document.get("user") or {})
     unknown = sorted(set(raw) - _KEYS)
     if unknown:
         raise TaskError(f"task.md: user.{unknown[0]}: unknown key; use model, stop_rule, private_facts or script")

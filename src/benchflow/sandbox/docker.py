@@ -44,7 +44,6 @@ from .engine_api import (
     NotFound,
 )
 from .engine_stream import attach_stream
-from .tarstream import pack_many, pack_members
 
 if TYPE_CHECKING:
     from .copyout import CopyReport
@@ -198,6 +197,8 @@ class DockerSandbox(Snapshots, Teardown):
         try:
             await self.create()  # inside: a cancelled create has learnt its container's id, and it goes
             if self.spec.image and self.spec.ca_bundle is not None:
+                from .tarstream import pack_members
+
                 bundle = ca.read_bundle(self.spec.ca_bundle)
                 await call(self.api.put_archive, self._container, "/",
                            pack_members([(ca.CA_PATH, bundle, 0o644)]))
@@ -269,6 +270,8 @@ class DockerSandbox(Snapshots, Teardown):
             if not Path(local).exists() and not Path(local).is_symlink():
                 raise FileNotFoundError(f"put: {local} does not exist")
         container = self._require_container()
+        from .tarstream import pack_many  # tarfile: loaded while the first sandbox started (jobs.ahead)
+
         archive = await call(pack_many, [(Path(local), remote) for local, remote in items])
         try:
             ok = await call(self.api.put_archive, container, "/", archive)

@@ -22,7 +22,6 @@ import io
 import json
 import os
 import re
-import tarfile
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,6 @@ from benchflow.errors import BuildError, TaskError
 from . import bundled_skills, ca
 from .base import SandboxSpec
 from .docker_engine import call
-from .tarstream import spool
 
 IGNORED = {".venv", "__pycache__", ".pytest_cache", "node_modules", ".git", ".mypy_cache", ".ruff_cache"}
 LOG_TAIL_LINES = 40
@@ -105,7 +103,11 @@ def _strips_skills(spec: SandboxSpec) -> bool:
 def context_tar(spec: SandboxSpec) -> io.BufferedIOBase:
     """The build context as an uncompressed tar, Dockerfile rewritten, CA bundle added
     (and, for a no-skill run, the task's ``skills/`` left out)."""
+    import tarfile  # here, not at the top: a run whose image is cached never builds a context
+
     from docker.utils.build import exclude_paths
+
+    from .tarstream import spool
 
     env = check_environment(spec).parent
     text = (env / spec.dockerfile).read_text(encoding="utf-8")

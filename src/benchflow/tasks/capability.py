@@ -121,11 +121,13 @@ def _scene_issues(task: Task) -> list[str]:
     """Scenes and the simulated user as this build runs them (``benchflow.jobs.scenes``, ``.sim_user``)."""
     from benchflow.errors import TaskError
     from benchflow.jobs.scene_plan import scene_issues
-    from benchflow.jobs.sim_user import user_plan
 
     issues = scene_issues(task)
-    try:
-        user_plan(task)
-    except TaskError as exc:
-        issues.append(str(exc).removeprefix("task.md: "))
+    if task.has_user:
+        from benchflow.jobs.sim_user import user_plan
+
+        try:
+            user_plan(task)
+        except TaskError as exc:
+            issues.append(str(exc).removeprefix("task.md: "))
     return issues

@@ -51,6 +51,11 @@ class Task:
         prefix = self.config.agent.prompt_prefix
         return f"{prefix}\n\n{self.instruction}" if prefix else self.instruction
 
+    @property
+    def has_user(self) -> bool:
+        """The task declares a simulated user: a ``user:`` block or a persona (run by ``jobs.sim_user``)."""
+        return self.document.get("user") is not None or bool(self.user_persona)
+
     def digest(self) -> str:
         return task_digest(self.path)
 
