@@ -125,7 +125,8 @@ def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the
 
 
 def test_run_config_scenes_replace_the_task_scenes_and_keep_its_role_prompts(tmp_path):
-    from benchflow.jobs.scene_config import parse_run_scenes, with_run_scenes
+    from benchflow.jobs.scene_config import parse_run_scenes
+    from benchflow.jobs.scene_plan import with_run_scenes
 
     task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - name: s\n    turns: [writer]\n",
                                 "## prompt\nBuild it.\n\n## role:writer\nYou write.\n"))

@@ -138,8 +138,7 @@ def _finished_result(trial: Any) -> dict[str, Any] | None:
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
     from benchflow.skills.policy import policy_of
 
-    from .scene_config import with_run_scenes
-    from .scene_plan import scenes_as_run
+    from .scene_plan import scenes_as_run, with_run_scenes
 
     return {**comparable_settings(spec, agent_name, planned.digest, planned.prompts),
             "skill_mode": policy_of(spec).mode,

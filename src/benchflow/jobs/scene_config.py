@@ -6,10 +6,9 @@ replaces the scenes of every task the run selects: each run role is the task's
 role of that name (its prompt, its other keys) with the run's keys on top, or a
 new role. A scene without turns gets one turn per role. The run's config is the
 user's own, so a role may name an agent file (``./my-agent.toml``), which a
-task may not.
+task may not. A task seen with the run's scenes is :func:`benchflow.jobs.scene_plan.with_run_scenes`.
 """
 
-import dataclasses
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -70,19 +69,3 @@ def parse_run_scenes(source: str, value: Any) -> list[dict[str, Any]]:
                     "roles": [r.model_dump(exclude_none=True) for r in scene.roles],
                     "turns": turns or [{"role": n, "prompt": None} for n in names]})
     return out
-
-
-def with_run_scenes(task: Any, scenes: list[dict[str, Any]] | None) -> Any:
-    """``task`` with the run's scenes in place of its own (unchanged without them)."""
-    if not scenes:
-        return task
-    roles = {name: dict(cfg) for name, cfg in task.roles.items()}
-    scene_prompts = {s["name"]: s.get("prompt") for s in task.scenes}
-    own: list[dict[str, Any]] = []
-    for scene in scenes:
-        for role in scene["roles"]:
-            base = roles.get(role["name"], {"prompt": None})
-            roles[role["name"]] = {**base, **{k: v for k, v in role.items() if k != "name"}}
-        own.append({"name": scene["name"], "roles": [r["name"] for r in scene["roles"]], "turns": scene["turns"],
-                    "skills_dir": scene.get("skills_dir"), "prompt": scene_prompts.get(scene["name"])})
-    return dataclasses.replace(task, roles=roles, scenes=own)

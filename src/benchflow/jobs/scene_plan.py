@@ -1,9 +1,11 @@
 """What a scene task asks of a run, known before its sandbox starts (the planning half of :mod:`.scenes`).
 
 The run card's refusals and warnings (:func:`run_issues`, :func:`scene_issues`), the agents a
-scene's roles name (each installed as a layer, :func:`role_agents`), and the ``scenes`` record
-of ``config.json`` (:func:`scenes_as_run`). Kept apart from the turns' runner so that a run
-reaches its first container without importing what runs the turns.
+scene's roles name (each installed as a layer, :func:`role_agents`), the ``scenes`` record of
+``config.json`` (:func:`scenes_as_run`), and a task seen with a run config's scenes
+(:func:`with_run_scenes`; the config's models are :mod:`.scene_config`'s). Kept apart from the
+turns' runner, and from those models, so that a run reaches its first container without
+importing what runs the turns or building models a run without scenes never uses.
 """
 
 from __future__ import annotations
@@ -102,10 +104,7 @@ def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
     """(refusals, warnings) of the run card for a scene or simulated-user task under ``spec`` (a RunSpec)."""
     if spec.agent in ("oracle", "nop"):
         return [], []
-    if spec.scenes:
-        from .scene_config import with_run_scenes
-
-        task = with_run_scenes(task, spec.scenes)
+    task = with_run_scenes(task, spec.scenes)
     issues, warnings = _role_agent_issues(task, spec), []
     if task.scenes and spec.checkpoints:
         issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "
@@ -207,3 +206,19 @@ def scenes_as_run(task: Any, spec: Any, agent_name: str) -> list[dict[str, Any]]
         out.append({"name": scene["name"], "skills_dir": scene.get("skills_dir"), "roles": roles,
                     "turns": [{"role": t["role"], "has_prompt": bool(t.get("prompt"))} for t in scene["turns"]]})
     return out
+
+
+def with_run_scenes(task: Any, scenes: list[dict[str, Any]] | None) -> Any:
+    """``task`` with the run's scenes in place of its own (unchanged without them)."""
+    if not scenes:
+        return task
+    roles = {name: dict(cfg) for name, cfg in task.roles.items()}
+    scene_prompts = {s["name"]: s.get("prompt") for s in task.scenes}
+    own: list[dict[str, Any]] = []
+    for scene in scenes:
+        for role in scene["roles"]:
+            base = roles.get(role["name"], {"prompt": None})
+            roles[role["name"]] = {**base, **{k: v for k, v in role.items() if k != "name"}}
+        own.append({"name": scene["name"], "roles": [r["name"] for r in scene["roles"]], "turns": scene["turns"],
+                    "skills_dir": scene.get("skills_dir"), "prompt": scene_prompts.get(scene["name"])})
+    return dataclasses.replace(task, roles=roles, scenes=own)

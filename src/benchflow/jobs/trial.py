@@ -38,7 +38,7 @@ from .phases import (
     verifier_phase,
 )
 from .record import build_config
-from .scene_plan import role_agents, scene_record, wants_scenes
+from .scene_plan import role_agents, scene_record, wants_scenes, with_run_scenes
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
 __all__ = ["TrialRequest", "run_trial", "unexpected_category"]
@@ -49,8 +49,6 @@ log = logging.getLogger(__name__)
 async def run_trial(req: TrialRequest) -> dict[str, Any]:
     """Run one attempt and write its folder; returns the result document."""
     if req.spec.scenes:  # a run config's scenes replace the task's
-        from .scene_config import with_run_scenes
-
         req = dataclasses.replace(req, task=with_run_scenes(req.task, req.spec.scenes))
     name = req.name or trial_name(req.task.name, uuid.uuid4().hex[:8])
     paths = req.job.trial(name)
