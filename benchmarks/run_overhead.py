@@ -18,7 +18,9 @@ current one, and prints both columns: before and after in the same run, on the s
 
 Bytecode is cached in a private ``PYTHONPYCACHEPREFIX`` (as an installed package has it), even
 when the caller's environment sets ``PYTHONDONTWRITEBYTECODE``; the first run of each series
-is a warm-up. Needs a Docker engine (scripts/docker-engine.sh).
+is a warm-up. Each tree has its own ``BENCHFLOW_CACHE``: what a run keeps for the next (pydantic's
+plugin scan, keyed on ``sys.path``, which ``--baseline-src`` changes; parsed front matter) is then
+what a user's next run finds, instead of the other tree's entry. Needs a Docker engine (scripts/docker-engine.sh).
 
 Usage: .venv/bin/python benchmarks/run_overhead.py [--repeats 5] [--baseline-src DIR] [--sleep]
 """
@@ -67,6 +69,7 @@ class Tree:
         self.label = label
         self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.env["PYTHONPYCACHEPREFIX"] = str(pycache / label)
+        self.env["BENCHFLOW_CACHE"] = str(pycache.parent / "cache" / label)
         if src is not None:
             self.env["PYTHONPATH"] = os.pathsep.join([str(src), self.env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
