@@ -41,6 +41,15 @@ def test_every_name_of_the_tasks_package_is_there():
         tasks.no_such_name  # noqa: B018
 
 
+def test_every_name_of_the_records_package_is_there():
+    from benchflow import records
+
+    for name in records.__all__:
+        assert getattr(records, name) is not None
+    with pytest.raises(AttributeError):
+        records.no_such_name  # noqa: B018
+
+
 def _parse(args: list[str], *, typer_coercers: bool = False):
     command = load(ROOT["run"], "run")
     if typer_coercers:  # undo the deferral: Typer builds every coercer, as it does by itself
