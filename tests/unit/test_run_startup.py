@@ -32,6 +32,28 @@ def test_the_engine_and_a_local_task_load_without_the_verifier_checker_fetchers_
     assert done.stdout.strip() == "[]"
 
 
+def test_planning_a_run_reads_no_builtin_signature(tmp_path):
+    """A pydantic ``default_factory=list`` on a model built before the first container makes pydantic
+    read ``list``'s signature, which compiles tokenize's patterns (~2 ms); plain ``[]`` defaults do not."""
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    code = ("import tokenize\n"
+            "import benchflow.jobs.api\n"
+            "from benchflow.jobs.plan import RunCard\n"
+            "from benchflow.jobs.spec import RunSpec\n"
+            "from benchflow.records import TrialConfig\n"
+            "from benchflow.tasks import load_task\n"
+            f"task = load_task({str(tmp_path / 'tasks' / 'hello')!r})\n"
+            f"spec = RunSpec(targets=[{str(tmp_path / 'tasks')!r}])\n"
+            "TrialConfig(task_name=task.name)\n"
+            "class Plan:\n"
+            "    spec, sandbox, tasks = spec, 'docker', [task]\n"
+            "RunCard().document(Plan())\n"
+            "print(tokenize._compile.cache_info().currsize)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"
+
+
 def test_every_name_of_the_tasks_package_is_there():
     from benchflow import tasks
 

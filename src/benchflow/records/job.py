@@ -28,8 +28,8 @@ class RunCardRecord(Record):
 
     kind: Literal["benchflow.run-card"] = Field("benchflow.run-card", description="Document kind.")
     verdict: Literal["accept", "refuse"] = Field("accept", description="accept, or refuse (nothing ran).")
-    refusals: list[str] = Field(default_factory=list, description="Why the run was refused.")
-    warnings: list[str] = Field(default_factory=list, description="What the plan noticed but accepted.")
+    refusals: list[str] = Field([], description="Why the run was refused.")
+    warnings: list[str] = Field([], description="What the plan noticed but accepted.")
     accepted_deviations: str | None = Field(None, description="--accept-deviations: why this run differs from "
                                             "its task set's reference.")
     agent: str | None = Field(None, description="The agent.")

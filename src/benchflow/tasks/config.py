@@ -28,6 +28,7 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT])i?B?\s*$", re.IGNORECASE)
 _SIZE_TO_MB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
 
 
+# Empty lists and dicts are plain defaults, not ``default_factory``: see ``benchflow.jobs.spec``.
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
@@ -56,8 +57,8 @@ class PackageInfo(Strict):
     """``org/name``; the registry identity of the task."""
     version: str = ""
     description: str = ""
-    authors: list[Author] = Field(default_factory=list)
-    keywords: list[str] = Field(default_factory=list)
+    authors: list[Author] = []
+    keywords: list[str] = []
 
     @field_validator("name")
     @classmethod
@@ -124,7 +125,7 @@ class SetupCommand(Strict):
     command: str = Field(min_length=1)
     timeout_sec: Seconds = 600
     cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = {}
     user: str | int | None = None
     service: str = "main"
     host_lock: str | bool | None = None
@@ -148,10 +149,10 @@ class McpServer(Strict):
     transport: Literal["sse", "stdio", "streamable-http"] = "stdio"
     url: str | None = None
     command: str | None = None
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = []
     cwd: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    headers: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = {}
+    headers: dict[str, str] = {}
     tools: list[str] | None = None
     include_tags: list[str] | None = None
     exclude_tags: list[str] | None = None
@@ -189,13 +190,13 @@ class SandboxConfig(Strict):
     storage_mb: int = Field(10240, gt=0)
     gpus: int = Field(0, ge=0)
     gpu_types: list[str] | None = None
-    mcp_servers: list[McpServer] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    mcp_servers: list[McpServer] = []
+    env: dict[str, str] = {}
     tpu: TpuConfig | None = None
     skills_dir: str | None = None
     healthcheck: HealthcheckConfig | None = None
     workdir: str | None = None
-    setup_commands: list[SetupCommand] = Field(default_factory=list)
+    setup_commands: list[SetupCommand] = []
     bugswarm_image_tag: str | None = None
     allow_cloud_metadata: bool = False
     """Let the agent reach cloud metadata endpoints under an open network (no block; recorded per trial)."""
@@ -241,7 +242,7 @@ class SandboxConfig(Strict):
 class VerifierConfig(Strict):
     type: Literal["test-script", "llm-judge"] = "test-script"
     timeout_sec: Seconds = 600.0
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = {}
     """Values may read ``${VAR}`` / ``${VAR:-default}`` from the host at run time."""
     reward_range: tuple[float, float] | None = None
     user: str | int | None = None
@@ -253,7 +254,7 @@ class VerifierConfig(Strict):
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     hardening: HardeningConfig = Field(default_factory=HardeningConfig)
-    pytest_plugins: list[str] = Field(default_factory=list)
+    pytest_plugins: list[str] = []
 
     @field_validator("reward_range")
     @classmethod
@@ -276,7 +277,7 @@ class VerifierConfig(Strict):
 
 
 class OracleConfig(Strict):
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = {}
     timeout_sec: Seconds | None = None
 
     @model_validator(mode="before")
@@ -296,7 +297,7 @@ class OracleConfig(Strict):
 class ArtifactSpec(Strict):
     source: str
     destination: str | None = None
-    exclude: list[str] = Field(default_factory=list)
+    exclude: list[str] = []
 
 
 class StepConfig(Strict):
@@ -305,21 +306,21 @@ class StepConfig(Strict):
     verifier: VerifierConfig | None = None
     min_reward: float | None = None
     healthcheck: HealthcheckConfig | None = None
-    artifacts: list[str | ArtifactSpec] = Field(default_factory=list)
+    artifacts: list[str | ArtifactSpec] = []
 
 
 class TaskConfig(Strict):
     schema_version: str = "1.3"
     task: PackageInfo | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = {}
     agent: AgentConfig = Field(default_factory=AgentConfig)
     verifier: VerifierConfig = Field(default_factory=VerifierConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     oracle: OracleConfig = Field(default_factory=OracleConfig,
                                  validation_alias=AliasChoices("oracle", "solution"))
     source: str | None = None
-    reward: dict[str, Any] = Field(default_factory=dict)
-    artifacts: list[str | ArtifactSpec] = Field(default_factory=list)
+    reward: dict[str, Any] = {}
+    artifacts: list[str | ArtifactSpec] = []
     steps: list[StepConfig] | None = None
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
 
