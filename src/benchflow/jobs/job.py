@@ -124,7 +124,7 @@ def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, TrialResult]]:
     """Task name -> (newest finished trial, its result); finished as ``TrialResult.is_finished`` says."""
     best: dict[str, tuple[TrialPaths, TrialResult, float]] = {}
     for trial in paths.trials():
-        from benchflow.records.trial import TrialResult  # only when there is a trial to read: a new job builds no result
+        from benchflow.records.trial import TrialResult  # only with a trial to read: a new job builds no result
 
         result = _read(TrialResult, trial.result, trial.name)
         if result is None or not result.is_finished:

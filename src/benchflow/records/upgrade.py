@@ -86,7 +86,10 @@ def _config_shape(data: dict[str, Any], name: str | None) -> None:
         data["task_name"] = os.path.basename(path.rstrip("/"))
 
 
-_SHAPES = {"benchflow.records.trial.TrialResult": _result_shape, "benchflow.records.trial_config.TrialConfig": _config_shape}
+_SHAPES = {
+    "benchflow.records.trial.TrialResult": _result_shape,
+    "benchflow.records.trial_config.TrialConfig": _config_shape,
+}
 """By the model's dotted name: this module does not import the models it shapes (a plain run builds
 ``TrialResult`` only once its first sandbox is up)."""
 
