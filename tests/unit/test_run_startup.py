@@ -9,49 +9,46 @@ import pytest
 
 from benchflow.cli.app import ROOT, load
 from tests.conftest import ROOT as REPO
+from tests.fresh_python import python_prints
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 
 RUN_ARGS = ["-s", "docker", "--jobs-dir", "jobs", "--fresh", "-q"]
 
 
-def test_the_engine_and_a_local_task_load_without_the_verifier_checker_fetchers_or_result_models(tmp_path):
+def _after_planning(tmp_path, then: str) -> str:
+    """What ``then`` prints in a fresh interpreter that has imported the run path, loaded a task and
+    made a RunSpec (``task``, ``spec``), as ``bench run`` does before its first container."""
     make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-    code = ("import sys\n"
-            "import benchflow.jobs.api\n"
-            "from benchflow.datasets import resolve_source\n"
-            "from benchflow.jobs.spec import RunSpec\n"
-            "from benchflow.tasks import load_task\n"
-            f"load_task({str(tmp_path / 'tasks' / 'hello')!r})\n"
-            f"assert resolve_source(RunSpec(targets=[{str(tmp_path / 'tasks')!r}])) is None\n"
-            "print(sorted(m for m in ('benchflow.verify', 'benchflow.tasks.check', 'benchflow.tasks.verifier_doc',\n"
-            "                         'benchflow.datasets.repo_targets', 'benchflow.datasets.resolve',\n"
-            "                         'benchflow.records.trial', 'benchflow.records.review', 'benchflow.records.steps')\n"
-            "             if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    return python_prints("import sys, tokenize\n"
+                         "import benchflow.jobs.api\n"
+                         "from benchflow.jobs.spec import RunSpec\n"
+                         "from benchflow.tasks import load_task\n"
+                         f"task = load_task({str(tmp_path / 'tasks' / 'hello')!r})\n"
+                         f"spec = RunSpec(targets=[{str(tmp_path / 'tasks')!r}])\n" + then)
+
+
+def test_the_engine_and_a_local_task_load_without_the_verifier_checker_fetchers_or_result_models(tmp_path):
+    assert _after_planning(tmp_path, (
+        "from benchflow.datasets import resolve_source\n"
+        "assert resolve_source(spec) is None\n"
+        "print(sorted(m for m in ('benchflow.verify', 'benchflow.tasks.check', 'benchflow.tasks.verifier_doc',\n"
+        "                         'benchflow.datasets.repo_targets', 'benchflow.datasets.resolve',\n"
+        "                         'benchflow.records.trial', 'benchflow.records.review', 'benchflow.records.steps')\n"
+        "             if m in sys.modules))")) == "[]"
 
 
 def test_planning_a_run_reads_no_builtin_signature(tmp_path):
     """A pydantic ``default_factory=list`` on a model built before the first container makes pydantic
     read ``list``'s signature, which compiles tokenize's patterns (~2 ms); plain ``[]`` defaults do not."""
-    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
-    code = ("import tokenize\n"
-            "import benchflow.jobs.api\n"
-            "from benchflow.jobs.plan import RunCard\n"
-            "from benchflow.jobs.spec import RunSpec\n"
-            "from benchflow.records import TrialConfig\n"
-            "from benchflow.tasks import load_task\n"
-            f"task = load_task({str(tmp_path / 'tasks' / 'hello')!r})\n"
-            f"spec = RunSpec(targets=[{str(tmp_path / 'tasks')!r}])\n"
-            "TrialConfig(task_name=task.name)\n"
-            "class Plan:\n"
-            "    spec, sandbox, tasks = spec, 'docker', [task]\n"
-            "RunCard().document(Plan())\n"
-            "print(tokenize._compile.cache_info().currsize)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "0"
+    assert _after_planning(tmp_path, (
+        "from benchflow.jobs.plan import RunCard\n"
+        "from benchflow.records import TrialConfig\n"
+        "TrialConfig(task_name=task.name)\n"
+        "class Plan:\n"
+        "    sandbox, tasks = 'docker', [task]\n"
+        "Plan.spec = spec\n"
+        "RunCard().document(Plan())\n"
+        "print(tokenize._compile.cache_info().currsize)")) == "0"
 
 
 def test_every_name_of_the_tasks_package_is_there():
@@ -122,6 +119,4 @@ def test_what_a_trial_needs_after_its_start_is_imported_ahead_and_not_before():
             "ahead.begin()\n"
             "asyncio.run(ahead.ready())\n"
             "print(before, [m for m in ahead.AFTER_START if m not in sys.modules])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[] []"
+    assert python_prints(code) == "[] []"

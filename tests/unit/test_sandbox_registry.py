@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
 
 from benchflow.errors import ConfigError
 from benchflow.sandbox import BACKENDS, get_backend, names
-from tests.conftest import ROOT
 from tests.doubles.docker_variant import PLUGIN_PATH
+from tests.fresh_python import python_prints
 
 
 def test_importing_the_registry_and_listing_names_imports_no_engine_sdk():
     code = ("import sys, benchflow.sandbox as s; s.names(); "
             "print(sorted(m for m in ('docker', 'benchflow.sandbox.docker', 'benchflow.sandbox.local') "
             "if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
-    assert done.stdout.strip() == "[]"
+    assert python_prints(code) == "[]"
 
 
 def test_an_entry_point_adds_a_backend_after_the_built_in_ones(monkeypatch):

@@ -4,16 +4,7 @@ Each case runs in a fresh interpreter: the collector's settings are the process'
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
-from tests.conftest import ROOT as REPO
-
-
-def _run(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+from tests.fresh_python import python_prints as _run
 
 
 def test_a_run_collects_rarely_until_its_first_sandbox_then_freezes_what_startup_left():
