@@ -122,10 +122,13 @@ def lock_job(paths: JobPaths) -> int:
 
 def scan_finished(paths: JobPaths) -> dict[str, tuple[TrialPaths, TrialResult]]:
     """Task name -> (newest finished trial, its result); finished as ``TrialResult.is_finished`` says."""
-    best: dict[str, tuple[TrialPaths, TrialResult, float]] = {}
-    for trial in paths.trials():
-        from benchflow.records.trial import TrialResult  # only with a trial to read: a new job builds no result
+    trials = list(paths.trials())
+    if not trials:  # a new job: no result model to build
+        return {}
+    from benchflow.records.trial import TrialResult
 
+    best: dict[str, tuple[TrialPaths, TrialResult, float]] = {}
+    for trial in trials:
         result = _read(TrialResult, trial.result, trial.name)
         if result is None or not result.is_finished:
             continue

@@ -45,9 +45,9 @@ _LAZY = {
 
 
 def __getattr__(name: str):
-    """The records written once a trial has run (its result, the job's summary, the review's, branching's) are imported
-    when first asked for: ``bench run`` builds them while its first sandbox starts
-    (``jobs.ahead``), not before."""
+    """The records written once a trial has run (its result, the job's summary, the review's,
+    branching's) are imported when first asked for: ``bench run`` builds them while its first
+    sandbox starts (``jobs.ahead``), not before."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import posixpath
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
