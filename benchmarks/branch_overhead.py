@@ -25,7 +25,12 @@ last fork's seconds went, read from its records (the parent's sandbox start and
 setup, the children from the first start to the last end, the rest: snapshot,
 teardown, records).
 
-Target: fork ≤ 0.6× fresh. Then, on the same backend, the seconds for snapshot +
+Target: fork ≤ 0.6× fresh. On docker, the same run also times the engine's part alone, by hand
+with the docker CLI (``engine_floor``): the containers each side asks for and a write and a read in
+each, without benchflow: 4 containers one after another, against one container, its commit and 3
+containers started from the commit all at once (more at once than the fork's children). On a
+setup-less task that ratio is what no fork can beat by much: a fork saves a fresh trial's engine
+work only. Then, on the same backend, the seconds for snapshot +
 restore of a sandbox whose workspace (the task's workdir, owned by the sandbox
 user as in a trial) holds 200 MB of new files: median and worst of ``--repeats``,
 each in a new sandbox (target ≤ 2 s on docker); and the same once more on the
@@ -76,6 +81,36 @@ def fresh(sandbox: str, jobs: Path, task: Path) -> float:
     return time.monotonic() - t
 
 
+FLOOR_IMAGE = "debian:bookworm-slim"
+KEEP = ["sh", "-c", "while sleep 1000; do :; done"]
+
+
+def engine_floor() -> tuple[float, float]:
+    """Seconds of the engine's part of (4 fresh trials, one fork of 4) by hand with the docker CLI."""
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    def sh(*cmd: str) -> str:
+        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+
+    def child(image: str, box: str | None = None) -> None:
+        box = box or sh("docker", "run", "-d", "--init", "--network", "none", image, *KEEP)
+        sh("docker", "exec", box, "sh", "-c", "echo done > /tmp/answer")
+        sh("docker", "exec", box, "cat", "/tmp/answer")
+        sh("docker", "rm", "-f", box)
+
+    t = time.monotonic()
+    for _ in PROMPTS:
+        child(FLOOR_IMAGE)
+    fresh_s, t = time.monotonic() - t, time.monotonic()
+    parent = sh("docker", "run", "-d", "--init", "--network", "none", FLOOR_IMAGE, *KEEP)
+    snap = sh("docker", "commit", parent, "benchflow/branch-floor:x")
+    with ThreadPoolExecutor(len(PROMPTS)) as pool:
+        list(pool.map(lambda i: child(snap, parent if i == 0 else None), range(len(PROMPTS))))
+    sh("docker", "rmi", snap)
+    return fresh_s, time.monotonic() - t
+
+
 async def snapshot_restore(sandbox: str) -> tuple[float, float]:
     """Seconds of snapshot + restore of a new 200 MB workspace, then of the restored sandbox again
     (one small change since: what a nested fork or a later checkpoint costs)."""
@@ -120,10 +155,12 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         fork(args.sandbox, Path(tmp) / "warm", args.task)  # the task image is built once, outside the timings
-        forks, freshes = [], []
+        forks, freshes, floors = [], [], []
         for r in range(args.repeats):
             forks.append(fork(args.sandbox, Path(tmp) / f"fork{r}", args.task))
             freshes.append(fresh(args.sandbox, Path(tmp) / f"fresh{r}", args.task))
+            if args.sandbox == "docker":
+                floors.append(engine_floor())
         last = breakdown(Path(tmp) / f"fork{args.repeats - 1}")
     f, b = statistics.median(forks), statistics.median(freshes)
     ratios = sorted(x / y for x, y in zip(forks, freshes, strict=True))  # each repeat's pair ran back to back
@@ -133,6 +170,12 @@ def main() -> None:
     print(f"{'fork of 4 children':<34}{f:>10.2f}{f / b:>8.2f}   target <= 0.60")
     print(f"{'  per repeat (fork / fresh)':<34}{'':>10}   " + " ".join(f"{r:.2f}" for r in ratios))
     print(f"last fork: {last}")
+    if floors:
+        by_hand = sorted(k / h for h, k in floors)
+        print(f"{'engine floor by hand (docker CLI)':<34}{statistics.median(h for h, _ in floors):>10.2f}{1.0:>8.2f}"
+              f"   4 containers one after another")
+        print(f"{'  fork: 1 + commit + 3 at once':<34}{statistics.median(k for _, k in floors):>10.2f}"
+              f"{statistics.median(by_hand):>8.2f}   per repeat " + " ".join(f"{r:.2f}" for r in by_hand))
     first, again = [s[0] for s in snaps], [s[1] for s in snaps]
     print(f"{'snapshot + restore, 200 MB':<34}{statistics.median(first):>10.2f}{'':>8}   target <= 2 s "
           f"(worst {max(first):.2f})")

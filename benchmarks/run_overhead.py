@@ -7,7 +7,11 @@
 (c) 8 trivial tasks at -j 4 (total wall);
 (d) 16 trivial tasks at -j 16: CPU seconds of our process per trial and its peak RSS;
 (e) imports: ``import benchflow.jobs.api`` (-X importtime) and, from the phase profile,
-    every import before the first container starts;
+    every import before the first container starts; beside it, what the libraries among them
+    cost alone: the modules not of benchflow that the run's main thread had loaded by then
+    (Pydantic, Typer, asyncio, http.client, ...), imported in the same order by a fresh
+    interpreter after each profile run, timed from the first to the last (the floor our own
+    modules add to);
 (f) the profile of one ``bench run`` (:mod:`run_phases`): wall and CPU per phase, median of
     the repeats, biggest first, and the engine calls;
 (g) with --sleep: 16 tasks whose oracle sleeps 5 s at -j 1 and -j 4 (target speed-up >= 3.5x).
@@ -101,6 +105,11 @@ class Tree:
         found["exit"] = time.monotonic() - launched - found["total"]
         return found
 
+    def libraries_time(self, names: list[str]) -> float:
+        """Seconds a fresh interpreter takes to import ``names`` in order (those not loaded yet)."""
+        _, _, _, out = self.run([PYTHON, "-c", IMPORT_ALONE, *names])
+        return float(out)
+
     def import_time(self) -> float:
         """Cumulative seconds of ``import benchflow.jobs.api`` by -X importtime."""
         proc = subprocess.run([PYTHON, "-X", "importtime", "-c", "import benchflow.jobs.api"], env=self.env,
@@ -109,6 +118,20 @@ class Tree:
             if line.rstrip().endswith("| benchflow.jobs.api"):
                 return int(line.split("|")[1]) / 1e6
         raise SystemExit("no importtime line for benchflow.jobs.api")
+
+
+IMPORT_ALONE = """
+import gc, importlib, sys, time
+gc.set_threshold(100_000, *gc.get_threshold()[1:])  # as while bench starts (benchflow.util.startup_gc)
+t = time.perf_counter()
+for name in sys.argv[1:]:
+    if name not in sys.modules:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+print(time.perf_counter() - t)
+"""
 
 
 def interleaved(trees: list[Tree], fn, repeats: int) -> dict[str, list]:
@@ -156,7 +179,15 @@ def main() -> None:
         wides = interleaved(trees, lambda t: t.bench(sixteen, tmp / f"jobs-16-{t.label}", "-j", "16"),
                             max(1, args.repeats // 2))
         imports = interleaved(trees, Tree.import_time, args.repeats)
-        profiles = interleaved(trees, lambda t: t.profile(one, tmp / f"jobs-prof-{t.label}"), args.repeats)
+        libraries: list[float] = []
+
+        def profiled(tree: Tree) -> dict:
+            found = tree.profile(one, tmp / f"jobs-prof-{tree.label}")
+            if tree is trees[-1]:
+                libraries.append(tree.libraries_time(found["libraries_before_first_container"]))
+            return found
+
+        profiles = interleaved(trees, profiled, args.repeats)
         sleeps = {}
         if args.sleep:
             slow = tmp / "slow"
@@ -187,6 +218,7 @@ def main() -> None:
     add("imports before the first container starts (s)",
         {k: med([p["imports_before_first_container"] or 0.0 for p in v]) for k, v in profiles.items()},
         f"<= {TARGETS['imports']}")
+    add("  ... its libraries imported alone (s)", {"": med(libraries[1:])}, "")
     add("imports in the whole process (s)", {k: med([p["imports_total"] for p in v]) for k, v in profiles.items()},
         "")
     for label, (s1, s4) in sleeps.items():
@@ -198,7 +230,7 @@ def main() -> None:
           f"({max(1, args.repeats // 2)} for the batches); bytecode cached")
     print(f"{'measurement'.ljust(width)}" + "".join(f"{lab:>10}" for lab in labels) + "    target")
     for name, values, target in rows:
-        if "" in values:  # one figure for the whole run (the floor)
+        if "" in values:  # one figure for the whole run (a floor)
             cells = f"{values['']:10.3f}".rjust(10 * len(labels))
         else:
             cells = "".join(f"{values[lab]:10.3f}" if lab in values else " " * 10 for lab in labels)

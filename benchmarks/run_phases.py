@@ -4,8 +4,10 @@
 
 Runs ``bench`` in this process with timing hooks and prints one JSON object:
 ``phases`` (label -> wall s, cpu s, of which imports s), ``engine`` (API call kind -> count,
-wall s), ``imports_before_first_container`` (s), ``total`` (s, from the parent's launch time,
-a ``time.monotonic()`` value) and ``cpu``. ``benchmarks/run_overhead.py`` prints the table.
+wall s), ``imports_before_first_container`` (s), ``libraries_before_first_container`` (the
+modules not of benchflow the main thread loaded by then, in order), ``total`` (s, from the
+parent's launch time, a ``time.monotonic()`` value) and ``cpu``. ``benchmarks/run_overhead.py``
+prints the table.
 
 Phases are exclusive: a hooked function's time excludes the hooked functions it calls. Hooks are
 placed on names as modules load; a name that no longer exists is skipped (listed in ``missing``),
@@ -60,9 +62,13 @@ class Timeline:
         self.wall: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self.imports: dict[str, float] = {}
-        self.import_depth = 0
+        self.depth = threading.local()
+        """Per thread: how many imports deep it is (an import on the main thread is timed when it is
+        that thread's outermost, whatever other threads are importing)."""
         self.import_total = 0.0
         self.first_container: float | None = None
+        self.first_libraries: list[str] = []
+        """Modules not of benchflow the main thread loaded before the first container, in order."""
 
     def _close(self) -> None:
         now, cpu = time.monotonic(), time.process_time()
@@ -128,13 +134,17 @@ def timed_exec(exec_module):
     """``exec_module`` of one loader, timed when it is the outermost import on the main thread."""
 
     def run(module) -> None:
-        outer = TL.import_depth == 0 and threading.current_thread() is MAIN
-        TL.import_depth += 1
+        main = threading.current_thread() is MAIN
+        depth = getattr(TL.depth, "n", 0)
+        outer = depth == 0 and main
+        if main and TL.first_container is None and module.__name__.partition(".")[0] != "benchflow":
+            TL.first_libraries.append(module.__name__)
+        TL.depth.n = depth + 1
         t = time.monotonic()
         try:
             exec_module(module)
         finally:
-            TL.import_depth -= 1
+            TL.depth.n = depth
             if outer:
                 spent = time.monotonic() - t
                 TL.import_total += spent
@@ -207,6 +217,7 @@ def report(code: int) -> None:
     out = {"exit_code": code, "total": time.monotonic() - LAUNCHED, "cpu": time.process_time(),
            "interpreter_start": START - LAUNCHED,
            "imports_before_first_container": TL.first_container, "imports_total": TL.import_total,
+           "libraries_before_first_container": TL.first_libraries,
            "phases": {k: {"wall": TL.wall[k], "cpu": TL.cpu.get(k, 0.0), "imports": TL.imports.get(k, 0.0)}
                       for k in TL.wall},
            "engine": {k: {"calls": v[0], "wall": v[1]} for k, v in engine.items()}, "missing": missing}
