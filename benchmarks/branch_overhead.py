@@ -29,8 +29,8 @@ Target: fork ≤ 0.6× fresh. On docker, the same run also times the engine's pa
 with the docker CLI (``engine_floor``): the containers each side asks for and a write and a read in
 each, without benchflow: 4 containers one after another, against one container, its commit and 3
 containers started from the commit all at once (more at once than the fork's children). On a
-setup-less task that ratio is what no fork can beat by much: a fork saves a fresh trial's engine
-work only. Then, on the same backend, the seconds for snapshot +
+setup-less task this part is all a fork can save (the agent and verifier work is the same on both
+sides), so that ratio tells how far the engine lets a fork go on this machine. Then, on the same backend, the seconds for snapshot +
 restore of a sandbox whose workspace (the task's workdir, owned by the sandbox
 user as in a trial) holds 200 MB of new files: median and worst of ``--repeats``,
 each in a new sandbox (target ≤ 2 s on docker); and the same once more on the
