@@ -20,6 +20,7 @@ import asyncio
 import hashlib
 import io
 import json
+import logging
 import os
 import re
 import weakref
@@ -37,6 +38,13 @@ LOG_TAIL_LINES = 40
 MAX_BUILDS_ENV = "BENCHFLOW_MAX_CONCURRENT_BUILDS"
 BUILD_SLOTS_ENV = "BENCHFLOW_BUILD_SLOTS"
 """A folder of slot files (``util.file_slots``) shared by worker shards: at most that many builds across them."""
+
+log = logging.getLogger(__name__)
+
+LOST_LAYER = ("unknown parent image ID", "failed to set parent")
+"""What the engine says when a cached layer a build reused was removed while it ran (an image removal,
+``bench cache``'s or another process's, took the untagged layers under it): building again finds no
+such cache and makes the layer anew."""
 
 _FROM = re.compile(r"^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
 
@@ -175,7 +183,8 @@ def image_exists(api, tag: str) -> bool:
 
 
 async def build_image(api, spec: SandboxSpec, labels: dict[str, str]) -> BuildOutcome:
-    """Find or build the image for ``spec``.
+    """Find or build the image for ``spec`` (built once more when a cached layer it reused was
+    removed meanwhile: :data:`LOST_LAYER`).
 
     Raises:
         BuildError: the build failed or timed out; ``log_tail`` holds the end of the log.
@@ -189,7 +198,13 @@ async def build_image(api, spec: SandboxSpec, labels: dict[str, str]) -> BuildOu
             from benchflow.util.file_slots import held_slot
 
             async with held_slot(os.environ.get(BUILD_SLOTS_ENV)):
-                return await _build(api, spec, tag, labels)
+                try:
+                    return await _build(api, spec, tag, labels)
+                except BuildError as exc:
+                    if not any(sign in str(exc) for sign in LOST_LAYER):
+                        raise
+                    log.info("%s: a cached layer was removed during the build; building again", spec.name)
+                    return await _build(api, spec, tag, labels)
 
 
 async def _build(api, spec: SandboxSpec, tag: str, labels: dict[str, str]) -> BuildOutcome:
