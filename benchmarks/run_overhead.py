@@ -22,9 +22,11 @@ current one, and prints both columns: before and after in the same run, on the s
 
 Bytecode is cached in a private ``PYTHONPYCACHEPREFIX`` (as an installed package has it), even
 when the caller's environment sets ``PYTHONDONTWRITEBYTECODE``; the first run of each series
-is a warm-up. Each tree has its own ``BENCHFLOW_CACHE``: what a run keeps for the next (pydantic's
-plugin scan, keyed on ``sys.path``, which ``--baseline-src`` changes; parsed front matter) is then
-what a user's next run finds, instead of the other tree's entry. Needs a Docker engine (scripts/docker-engine.sh).
+is a warm-up; each sample (the floor's too) starts once the engine has removed the containers of
+the one before (a run does not wait for their removal). Each tree has its own ``BENCHFLOW_CACHE``:
+what a run keeps for the next (pydantic's plugin scan, keyed on ``sys.path``, which
+``--baseline-src`` changes; parsed front matter) is then what a user's next run finds, instead of
+the other tree's entry. Needs a Docker engine (scripts/docker-engine.sh).
 
 Usage: .venv/bin/python benchmarks/run_overhead.py [--repeats 5] [--baseline-src DIR] [--sleep]
 """
@@ -55,7 +57,17 @@ def sh(*cmd: str) -> str:
     return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
 
 
+def settle(deadline: float = 120.0) -> None:
+    """Until the engine holds no container of ours (or ``deadline`` seconds): a run sends its
+    containers' removal and exits without waiting for it, so the last sample's removals (16 of them
+    after the -j 16 batch) would otherwise compete with the next sample for the two cores."""
+    end = time.monotonic() + deadline
+    while sh("docker", "ps", "-aq", "--filter", "label=benchflow.owned") and time.monotonic() < end:
+        time.sleep(0.1)
+
+
 def floor_once(tmp: Path) -> float:
+    settle()
     t = time.perf_counter()
     cid = sh("docker", "run", "-d", "--network", "none", "--init", IMAGE, "sleep", "infinity")
     sh("docker", "exec", cid, "sh", "-c", "mkdir -p /app /logs/verifier && echo 'Do the task.' > /instruction.md")
@@ -79,6 +91,7 @@ class Tree:
 
     def run(self, argv: list[str]) -> tuple[float, float, float, str]:
         """(wall s, CPU s, peak RSS MiB, stdout) of one child process (its own rusage, by wait4)."""
+        settle()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             t = time.perf_counter()
             proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=err)
@@ -112,6 +125,7 @@ class Tree:
 
     def import_time(self) -> float:
         """Cumulative seconds of ``import benchflow.jobs.api`` by -X importtime."""
+        settle()
         proc = subprocess.run([PYTHON, "-X", "importtime", "-c", "import benchflow.jobs.api"], env=self.env,
                               capture_output=True, text=True, check=True)
         for line in proc.stderr.splitlines():
