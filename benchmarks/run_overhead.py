@@ -91,7 +91,6 @@ class Tree:
 
     def run(self, argv: list[str]) -> tuple[float, float, float, str]:
         """(wall s, CPU s, peak RSS MiB, stdout) of one child process (its own rusage, by wait4)."""
-        settle()
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             t = time.perf_counter()
             proc = subprocess.Popen(argv, env=self.env, stdout=out, stderr=err)
@@ -106,11 +105,13 @@ class Tree:
             return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.read().decode()
 
     def bench(self, tasks: Path, jobs: Path, *extra: str) -> tuple[float, float, float]:
+        settle()
         wall, cpu, rss, _ = self.run([PYTHON, "-m", "benchflow.cli", "run", str(tasks), "-s", "docker",
                                       "--jobs-dir", str(jobs), "--fresh", "-q", *extra])
         return wall, cpu, rss
 
     def profile(self, tasks: Path, jobs: Path) -> dict:
+        settle()
         launched = time.monotonic()
         _, _, _, out = self.run([PYTHON, str(ROOT / "benchmarks/run_phases.py"), repr(launched), "--",
                                  "run", str(tasks), "-s", "docker", "--jobs-dir", str(jobs), "--fresh", "-q"])
@@ -120,6 +121,7 @@ class Tree:
 
     def libraries_time(self, names: list[str]) -> float:
         """Seconds a fresh interpreter takes to import ``names`` in order (those not loaded yet)."""
+        settle()
         _, _, _, out = self.run([PYTHON, "-c", IMPORT_ALONE, *names])
         return float(out)
 
