@@ -249,8 +249,12 @@ class AgentCoreDouble:
 
     def close(self) -> None:
         """Remove the sessions' containers and the engine's tags of this registry's images (the images stay)."""
-        for container in self.engine.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"}):
-            container.remove(force=True)
+        mine = {"label": f"{LABEL}={os.getpid()}"}
+        for container in self.engine.containers.list(all=True, sparse=True, filters=mine):
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:  # removed meanwhile
+                pass
         for image in self.engine.api.images():
             for tag in image.get("RepoTags") or []:
                 if tag.startswith(self.host + "/"):

@@ -409,8 +409,12 @@ class DaytonaDouble:
     def close(self) -> None:
         if self._engine is None:
             return
-        for container in self.engine.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"}):
-            container.remove(force=True)
+        mine = {"label": f"{LABEL}={os.getpid()}"}
+        for container in self.engine.containers.list(all=True, sparse=True, filters=mine):
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:  # removed meanwhile
+                pass
         for snapshot in self.snapshots.values():
             try:
                 if snapshot["image"]:

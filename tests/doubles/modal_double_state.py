@@ -218,8 +218,12 @@ class State:
     def close(self) -> None:
         if self._engine is None:
             return
-        for container in self.engine.containers.list(all=True, filters={"label": f"{LABEL}={os.getpid()}"}):
-            container.remove(force=True)
+        mine = {"label": f"{LABEL}={os.getpid()}"}
+        for container in self.engine.containers.list(all=True, sparse=True, filters=mine):
+            try:
+                container.remove(force=True)
+            except docker.errors.NotFound:  # removed meanwhile
+                pass
         for tag in self.snapshots:
             try:
                 self.engine.images.remove(tag, force=True)

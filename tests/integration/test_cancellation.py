@@ -71,7 +71,8 @@ def later(loop, fn, turns: int = 3) -> None:
 
 def labelled_containers(job_dir: Path) -> list[str]:
     client = docker.from_env()
-    return [c.id for c in client.containers.list(all=True, filters={"label": f"benchflow.job={job_dir.resolve()}"})]
+    found = client.containers.list(all=True, sparse=True, filters={"label": f"benchflow.job={job_dir.resolve()}"})
+    return [c.id for c in found]
 
 
 @pytest.mark.parametrize(("kind", "where"), POINTS, ids=[f"{k}-{w}" for k, w in POINTS])

@@ -36,7 +36,8 @@ def pod_leftovers(job: Path) -> tuple[list[str], list[str]]:
 
     client = docker.from_env()
     label = f"benchflow.job={job.resolve()}"
-    containers = [c.name for c in client.containers.list(all=True, filters={"label": label})]
+    found = client.containers.list(all=True, sparse=True, filters={"label": label})  # sparse: no inspect of each
+    containers = [c.attrs["Names"][0].lstrip("/") for c in found]
     volumes = [v.name for v in client.volumes.list(filters={"label": label})]
     return containers, volumes
 
@@ -171,7 +172,7 @@ async def test_siblings_share_mains_network_only_and_keep_the_hardening(tmp_path
     import docker
 
     client = docker.from_env()
-    assert client.containers.list(all=True, filters={"label": f"benchflow.pod={pod}"}) == []
+    assert client.containers.list(all=True, sparse=True, filters={"label": f"benchflow.pod={pod}"}) == []
     assert client.volumes.list(filters={"label": f"benchflow.pod={pod}"}) == []
 
 

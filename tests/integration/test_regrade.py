@@ -34,7 +34,8 @@ def trial_of(job: Path, task: str) -> Path:
 def regrade_containers(path: Path) -> list[str]:
     import docker
 
-    found = docker.from_env().containers.list(all=True, filters={"label": f"benchflow.regrade={path.resolve()}"})
+    mine = {"label": f"benchflow.regrade={path.resolve()}"}
+    found = docker.from_env().containers.list(all=True, sparse=True, filters=mine)
     return [c.id for c in found]
 
 

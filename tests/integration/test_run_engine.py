@@ -35,7 +35,7 @@ def containers_of(job: Path) -> list[str]:
     import docker
 
     client = docker.from_env()
-    found = client.containers.list(all=True, filters={"label": f"benchflow.job={job.resolve()}"})
+    found = client.containers.list(all=True, sparse=True, filters={"label": f"benchflow.job={job.resolve()}"})
     return [c.id for c in found]
 
 
