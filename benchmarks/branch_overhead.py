@@ -7,8 +7,8 @@ on the same sandbox backend, in this process, one after another:
     fresh     4 plain trials (bf.run, concurrency 1): build check, start, upload, setup, agent, verifier each
 
 The fixture is what a fork saves a user: its ``sandbox.setup_commands`` stand for
-a task's setup (a dependency install, a dataset unpacked: 20 MB in 400 files and
-2 s of waiting, as on a download). The fork runs the setup once and each child
+a task's setup (a dependency install, a dataset unpacked: 20 MB in 400 files
+written, no waiting for a download). The fork runs the setup once and each child
 restores the snapshot that holds it; each fresh trial runs it again. The agent and
 verifier work per child is the same trivial work on both sides (the oracle writes
 one file the verifier reads). ``--task`` measures another task (e.g. the
