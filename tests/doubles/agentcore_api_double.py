@@ -48,6 +48,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.doubles.agentcore_registry_double import Registry, event
+from tests.doubles.engine_cleanup import remove_containers
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -249,12 +250,7 @@ class AgentCoreDouble:
 
     def close(self) -> None:
         """Remove the sessions' containers and the engine's tags of this registry's images (the images stay)."""
-        mine = {"label": f"{LABEL}={os.getpid()}"}
-        for container in self.engine.containers.list(all=True, sparse=True, filters=mine):
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:  # removed meanwhile
-                pass
+        remove_containers(self.engine, LABEL)
         for image in self.engine.api.images():
             for tag in image.get("RepoTags") or []:
                 if tag.startswith(self.host + "/"):

@@ -43,6 +43,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.doubles.engine_cleanup import remove_containers
+
 API_KEY = "double-key"
 ORG = "org-double"
 LABEL = "benchflow-daytona-double"
@@ -409,12 +411,7 @@ class DaytonaDouble:
     def close(self) -> None:
         if self._engine is None:
             return
-        mine = {"label": f"{LABEL}={os.getpid()}"}
-        for container in self.engine.containers.list(all=True, sparse=True, filters=mine):
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:  # removed meanwhile
-                pass
+        remove_containers(self.engine, LABEL)
         for snapshot in self.snapshots.values():
             try:
                 if snapshot["image"]:

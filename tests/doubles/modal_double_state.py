@@ -26,6 +26,8 @@ import docker
 from grpclib import GRPCError, Status
 from modal_proto import api_pb2
 
+from tests.doubles.engine_cleanup import remove_containers
+
 TOKEN_ID = "ak-double"
 TOKEN_SECRET = "as-double"
 LABEL = "benchflow-modal-double"
@@ -218,12 +220,7 @@ class State:
     def close(self) -> None:
         if self._engine is None:
             return
-        mine = {"label": f"{LABEL}={os.getpid()}"}
-        for container in self.engine.containers.list(all=True, sparse=True, filters=mine):
-            try:
-                container.remove(force=True)
-            except docker.errors.NotFound:  # removed meanwhile
-                pass
+        remove_containers(self.engine, LABEL)
         for tag in self.snapshots:
             try:
                 self.engine.images.remove(tag, force=True)
