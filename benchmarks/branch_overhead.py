@@ -81,17 +81,14 @@ def fresh(sandbox: str, jobs: Path, task: Path) -> float:
     return time.monotonic() - t
 
 
-FLOOR_IMAGE = "debian:bookworm-slim"
 KEEP = ["sh", "-c", "while sleep 1000; do :; done"]
 
 
 def engine_floor() -> tuple[float, float]:
     """Seconds of the engine's part of (4 fresh trials, one fork of 4) by hand with the docker CLI."""
-    import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
-    def sh(*cmd: str) -> str:
-        return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
+    from run_overhead import IMAGE, sh  # the run path's floor by hand: the same CLI calls, the same image
 
     def child(image: str, box: str | None = None) -> None:
         box = box or sh("docker", "run", "-d", "--init", "--network", "none", image, *KEEP)
@@ -101,9 +98,9 @@ def engine_floor() -> tuple[float, float]:
 
     t = time.monotonic()
     for _ in PROMPTS:
-        child(FLOOR_IMAGE)
+        child(IMAGE)
     fresh_s, t = time.monotonic() - t, time.monotonic()
-    parent = sh("docker", "run", "-d", "--init", "--network", "none", FLOOR_IMAGE, *KEEP)
+    parent = sh("docker", "run", "-d", "--init", "--network", "none", IMAGE, *KEEP)
     snap = sh("docker", "commit", parent, "benchflow/branch-floor:x")
     with ThreadPoolExecutor(len(PROMPTS)) as pool:
         list(pool.map(lambda i: child(snap, parent if i == 0 else None), range(len(PROMPTS))))
