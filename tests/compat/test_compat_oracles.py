@@ -24,7 +24,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 COMPAT = ROOT / "tests" / "fixtures" / "compat"
 PREBUILT = "alexgshaw/compat-tb2-prebuilt-uvx:20251031"
-ORACLE_REWARDS = {"tb2-prebuilt-uvx": "1", "skillsbench-skills": "1.000", "verbose-setx": "1.00"}
+ORACLE_REWARDS = {"tb2-prebuilt-uvx": "1", "skillsbench-skills": "1.000", "verbose-setx": "1.00",
+                  "tb2-cwd-program": "1", "skillsbench-venv-path": "1"}
 
 
 def host_ca() -> Path:
@@ -147,6 +148,11 @@ def test_runtime_capability_check_warns_about_adaptations(tmp_path):
             "else builds environment/Dockerfile") in done.stderr
 
 
+def test_an_environment_image_key_beside_a_dockerfile_builds_the_dockerfile(through_bench):
+    trial = through_bench["skillsbench-venv-path"]
+    assert trial["config"]["sandbox_fit"]["image"] == {"source": "dockerfile"}
+
+
 def test_dry_run_reports_each_task_without_pulling(tmp_path):
     done = run_bench("run", str(COMPAT), "--dry-run", "--jobs-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
@@ -154,4 +160,4 @@ def test_dry_run_reports_each_task_without_pulling(tmp_path):
     assert plan["skillsbench-skills"]["image"] == {"source": "dockerfile"}
     assert plan["tb2-prebuilt-uvx"]["cpus"]["asked"] == 4.0
     lines = [line for line in done.stderr.splitlines() if line.startswith("  task ")]
-    assert len(lines) == 3 and all("| network: " in line and "| cpus: " in line for line in lines)
+    assert len(lines) == len(ORACLE_REWARDS) and all("| network: " in line and "| cpus: " in line for line in lines)

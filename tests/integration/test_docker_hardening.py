@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -255,7 +256,7 @@ async def test_planted_conftest_is_removed_unless_the_task_keeps_them(box, tmp_p
         assert any("/app/conftest.py" in w for w in outcome.warnings)
 
 
-async def test_planted_pytest_module_in_the_workspace_is_not_imported(box, tmp_path):
+async def test_planted_pytest_module_in_the_workspace_is_removed_before_the_verifier(box, tmp_path):
     fake = "open('/logs/verifier/reward.txt', 'w').write('1')\nraise SystemExit(0)\n"
     await as_agent(box, f"echo 41 > /app/answer.txt && cat > /app/pytest.py <<'EOF'\n{fake}EOF")
     task = make_task(tmp_path / "tasks", "pytest-module",
@@ -265,7 +266,49 @@ async def test_planted_pytest_module_in_the_workspace_is_not_imported(box, tmp_p
     outcome = await verify(box, task, tmp_path / "verifier")
     assert outcome.error is None, outcome.error
     assert outcome.rewards == {"reward": 0.0}
-    assert (await box.exec(["test", "-e", "/app/pytest.py"])).success  # left alone: it is simply not imported
+    assert not (await box.exec(["test", "-e", "/app/pytest.py"])).success
+    assert any("shadow a module" in w and "/app/pytest.py" in w for w in outcome.warnings), outcome.warnings
+
+
+async def test_a_planted_stdlib_module_is_removed_and_the_agents_own_modules_stay_importable(box, tmp_path):
+    """The working folder stays on ``sys.path`` as by hand (tests import the agent's ``eigen.py`` and
+    run its ``run.py``); only the agent's file named like a module pytest imports goes."""
+    fake_json = "import os; os.makedirs('/logs/verifier', exist_ok=True); open('/logs/verifier/reward.txt', 'w').write('1')\n"
+    await as_agent(box, "echo 41 > /app/answer.txt && printf 'def value():\\n    return 7\\n' > /app/eigen.py"
+                        " && printf 'import eigen\\nprint(eigen.value())\\n' > /app/run.py"
+                        f" && mkdir /app/json && cat > /app/json/__init__.py <<'EOF'\n{fake_json}EOF")
+    test = ("import subprocess, sys\nfrom eigen import value\n\n"
+            "def test_module():\n    assert value() == 7\n\n"
+            "def test_program():\n    out = subprocess.run([sys.executable, 'run.py'], capture_output=True, text=True)\n"
+            "    assert out.stdout.strip() == '7', out.stderr\n\n"
+            "def test_answer():\n    assert open('/app/answer.txt').read().strip() == '42'\n")
+    task = make_task(tmp_path / "tasks", "cwd-modules",
+                     test="cd /app && python3 -m pytest -q -rA /verifier/test_cwd.py > /logs/verifier/out.txt 2>&1; "
+                          "echo 0 > /logs/verifier/reward.txt")
+    (task / "verifier" / "test_cwd.py").write_text(test)
+    outcome = await verify(box, task, tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 0.0}  # the planted json package did not write a 1
+    report = (tmp_path / "verifier" / "out.txt").read_text()
+    assert {name: state for state, name in re.findall(r"^(PASSED|FAILED) \S*::(\w+)", report, re.M)} == {
+        "test_module": "PASSED", "test_program": "PASSED", "test_answer": "FAILED"}, report
+    assert not (await box.exec(["test", "-e", "/app/json"])).success
+    assert (await box.exec(["test", "-e", "/app/eigen.py"])).success
+
+
+async def test_a_program_the_agent_put_on_a_writable_path_folder_is_removed(box, tmp_path):
+    loose = await box.exec(["sh", "-c", "mkdir -p /opt/tools/bin && chmod 0777 /opt/tools/bin"])  # a careless image
+    assert loose.success, loose.stderr
+    fake = "#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n"
+    await as_agent(box, f"echo 41 > /app/answer.txt && printf '{fake}' > /opt/tools/bin/grade && chmod +x /opt/tools/bin/grade")
+    task = make_task(tmp_path / "tasks", "path-program",
+                     test=SCORE_ANSWER + "; command -v grade >/dev/null && grade; exit 0")
+    doc = task / "task.md"
+    doc.write_text(doc.read_text().replace("verifier: {", "verifier: {env: {PATH: '/opt/tools/bin:/usr/bin:/bin'}, "))
+    outcome = await verify(box, task, tmp_path / "verifier")
+    assert outcome.error is None, outcome.error
+    assert outcome.rewards == {"reward": 0.0}
+    assert any("/opt/tools/bin/grade" in w for w in outcome.warnings), outcome.warnings
 
 
 async def test_startup_files_in_a_writable_python_path_folder_are_removed(box, tmp_path):

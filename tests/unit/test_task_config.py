@@ -233,3 +233,20 @@ def test_verifier_shorthand_moves_the_verifier_dir(tmp_path):
     assert task.paths.verifier_dir == root / "checks"
     assert task.paths.solve_path == root / "reference" / "solve.sh"
     assert task.config.verifier.timeout_sec == 600.0
+
+
+def test_legacy_environment_image_beside_a_dockerfile_is_kept_aside_and_the_dockerfile_built(tmp_path):
+    """SkillsBench's ``[environment] image = "python:3.12-slim"`` is a note Harbor ignores: it builds
+    ``environment/Dockerfile``; read as ``docker_image`` it ran a bare image without the task's files."""
+    (tmp_path / "task.toml").write_text('version = "1.0"\n[environment]\nimage = "python:3.12-slim"\ncpus = 1\n')
+    (tmp_path / "environment").mkdir()
+    (tmp_path / "environment" / "Dockerfile").write_text("FROM python:3.12.8-slim\nWORKDIR /app\n")
+    legacy = read_legacy(tmp_path)
+    assert legacy.config.sandbox.docker_image is None
+    assert legacy.compat["extra"] == {"sandbox": {"image": "python:3.12-slim"}}
+    assert any("environment/Dockerfile is built" in w for w in legacy.warnings)
+
+
+def test_legacy_environment_image_without_a_dockerfile_is_the_image_to_run(tmp_path):
+    (tmp_path / "task.toml").write_text('version = "1.0"\n[environment]\nimage = "python:3.12-slim"\n')
+    assert read_legacy(tmp_path).config.sandbox.docker_image == "python:3.12-slim"

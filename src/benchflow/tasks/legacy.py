@@ -98,6 +98,12 @@ def read_legacy(task_dir: str | Path) -> LegacyConfig:
     data = apply_renames(parse_toml(Path(task_dir)))
     extra: dict[str, Any] = {}
     paths: list[str] = []
+    notes: list[str] = []
+    if _builds_instead_of_image(data, Path(task_dir)):
+        _set_nested(extra, ("sandbox", "image"), data["sandbox"].pop("image"))
+        paths.append("sandbox.image")
+        notes.append("task.toml: [environment] image is not a Harbor key: environment/Dockerfile is built, as "
+                     "Harbor does (docker_image names a prebuilt image)")
     for _ in range(50):  # each round removes at least one key; the cap guards odd inputs
         try:
             config = TaskConfig.model_validate(data)
@@ -117,10 +123,23 @@ def read_legacy(task_dir: str | Path) -> LegacyConfig:
                 paths.append(_path_text(loc))
     else:
         raise TaskError("task.toml: too many unknown keys; check the file is a task.toml")
-    warnings = [f"task.toml: unknown key '{p}' is kept aside (BenchFlow does not use it)" for p in paths]
+    warnings = notes + [f"task.toml: unknown key '{p}' is kept aside (BenchFlow does not use it)"
+                        for p in paths[len(notes):]]
     compat = ({"status": "preserved-extra", "source": "legacy", "extra": extra, "extra_paths": paths}
               if paths else None)
     return LegacyConfig(config=config, declared=data, warnings=warnings, compat=compat)
+
+
+def _builds_instead_of_image(data: dict[str, Any], task_dir: Path) -> bool:
+    """``[environment] image`` beside an ``environment/Dockerfile``: Harbor ignores the key and builds
+    the Dockerfile (SkillsBench tasks carry it as a note of their base image). Without a Dockerfile it
+    stays the native alias of ``docker_image``: there is nothing else to run."""
+    sandbox = data.get("sandbox")
+    if not isinstance(sandbox, dict) or "image" not in sandbox or "docker_image" in sandbox:
+        return False
+    environment = task_dir / "environment"
+    return any((environment / name).is_file() for name in
+               ("Dockerfile", "docker-compose.yaml", "docker-compose.yml"))
 
 
 def load_legacy_config(task_dir: str | Path) -> tuple[TaskConfig, list[str]]:

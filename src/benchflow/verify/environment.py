@@ -1,8 +1,9 @@
-"""The verifier's environment: the task's ``verifier.env`` under pinned security invariants.
+"""The verifier's environment: the image's, the task's ``verifier.env`` over it, pytest's invariants on top.
 
-Whatever the task or the agent left behind, the verifier runs with a fixed
-PATH, no user site, no injected preload, and pytest confined to the verifier
-folder, so an agent cannot change how its work is graded.
+The image's ``ENV`` lines and the task's settings are the task author's, not the agent's: the
+verifier starts from them as ``test.sh`` run by hand does. What the agent can leave behind is
+files; the fence (:mod:`.fence`) removes those that would change how its work is graded, and the
+pins here keep pytest's plugins and conftests to the trusted ones.
 """
 
 from __future__ import annotations
@@ -34,35 +35,32 @@ PLUGIN_DIR = "/benchflow-verifier"
 """Root-owned folder, made fresh before each verification, holding :mod:`trusted_plugins`."""
 PLUGIN_MODULE = "benchflow_trusted_plugins"
 
+PLUGIN_PATH_PREFIX = f'export PYTHONPATH="{PLUGIN_DIR}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
+"""Shell line run before the verifier's command: the plugin folder goes in front of the image's (or
+the task's) ``PYTHONPATH``, which stays as the task author set it."""
+
 
 def pinned_env(task_env: Mapping[str, str], *, verifier_dir: str, workdir: str) -> dict[str, str]:
-    """The verifier's environment: task values first, the invariants re-pinned over them.
+    """The verifier's environment: the image's own (the exec inherits it), the task's values over
+    it, and pytest's plugin and config invariants over those.
 
-    Plugin autoloading stays off; ``-p benchflow_trusted_plugins`` loads the pytest plugins that
-    are installed root-owned once pytest starts (see :mod:`benchflow.verify.trusted_plugins`),
-    so a verifier that installs ``pytest-json-ctrf`` itself can use ``--ctrf``.
+    Only what keeps an agent's *files* out of the run is pinned: plugin autoloading stays off
+    (``-p benchflow_trusted_plugins`` loads the pytest plugins installed root-owned once pytest
+    starts, see :mod:`benchflow.verify.trusted_plugins`, so a verifier that installs
+    ``pytest-json-ctrf`` itself can use ``--ctrf``), conftests stop at the verifier folder and
+    nothing is cached in the workspace. The image's ``PATH``, ``PYTHONPATH``, ``HOME`` and the
+    rest are the task author's: they are left as the image sets them, so the verifier sees what
+    ``test.sh`` sees when run by hand in the same container. What an agent can plant to change
+    the run (modules that shadow the standard library or pytest in the working folder, programs in
+    folders on ``PATH`` it can write, start-up files, cached bytecode) the fence removes
+    (:mod:`.fence`); ``docs/SECURITY.md`` says the trade-off. The caller runs
+    :data:`PLUGIN_PATH_PREFIX` first.
     """
     env = dict(task_env)
     env.update({
-        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "PYTEST_ADDOPTS": f"-c /dev/null --confcutdir={verifier_dir} -p no:cacheprovider --rootdir={workdir} "
                           f"-p {PLUGIN_MODULE}",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
-        "PYTHONPYCACHEPREFIX": "/nonexistent",
-        "PYTHONSAFEPATH": "1",
-        "PYTHONPATH": PLUGIN_DIR,
-        "PYTHONSTARTUP": "",
-        "LD_PRELOAD": "",
-        "LD_LIBRARY_PATH": "",
-        "PYTHONNOUSERSITE": "1",
-        "PIP_USER": "0",
-        "PIP_NO_USER_CONFIG": "1",
-        "PIP_BREAK_SYSTEM_PACKAGES": "1",
-        "HOME": "/root",
-        "PYTHONBREAKPOINT": "0",
-        "COVERAGE_PROCESS_START": "",
-        "DJANGO_SETTINGS_MODULE": "",
-        "CELERY_CONFIG_MODULE": "",
     })
     return env

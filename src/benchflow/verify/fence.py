@@ -23,6 +23,14 @@ Run after the agent phase and before the verifier's files are uploaded:
 4. With a non-root agent: ``sitecustomize.py``, ``usercustomize.py`` and ``*.pth`` are deleted from
    the folders of the system Pythons' path that the agent can write (Python runs them at start).
    The path is read with ``python -I -S`` so that nothing planted runs as root while it is read.
+   Then, still with a non-root agent, what it wrote that the verifier would run in its stead: its
+   files and packages at the top of the working folder named like a module of the standard
+   library or pytest (:data:`SHADOWED_NAMES`: that folder is ``sys.path[0]`` of ``python -m pytest``
+   run there, and of ``python x.py``), and its files in folders on the verifier's ``PATH`` that it
+   can write. The verifier's environment is the image's own, as by hand; these files are what the
+   agent could use to change it.
+4b. Cached bytecode under the verifier folder's destination is deleted: only the upload's own
+   sources are compiled there.
 5. The trusted-plugins shim is written root-owned to :data:`~.environment.PLUGIN_DIR`; native tasks
    get ``/tests`` as a link to ``/verifier``.
 6. Given a verifier folder (a small one, :data:`CARRY_MAX_BYTES`), its archive rides on the fence
@@ -40,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -70,13 +79,14 @@ START_TRIES = 3
 
 # $1 agent user  $2 verifier user  $3 link|no  $4 plugin dir  $5 plugin module  $6 1|0 cleanup conftests
 # $7 workspace  $8 verifier folder  $9 the plugin  ${10} 1|0 stdin is a tar to unpack at /
-# ${11} 1|0 kill -1 as the agent first; ${12} (optional) a nonce: once done, print "NONCE fenced", run
-# ${13}... (the verifier), print "NONCE verified" and an archive of /logs/verifier (cut past the carry
+# ${11} the module names an agent's file must not shadow  ${12} the verifier's PATH ('' = this exec's)
+# ${13} 1|0 kill -1 as the agent first; ${14} (optional) a nonce: once done, print "NONCE fenced", run
+# ${15}... (the verifier), print "NONCE verified" and an archive of /logs/verifier (cut past the carry
 # limit), and exit with the verifier's code. Until the agent is gone: builtins only, no fork (but that one).
 _PREPARE = r"""
 u=$1; vu=$2; link=$3; plugins=$4; module=$5; conftests=$6; wd=$7; vdir=$8; plugin=$9; carry=${10}
-stopall=${11}; nonce=${12}; uid=; gid=
-[ -n "$nonce" ] && shift 12
+shadowed=" ${11} "; vpath=${12:-$PATH}; stopall=${13}; nonce=${14}; uid=; gid=
+[ -n "$nonce" ] && shift 14
 case "$u" in
   '') ;;
   *[!0-9]*) while IFS=: read -r n _ i g _; do [ "$n" = "$u" ] && { uid=$i; gid=$g; break; }; done < /etc/passwd ;;
@@ -146,7 +156,29 @@ print("\n".join(sys.path + site.getsitepackages()))' 2>/dev/null
     fi
     set +f
   done | while IFS= read -r f; do echo "startup $f"; done
+  # What the agent wrote in the working folder under the name of a module the verifier's Python or
+  # pytest imports: that folder is sys.path[0] of `python -m pytest` and of `python x.py` run there.
+  [ -d "$wd" ] && find "$wd" -mindepth 1 -maxdepth 1 -user "$uid" 2>/dev/null | while IFS= read -r f; do
+    n=${f##*/}; n=${n%%.*}
+    case "$shadowed" in *" $n "*) ;; *) continue ;; esac
+    case "${f##*/}" in "$n".py|"$n".pyc|"$n".so|"$n".*.so) ;; *) [ -f "$f/__init__.py" ] || continue ;; esac
+    rm -rf "$f" && echo "shadow $f"
+  done
+  # Programs the agent put in folders on the verifier's PATH that it can write.
+  IFS=:; set -f
+  for dir in $vpath; do
+    [ -d "$dir" ] || continue
+    [ -n "$(find -H "$dir" -maxdepth 0 -type d \( -user "$uid" -o -perm -0002 -o \( -group "$gid" -perm -0020 \) \) \
+               2>/dev/null)" ] || continue
+    find -H "$dir" -mindepth 1 -maxdepth 1 ! -type d -user "$uid" -print -exec rm -f {} + 2>/dev/null \
+      | while IFS= read -r f; do echo "path $f"; done
+  done
+  unset IFS; set +f
 fi
+# Bytecode left where the verifier's files arrive: only the upload's own files are loaded there.
+for d in "$vdir" /tests; do
+  [ -d "$d" ] && [ ! -L "$d" ] && find "$d" \( -name __pycache__ -o -name '*.pyc' \) -prune -exec rm -rf {} + 2>/dev/null
+done
 if [ "$carry" = 1 ]; then
   if command -v tar >/dev/null 2>&1; then
     tar -xf - -C / || { echo "tar could not unpack the verifier folder" >&2; exit 5; }
@@ -168,6 +200,14 @@ exit $rc
 
 _TRUSTED_PLUGINS = Path(__file__).with_name("trusted_plugins.py")
 
+_PYTEST_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "tomli", "exceptiongroup",
+                   "pygments", "colorama")
+_NOT_IMPORTED = {"test", "this", "antigravity", "idlelib", "turtledemo", "__hello__", "__phello__"}
+"""Standard-library names no verifier imports and agents use for files of their own (``test.py``)."""
+SHADOWED_NAMES = " ".join(sorted((set(sys.stdlib_module_names) - _NOT_IMPORTED) | set(_PYTEST_MODULES)))
+"""Module names a file the agent wrote in the working folder must not have: there it comes before the
+standard library and pytest on ``sys.path`` of a ``python -m pytest`` (or ``python x.py``) run there."""
+
 
 @dataclass
 class FenceReport:
@@ -175,6 +215,10 @@ class FenceReport:
 
     conftests: list[str] = field(default_factory=list)
     startup_files: list[str] = field(default_factory=list)
+    shadowing: list[str] = field(default_factory=list)
+    """The agent's files in the working folder named like a module of the standard library or pytest."""
+    path_programs: list[str] = field(default_factory=list)
+    """The agent's files in folders on the verifier's ``PATH`` that it could write."""
     uploaded: bool = False
     """The verifier folder handed to :func:`fence` is in place (unpacked by the fence itself)."""
 
@@ -189,6 +233,12 @@ class FenceReport:
         if self.startup_files:
             out.append("removed Python start-up files from folders on Python's path that the agent could write: "
                        + ", ".join(self.startup_files[:5]))
+        if self.shadowing:
+            out.append("removed the agent's files that shadow a module of Python or pytest in the working folder: "
+                       + ", ".join(self.shadowing[:5]))
+        if self.path_programs:
+            out.append("removed the agent's programs from folders on the verifier's PATH that it could write: "
+                       + ", ".join(self.path_programs[:5]))
         return out
 
 
@@ -209,16 +259,18 @@ async def stop_agent_processes(sandbox: Sandbox, agent_user: str | None) -> None
 
 async def fence(sandbox: Sandbox, *, agent_user: str | None, verifier_user: str | None, link_tests: bool,
                 verifier_dir: str, workdir: str, cleanup_conftests: bool,
-                carry: Path | None = None) -> FenceReport:
+                carry: Path | None = None, verifier_path: str | None = None) -> FenceReport:
     """Stop the agent and clean the sandbox for the verifier (see the module docstring); ``carry``:
-    a local verifier folder to put at ``verifier_dir`` in the same exec when it is small.
+    a local verifier folder to put at ``verifier_dir`` in the same exec when it is small;
+    ``verifier_path``: the verifier's ``PATH`` when the task sets one (else the image's).
 
     Raises:
         VerifierError: category ``verifier_infra`` when the agent's processes could not all be
             stopped, ``/logs/verifier`` could not be made, or the carried folder not unpacked.
     """
     archive = _carried(carry, verifier_dir)
-    args = _args(agent_user, verifier_user, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
+    args = _args(agent_user, verifier_user, link_tests, verifier_dir, workdir, cleanup_conftests, archive,
+                 verifier_path)
     room = _Room()
     async with room:
         for stop_all in ("1", "0"):
@@ -278,9 +330,11 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
     archive = _carried(carry, verifier_dir)
     if archive is None:
         return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
-                           verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests), None, None
+                           verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests,
+                           verifier_path=env.get("PATH")), None, None
     nonce = secrets.token_hex(12)
-    args = _args(agent_user, None, link_tests, verifier_dir, workdir, cleanup_conftests, archive)
+    args = _args(agent_user, None, link_tests, verifier_dir, workdir, cleanup_conftests, archive,
+                 env.get("PATH"))
     split = await run_split(sandbox, ["sh", "-c", _PREPARE, "fence", *args, "1", nonce, *argv],
                             line=f"{nonce} fenced", first_timeout=FENCE_TIMEOUT, timeout=timeout,
                             stdin=archive, env=env, cwd=cwd, trailer=f"{nonce} verified", trailer_cap=CARRY_MAX_BYTES)
@@ -289,7 +343,7 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
             _check(split.result)
         return await fence(sandbox, agent_user=agent_user, verifier_user=None, link_tests=link_tests,
                            verifier_dir=verifier_dir, workdir=workdir, cleanup_conftests=cleanup_conftests,
-                           carry=carry), None, None
+                           carry=carry, verifier_path=env.get("PATH")), None, None
     report = _report(split.head)
     if not report.uploaded:
         return report, None, None
@@ -297,10 +351,10 @@ async def fence_then_run(sandbox: Sandbox, argv: list[str], *, env: dict[str, st
 
 
 def _args(agent_user: str | None, verifier_user: str | None, link_tests: bool, verifier_dir: str, workdir: str,
-          cleanup_conftests: bool, archive: bytes | None) -> list[str]:
+          cleanup_conftests: bool, archive: bytes | None, verifier_path: str | None) -> list[str]:
     return [agent_user if not is_root(agent_user) else "", verifier_user or "", "link" if link_tests else "no",
             PLUGIN_DIR, PLUGIN_MODULE, "1" if cleanup_conftests else "0", workdir, verifier_dir,
-            _TRUSTED_PLUGINS.read_text(), "1" if archive is not None else "0"]
+            _TRUSTED_PLUGINS.read_text(), "1" if archive is not None else "0", SHADOWED_NAMES, verifier_path or ""]
 
 
 def _check(result: ExecResult) -> None:
@@ -330,6 +384,10 @@ def _report(stdout: str) -> FenceReport:
             report.conftests.append(path)
         elif kind == "startup":
             report.startup_files.append(path)
+        elif kind == "shadow":
+            report.shadowing.append(path)
+        elif kind == "path":
+            report.path_programs.append(path)
     return report
 
 

@@ -21,7 +21,7 @@ from benchflow.categories import classify_verifier_error
 from benchflow.errors import BenchError, VerifierError
 from benchflow.sandbox.base import Sandbox
 
-from .environment import pinned_env, verifier_task_env
+from .environment import PLUGIN_PATH_PREFIX, pinned_env, verifier_task_env
 from .fence import fence, fence_then_run, is_root
 from .rewards import RewardError, parse_reward_files
 from .strategies import Selected, StrategyContext, commands, host_runner, select
@@ -88,7 +88,7 @@ async def run_verifier(sandbox: Sandbox, task: Any, verifier_dir: Path, *, workd
                                                  timeout=float(config.timeout_sec), carry=task.paths.verifier_dir,
                                                  **fence_args)
         else:
-            fenced = await fence(sandbox, verifier_user=config.user,
+            fenced = await fence(sandbox, verifier_user=config.user, verifier_path=task_env.get("PATH"),
                                  carry=task.paths.verifier_dir if carry else None, **fence_args)
         outcome.warnings.extend(fenced.warnings(workdir))
         if selected.in_sandbox:
@@ -125,8 +125,9 @@ def _call(task: Any, command: Command, task_env: dict[str, str], remote_dir: str
     first (the upload is root's)."""
     env = {**pinned_env(task_env, verifier_dir=remote_dir, workdir=workdir), **command.env}
     if is_root(task.config.verifier.user):
-        return ["sh", "-c", _READY_AS_ROOT + command.script, remote_dir, *command.executables], env
-    return ["sh", "-c", command.script, remote_dir], env
+        return ["sh", "-c", _READY_AS_ROOT + PLUGIN_PATH_PREFIX + command.script, remote_dir,
+                *command.executables], env
+    return ["sh", "-c", PLUGIN_PATH_PREFIX + command.script, remote_dir], env
 
 
 async def _run_in_sandbox(sandbox: Sandbox, task: Any, command: Command, outcome: VerifierOutcome,
