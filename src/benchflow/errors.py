@@ -74,9 +74,19 @@ class DatasetError(BenchError):
 
 
 class SandboxError(BenchError):
-    """A sandbox could not be built, started or reached."""
+    """A sandbox could not be built, started or reached.
+
+    ``deterministic``: another attempt on this machine fails the same way (a refusal, a missing tool):
+    the trial is attempted once (:func:`benchflow.jobs.retry.is_retryable`).
+    """
 
     category = "sandbox_setup"
+    deterministic: bool = False
+
+    def __init__(self, message: str, *, category: str | None = None, deterministic: bool | None = None) -> None:
+        super().__init__(message, category=category)
+        if deterministic is not None:
+            self.deterministic = deterministic
 
 
 class SandboxUnavailable(SandboxError):
@@ -95,6 +105,7 @@ class CapabilityError(SandboxError):
     """The backend cannot run what the task asks for; refused before anything starts."""
 
     exit_code = 2
+    deterministic = True
 
 
 class InfraError(BenchError):

@@ -107,6 +107,7 @@ def test_every_outcome_is_recorded_with_its_category(tmp_path: Path) -> None:
     assert r["broken-image"]["sandbox_startup_info"]["reason"] == "build_failed"
     assert "exit" in r["broken-image"]["error"].lower() or "returned a non-zero code" in r["broken-image"]["error"]
     assert len(list(job_dir(jobs).glob("broken-image__*"))) == 1  # a build failure is not retried
+    assert "[attempted once: the same Dockerfile fails the same way]" in r["broken-image"]["error"]
     summary = json.loads((job_dir(jobs) / "summary.json").read_text())
     assert summary["total"] == 11 and summary["passed"] == 4
     assert summary["verifier_errored"] == 3 and summary["errored"] == 1

@@ -101,6 +101,10 @@ def test_retry_rules_follow_the_contract() -> None:
     assert not is_retryable({"rewards": None, "verifier_error": "verifier timed out", "error_category": None})
     assert not is_retryable({"rewards": None, "error_category": "sandbox_setup",
                              "sandbox_startup_info": {"reason": "build_failed"}})
+    assert not is_retryable({"rewards": None, "error_category": "sandbox_setup",
+                             "sandbox_startup_info": {"reason": "refused"}}, "unscored-only")
+    assert is_retryable({"rewards": None, "error_category": "sandbox_setup",
+                         "sandbox_startup_info": {"reason": "start_failed"}})
     assert is_retryable({"rewards": None, "error_category": "api_error", "error": "provider api error [x/transient]"})
     assert not is_retryable({"rewards": None, "error_category": "api_error", "error": "provider api error [x/permanent]"})
     assert is_retryable({"rewards": None, "error_category": "other"}, "unscored-only")

@@ -31,6 +31,7 @@ from benchflow.util.scrub import scrub_document, scrub_folder
 
 from .agent_layer import build_layered
 from .layout import TrialPaths
+from .retry import deterministic_reason
 from .trial_request import TrialRequest, agent_timeout, idle_timeout, seed_env
 from .workspace import freeze_workspace
 
@@ -134,7 +135,7 @@ def setup_failure(req: TrialRequest, failure: SessionSetupError, state: TrialSta
         state.error = state.error or str(exc)
         state.error_category = state.error_category or exc.category or "install_failure"
     elif isinstance(exc, SandboxError):
-        reason = "build_failed" if isinstance(exc, BuildError) else "start_failed"
+        reason = "build_failed" if isinstance(exc, BuildError) else "refused" if exc.deterministic else "start_failed"
         tail = getattr(exc, "log_tail", "") or ""
         hint = proxy_hint(f"{exc}\n{tail}", req.ca_bundle)
         state.error = f"sandbox startup failed: {exc}" + (f"; {hint}" if hint else "") + \
@@ -290,6 +291,9 @@ async def record_phase(req: TrialRequest, paths: TrialPaths, started_at: dt.date
         api_error_info=state.api_error_info, suspected_api_error_info=state.suspected_api_error_info,
         budget_stop=state.budget_stop, copy_out_info=state.copy_out_info, steps=state.steps,
         multi_step_reward_strategy=state.multi_step_reward_strategy)
+    once = deterministic_reason(result)
+    if once and result.get("error") and req.spec.retry.attempts > 0:  # why the scheduler gives up at once
+        result["error"] = f"{result['error']} [attempted once: {once}]"
     if req.task_secrets:  # before result.json marks the trial finished
         await asyncio.to_thread(scrub_folder, paths.root, req.task_secrets)
         result = scrub_document(result, req.task_secrets)
