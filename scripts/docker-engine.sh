@@ -16,7 +16,9 @@
 # unix:///run/benchflow-remote-docker.sock (own data, exec root and pidfile)
 # and loads the base images into it, to test --sandbox remote-docker:
 #   BENCHFLOW_REMOTE_DOCKER_HOST=unix:///run/benchflow-remote-docker.sock
-# Usage: scripts/docker-engine.sh [--no-images] [--remote]
+# --standins also makes benchflow/standin:trixie (Debian 13: Python 3.13, pip, venv, curl), the base of
+# the offline stand-ins that benchmarks/real_tasks.py puts in the FROM of published tasks.
+# Usage: scripts/docker-engine.sh [--no-images] [--remote] [--standins]
 set -euo pipefail
 
 log() { printf 'docker-engine: %s\n' "$*" >&2; }
@@ -135,11 +137,13 @@ load_remote_images() {
 
 with_images=1
 with_remote=0
+with_standins=0
 for arg in "$@"; do
   case "$arg" in
     --no-images) with_images=0 ;;
     --remote) with_remote=1 ;;
-    *) log "unknown option $arg (use --no-images, --remote)"; exit 2 ;;
+    --standins) with_standins=1 ;;
+    *) log "unknown option $arg (use --no-images, --remote, --standins)"; exit 2 ;;
   esac
 done
 
@@ -151,6 +155,9 @@ if [ $with_images = 1 ]; then
   # Stand-in for python:3.x-slim (the base of most published benchmark tasks): python3 and pip,
   # no pytest; the compatibility fixtures install their test tools the way real tasks do.
   make_image benchflow/python-slim:3.11-bookworm bookworm python3,python3-pip,python3-venv,ca-certificates
+fi
+if [ $with_standins = 1 ]; then
+  make_image benchflow/standin:trixie trixie python3,python3-pip,python3-venv,python-is-python3,curl,ca-certificates,git,procps
 fi
 log "engine ready: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 if [ $with_remote = 1 ]; then

@@ -55,23 +55,26 @@ def _put(container, folder: Path, remote: str) -> None:
     container.put_archive("/", buffer.getvalue())
 
 
-def oracle_reward(task: Path, tag: str) -> str:
+def oracle_reward(task: Path, tag: str, network: str = "none") -> str:
     """Run the oracle and the verifier (with the task's literal ``[solution.env]`` / ``[verifier.env]``)
-    in a fresh container of image ``tag``; the reward text."""
+    in a fresh container of image ``tag`` on engine network ``network``; the reward text."""
     client = docker.from_env(timeout=900)
     config = tomllib.loads((task / "task.toml").read_text())
     solution_env = {k: str(v) for k, v in (config.get("solution", {}).get("env") or {}).items()}
     verifier_env = {k: str(v) for k, v in (config.get("verifier", {}).get("env") or {}).items()}
     workdir = client.images.get(tag).attrs["Config"].get("WorkingDir") or "/root"
     container = client.containers.run(tag, ["sh", "-c", "while :; do sleep 3600; done"], detach=True,
-                                      network_mode="none", user="0")
+                                      network_mode=network, user="0")
     try:
         container.exec_run(["mkdir", "-p", "/logs/verifier", "/logs/agent"])
         _put(container, task / "solution", "/solution")
-        container.exec_run(["bash", "/solution/solve.sh"], workdir=workdir, user="0",
-                            environment=solution_env)
+        agent_sec = str(int(config.get("agent", {}).get("timeout_sec", 3600)))
+        verifier_sec = str(int(config.get("verifier", {}).get("timeout_sec", 3600)))
+        container.exec_run(["timeout", agent_sec, "bash", "/solution/solve.sh"], workdir=workdir, user="0",
+                           environment=solution_env)
         _put(container, task / "tests", "/tests")
-        container.exec_run(["bash", "/tests/test.sh"], workdir=workdir, user="0", environment=verifier_env)
+        container.exec_run(["timeout", verifier_sec, "bash", "/tests/test.sh"], workdir=workdir, user="0",
+                           environment=verifier_env)
         code, out = container.exec_run(["cat", "/logs/verifier/reward.txt"])
         return out.decode().strip() if code == 0 else "<no reward.txt>"
     finally:

@@ -1,0 +1,236 @@
+"""Real published tasks (Harbor layout), each oracle by hand and through ``bench run``: one table.
+
+For every task folder under the suites given: copy it, put an offline stand-in in each ``FROM`` that
+names a public base image (the files are otherwise unchanged), then
+
+- by hand: build ``environment/`` and run ``solve.sh`` and ``test.sh`` as root in the image's WORKDIR
+  with nothing but the Docker SDK (``tests/compat/byhand.py``), on the host network as Docker's
+  default bridge would give them;
+- through bench: ``bench run TASK --sandbox docker --ca-bundle host`` (``public`` on the host network
+  too: ``BENCHFLOW_DOCKER_PUBLIC_NETWORK=host``, since this engine has no bridge).
+
+The table gives task, by hand, through bench, and for each disagreement the first differing fact
+(the image bench ran, the network it granted, its error, the first failing test). ``--repeat N``
+runs the oracle of each task that did not score 1 by hand N more times and flags one that does not
+score the same every time. A task that cannot run here says why (its base image cannot be had
+offline, files missing from the snapshot, a GPU). Nothing here runs in CI: the tasks are fetched
+(``yujianll/skill-usage``) and their files stay out of this repository.
+
+Usage: python benchmarks/real_tasks.py SUITE [SUITE ...] [--only a,b] [--limit N] [--out DIR]
+       [--missing FILE] [--repeat N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.compat import byhand  # noqa: E402
+
+STANDIN = "benchflow/standin:uv"
+STANDIN_BASE = "benchflow/standin:trixie"
+"""Debian 13 (Python 3.13, pip, venv, curl; from ``scripts/docker-engine.sh --standins``)."""
+STANDIN_DOCKERFILE = f"""FROM {STANDIN_BASE}
+# What the published verifiers fetch from hosts this machine cannot reach (astral.sh's uv installer,
+# uv's Python downloads from GitHub), here ahead of time; everything else they still fetch.
+RUN pip install --no-cache-dir uv==0.9.5
+"""
+# Public base images the stand-in replaces: the Python and Debian/Ubuntu images of the published tasks.
+STANDS_IN = re.compile(r"^(python|ubuntu|debian)(:[\w.-]+)?$")
+_FROM = re.compile(r"^(\s*FROM\s+)((?:--platform=\S+\s+)?)(\S+)(.*)$", re.IGNORECASE)
+
+
+@dataclass
+class Row:
+    suite: str
+    task: str
+    by_hand: str = ""
+    through_bench: str = ""
+    cannot_run: str = ""
+    differs: str = ""
+    repeats: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def agree(self) -> bool:
+        return not self.cannot_run and _score(self.by_hand) == _score(self.through_bench)
+
+
+def _score(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def host_ca() -> Path:
+    for candidate in (os.environ.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    raise SystemExit("no host CA bundle (/etc/ssl/certs/ca-certificates.crt)")
+
+
+def ensure_standin() -> None:
+    if subprocess.run(["docker", "image", "inspect", STANDIN], capture_output=True).returncode == 0:
+        return
+    if subprocess.run(["docker", "image", "inspect", STANDIN_BASE], capture_output=True).returncode != 0:
+        subprocess.run(["bash", str(ROOT / "scripts" / "docker-engine.sh"), "--standins"], check=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "environment").mkdir()
+        (Path(tmp) / "environment" / "Dockerfile").write_text(STANDIN_DOCKERFILE)
+        byhand.build(Path(tmp), STANDIN, host_ca())
+
+
+def why_not_here(task: Path, missing: set[str]) -> str:
+    """Why ``task`` cannot run on this machine, or ''."""
+    gone = sorted(p for p in missing if p.startswith(f"{task.parent.name}/{task.name}/"))
+    if gone:
+        return f"files missing from the snapshot: {', '.join(p.split('/', 2)[2] for p in gone)[:120]}"
+    config = tomllib.loads((task / "task.toml").read_text())
+    if int((config.get("environment") or {}).get("gpus") or 0) > 0:
+        return "needs a GPU"
+    dockerfile = task / "environment" / "Dockerfile"
+    if not dockerfile.is_file():
+        return "no environment/Dockerfile (a prebuilt image only)"
+    stages = set()
+    for line in dockerfile.read_text().splitlines():
+        match = _FROM.match(line)
+        if not match:
+            continue
+        image, rest = match.group(3), match.group(4).split()
+        if image not in stages and not STANDS_IN.match(image):
+            return f"base image {image} cannot be pulled here and has no offline stand-in"
+        if len(rest) >= 2 and rest[0].upper() == "AS":
+            stages.add(rest[1])
+    return ""
+
+
+def stage(task: Path, out: Path) -> Path:
+    """A copy of ``task`` whose public base images are the stand-in (nothing else changed)."""
+    copy = out / "tasks" / task.parent.name / task.name
+    if copy.exists():
+        shutil.rmtree(copy)
+    shutil.copytree(task, copy, symlinks=True)
+    dockerfile = copy / "environment" / "Dockerfile"
+    lines = []
+    for line in dockerfile.read_text().splitlines():
+        match = _FROM.match(line)
+        if match and STANDS_IN.match(match.group(3)):
+            line = f"{match.group(1)}{STANDIN}{match.group(4)}"
+        lines.append(line)
+    dockerfile.write_text("\n".join(lines) + "\n")
+    return copy
+
+
+def by_hand(task: Path, tag: str) -> str:
+    try:
+        byhand.build(task, tag, host_ca())
+        return byhand.oracle_reward(task, tag, network="host")
+    except Exception as exc:  # noqa: BLE001 - a task's build or run failing is a row, not a crash
+        return f"error: {str(exc).splitlines()[0][:100]}"
+
+
+def through_bench(task: Path, jobs: Path) -> tuple[str, str]:
+    """(reward text, first differing fact when it did not score) of one ``bench run``."""
+    env = {**os.environ, "BENCHFLOW_DOCKER_PUBLIC_NETWORK": "host"}
+    bench = [sys.executable, "-m", "benchflow.cli", "run", str(task), "--sandbox", "docker", "--ca-bundle", "host",
+             "--jobs-dir", str(jobs)]
+    done = subprocess.run(bench, env=env, capture_output=True, text=True)
+    results = sorted(jobs.glob(f"*/{task.name}__*/result.json"))
+    if not results:
+        return f"error: bench exited {done.returncode}", (done.stderr.strip().splitlines() or [""])[-1][:160]
+    trial = results[-1].parent
+    result = json.loads(results[-1].read_text())
+    reward = (result.get("rewards") or {}).get("reward")
+    return ("" if reward is None else f"{reward:g}"), facts(trial, result)
+
+
+def facts(trial: Path, result: dict) -> str:
+    """What a reader checks first when bench and the hand run disagree."""
+    config = json.loads((trial / "config.json").read_text()) if (trial / "config.json").is_file() else {}
+    image = ((config.get("sandbox_fit") or {}).get("image") or {}).get("source")
+    out = []
+    if image and image != "dockerfile":
+        out.append(f"image: bench ran {image}, by hand the Dockerfile")
+    network = trial / "network.json"
+    if network.is_file():
+        granted = json.loads(network.read_text()).get("network_mode", {}).get("granted")
+        if granted not in ("public", None):
+            out.append(f"network: bench granted {granted}")
+    for key in ("error", "verifier_error"):
+        if result.get(key):
+            out.append(f"{key}: {str(result[key]).splitlines()[0][:140]}")
+    stdout = trial / "verifier" / "test-stdout.txt"
+    if stdout.is_file():
+        failed = [line for line in stdout.read_text(errors="replace").splitlines() if line.startswith("FAILED ")]
+        if failed:
+            out.append(f"first failing test: {failed[0][:140]}")
+    return "; ".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("suites", nargs="+", type=Path)
+    parser.add_argument("--only", default="", help="comma-separated task names")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/benchflow-real-tasks"))
+    parser.add_argument("--missing", type=Path, help="paths (SUITE/TASK/...) absent from the snapshot, one a line")
+    parser.add_argument("--repeat", type=int, default=0, help="rerun by hand an oracle that did not score 1")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    only = {n for n in args.only.split(",") if n}
+    missing = set(args.missing.read_text().split()) if args.missing else set()
+    args.out.mkdir(parents=True, exist_ok=True)
+    tasks = [t for s in args.suites for t in sorted(s.iterdir()) if (t / "task.toml").is_file()]
+    selected = [t for t in tasks if not only or t.name in only][: args.limit or None]
+    rows = [Row(t.parent.name, t.name, cannot_run=why_not_here(t, missing)) for t in selected]
+    if any(not r.cannot_run for r in rows):
+        ensure_standin()
+    for task, row in zip(selected, rows):
+        if row.cannot_run:
+            continue
+        started = time.monotonic()
+        copy = stage(task, args.out)
+        tag = f"real-byhand/{task.name.lower()}:latest"
+        row.by_hand = by_hand(copy, tag)
+        row.through_bench, found = through_bench(copy, args.out / "jobs" / task.parent.name / task.name)
+        if not row.agree:
+            row.differs = found
+        if args.repeat and _score(row.by_hand) != 1.0:
+            row.repeats = [byhand.oracle_reward(copy, tag, network="host") for _ in range(args.repeat)]
+        subprocess.run(["docker", "image", "rm", "-f", tag], capture_output=True)
+        row.seconds = round(time.monotonic() - started, 1)
+        print(f"{row.suite}/{row.task}: by hand {row.by_hand or '-'} | bench {row.through_bench or '-'}"
+              f"{' | ' + row.differs if row.differs else ''}", file=sys.stderr, flush=True)
+    (args.out / "table.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+        return 0
+    print("| suite | task | by hand | through bench | first differing fact / cannot run here |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        flaky = f" (oracle not stable: {', '.join(r.repeats)})" if len(set(r.repeats + [r.by_hand])) > 1 else ""
+        note = f"cannot run here: {r.cannot_run}" if r.cannot_run else (r.differs + flaky if not r.agree else flaky)
+        print(f"| {r.suite} | {r.task} | {r.by_hand or '-'} | {r.through_bench or '-'} | {note.strip()} |")
+    ran = [r for r in rows if not r.cannot_run]
+    print(f"\n{len(rows)} tasks: {len(ran)} run, {sum(r.agree for r in ran)} agree, "
+          f"{sum(_score(r.by_hand) == 1.0 for r in ran)} score 1 by hand, "
+          f"{sum(_score(r.through_bench) == 1.0 for r in ran)} through bench, {len(rows) - len(ran)} cannot run here")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
