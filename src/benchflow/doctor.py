@@ -5,7 +5,9 @@ Checks, each ``ok``, ``warn`` or ``fail`` with a one-line detail:
 - Python version (required: 3.11+) and whether ``uv`` is installed (info);
 - every registered sandbox backend (built-in or from an installed package) and
   whether it works here, by its own ``available()`` probe, with what it does
-  with public-network tasks; the one named by ``--sandbox`` is required;
+  with public-network tasks (and, as a warning, why it runs them with less
+  here and the fix: ``Capabilities.fallback_note``); the one named by
+  ``--sandbox`` is required;
 - credentials, by name and source only (environment or ``.env``), never values;
 - network probes (short TCP connects to model providers and package registries)
   unless ``offline``; a failed probe is a warning, never required.
@@ -67,18 +69,24 @@ def _python() -> list[Check]:
     return checks
 
 
-def _backend(name: str, required: bool) -> Check:
+def _backend(name: str, required: bool) -> list[Check]:
+    """The backend's own probe, and for one that works with a network fallback here, why and the fix."""
     from benchflow.sandbox import get_backend
 
+    note = None
     try:
         backend = get_backend(name)
         works, reason = backend.available()
         if works:
             reason += _network_note(backend.capabilities)
+            note = backend.capabilities.fallback_note
     except Exception as exc:  # noqa: BLE001 - a backend that breaks (even on import) does not work here
         works, reason = False, f"{type(exc).__name__}: {exc}"
     status = "ok" if works else ("fail" if required else "warn")
-    return Check("sandbox", name, status, reason, required=required)
+    checks = [Check("sandbox", name, status, reason, required=required)]
+    if note:
+        checks.append(Check("sandbox", f"{name} network", "warn", note))
+    return checks
 
 
 def _network_note(caps) -> str:
@@ -125,7 +133,7 @@ def run_doctor(*, sandbox: str = "docker", offline: bool = False, cwd: Path | No
     with ThreadPoolExecutor(max_workers=8) as pool:
         backends = [pool.submit(_backend, name, name == sandbox) for name in known]
         probes = [] if offline else [pool.submit(_probe, host, port) for host, port in PROBES]
-        report.checks += [f.result() for f in backends]
+        report.checks += [check for f in backends for check in f.result()]
         report.checks += _credentials(cwd or Path.cwd())
         report.checks += [f.result() for f in probes]
     if offline:

@@ -117,6 +117,9 @@ class RunView:
             self._say(f"Job {event['job_dir']} ({event['why']}); sandbox {event['sandbox']} "
                       f"[{event['sandbox_reason']}]; agent {event['agent']}; "
                       f"{len(event['todo'])} to run, {event['reused']} reused")
+            for note in event.get("notes", ()):
+                warning = "warning:" if isinstance(self.console, PlainConsole) else "[yellow]warning:[/]"
+                self.console.print(f"{warning} {_escape(self.console, note)}")
         elif kind == "phase":
             task = event["trial"].rsplit("__", 1)[0]
             self.states[task] = event["phase"]

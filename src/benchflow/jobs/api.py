@@ -159,7 +159,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     todo = [t for t in units if t.key not in job.finished]
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
           "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(units),
-          "reused": len(units) - len(todo), "todo": [t.key for t in todo]})
+          "reused": len(units) - len(todo), "todo": [t.key for t in todo], "notes": plan.card.notes})
     if spec.worker_concurrency:  # worker subprocesses run the trials; this process only watches them
         from .shards import run_shards
 

@@ -51,6 +51,8 @@ class RunCard:
     accepted_deviations: str | None = None
     env_refusals: list[str] = field(default_factory=list)
     """The refusals that are the user's to fix with ``--allow-task-env`` (``bench run`` exits 2)."""
+    notes: list[str] = field(default_factory=list)
+    """Warnings a run prints once as it starts (a network fallback and its fix), not only ``--dry-run``."""
 
     @property
     def accepted(self) -> bool:
@@ -288,9 +290,26 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
             _fit(planned, backend, card, pull_images)
         if plan.spec.agent == "oracle" and not has_oracle(planned.task):
             card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
+    note = _fallback_note(plan)
+    if note:
+        card.warnings.append(note)
+        card.notes.append(note)
     for path, why in plan.skipped:
         card.warnings.append(f"skipped {Path(path).name}: {why}")
     return card
+
+
+def _fallback_note(plan: Plan) -> str | None:
+    """Once per run, why a task's network runs stricter than asked here, and the fix (a missing tool)."""
+    caps = plan.backend.capabilities
+    if not caps.fallback_note:
+        return None
+    for planned in plan.tasks:
+        config = planned.task.config
+        for mode in (config.sandbox.network_mode, config.agent.network_mode, config.verifier.network_mode):
+            if mode is not None and mode not in caps.network_modes and mode in caps.network_fallbacks:
+                return f"sandbox {plan.sandbox}: {caps.fallback_note}"
+    return None
 
 
 def _task_env(planned: PlannedTask, spec: RunSpec, card: RunCard) -> None:

@@ -67,6 +67,9 @@ class Capabilities(BaseModel):
     """Modes it accepts but runs stricter, requested -> delivered (e.g. ``public`` ->
     ``no-network`` on a Docker engine without a bridge network). A plan may run such a
     task with a warning instead of refusing it."""
+    fallback_note: str | None = None
+    """Why ``network_fallbacks`` hold on this machine and how to lift them, one line naming what is
+    missing and its package; the run card (once per run) and ``bench doctor`` show it."""
     snapshots: bool = False
     """Whether ``snapshot()``/``restore()`` work."""
     retained_snapshots: bool = False

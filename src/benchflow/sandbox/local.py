@@ -14,10 +14,11 @@ Running as root, root in the sandbox is an unprivileged id range on the host
 user namespace only (no ``CAP_SYS_ADMIN``), and other users drop to their uid
 with ``setpriv``. ``no-network`` has loopback only; ``public`` goes out
 through ``slirp4netns`` (never the host's network namespace, never its
-loopback). All execs of one sandbox share its network, so a forwarder one
-exec starts answers the next. Environment values reach the process through
-its environment, never a command line. The image's ``RUN`` layer comes from
-:mod:`local_layer`.
+loopback; where it is missing, ``public`` runs as ``no-network``:
+:func:`local_probe.capabilities`). All execs of one sandbox share its
+network, so a forwarder one exec starts answers the next. Environment values
+reach the process through its environment, never a command line. The image's
+``RUN`` layer comes from :mod:`local_layer`.
 
 Honest limits: no cpu/memory limits, no GPUs, no multi-service tasks, no
 ``allowlist`` network, and the host's system folders stay read-only (a task

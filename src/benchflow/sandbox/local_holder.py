@@ -20,7 +20,9 @@ only, so it starts fast and imports nothing of the caller's environment). It
    namespace (a user-mode stack: the sandbox reaches out through NAT, never the
    host's own loopback), tied to this process with ``--exit-fd``;
 5. prints ``ready <mount-ns pid> <anchor pid> <id-mapped 0|1>`` and waits for
-   stdin to close (the owner ended or died), then kills the anchor and exits.
+   stdin to close (the owner ended or died), then kills the anchor and exits;
+   a failure is one line instead, ``missing <reason>`` for a program this
+   machine lacks (another attempt fails the same way), else ``error <reason>``.
 
 Every process of the sandbox later joins these namespaces with ``nsenter``.
 """
@@ -173,6 +175,10 @@ def _write_maps(pid: int, config: dict) -> None:
             handle.write(line)
 
 
+class MissingTool(OSError):
+    """A program this machine lacks: reported as ``missing <reason>``, so the owner does not try again."""
+
+
 def _slirp(pid: int, privileged: bool) -> None:
     """Attach slirp4netns (tap0, 10.0.2.0/24, DNS at 10.0.2.3) and wait until it says it is ready."""
     ready_r, ready_w = os.pipe()
@@ -180,8 +186,11 @@ def _slirp(pid: int, privileged: bool) -> None:
     userns = [] if privileged else [f"--userns-path=/proc/{pid}/ns/user"]
     argv = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", *userns,
             f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", str(pid), "tap0"]
-    subprocess.Popen(argv, pass_fds=(ready_w, exit_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL)
+    try:
+        subprocess.Popen(argv, pass_fds=(ready_w, exit_r), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise MissingTool("slirp4netns is not installed (apt-get install slirp4netns)") from None
     os.close(ready_w)
     os.close(exit_r)
     if os.read(ready_r, 1) != b"1":
@@ -224,7 +233,8 @@ def main() -> None:
         sys.stdout.flush()
         sys.stdin.buffer.read()
     except BaseException as exc:  # noqa: BLE001 - one line for the owner, then exit
-        sys.stdout.write(f"error {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n")
+        kind = "missing" if isinstance(exc, MissingTool) else "error"
+        sys.stdout.write(f"{kind} {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}\n")
         sys.stdout.flush()
     finally:
         os.kill(pid, signal.SIGKILL)

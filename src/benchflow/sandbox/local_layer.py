@@ -5,7 +5,9 @@ never the host's ``/``: the layer folder is the root, and each host system
 folder is an overlay (lower: the host folder, id-mapped and filtered as in a
 sandbox; upper: the layer's folder of that name) mounted by a build holder
 (:mod:`local_ns`), inside the same unprivileged user namespace, with a network
-namespace of its own (``slirp4netns`` for a build network of ``host``).
+namespace of its own (``slirp4netns`` for a build network of ``host``; where
+slirp4netns is missing, loopback only, and a ``RUN`` step that fails then says
+it may need network and names the package).
 ``COPY``/``ADD`` stage the build-context files on the host (ownership 0:0 or
 ``--chown``, ``--chmod``, archives unpacked for ``ADD``) and copy them into the
 same view, so symlinks such as ``/bin`` -> ``usr/bin`` resolve as they would in
@@ -91,10 +93,21 @@ LAYER_FORMAT = "2"
 """Layers of format 1 were built as host root over the host's ``/``; they are never reused."""
 
 
-def image_key(cache_key: str, plan: ImagePlan, ca_bundle: bytes | None = None) -> str:
+def image_key(cache_key: str, plan: ImagePlan, ca_bundle: bytes | None = None, *, offline: bool = False) -> str:
+    """``offline``: RUN steps that asked for network ran without (a layer not reused once they can have it)."""
     ca = hashlib.sha256(ca_bundle).hexdigest() if ca_bundle else ""
     body = f"{cache_key}\0{plan.digest()}\0{ca}\0{LAYER_FORMAT}\0{local_ns.privileged()}"
-    return hashlib.sha256(body.encode()).hexdigest()[:32]
+    return hashlib.sha256((body + ("\0offline" if offline else "")).encode()).hexdigest()[:32]
+
+
+def _wants_network(plan: ImagePlan, build_network: str) -> bool:
+    return build_network == "host" and any(isinstance(s, RunStep) and s.network != "none" for s in plan.steps)
+
+
+def offline_reason(plan: ImagePlan, build_network: str) -> str | None:
+    """Why RUN steps that want the build network run with loopback only here; None when they get it
+    (or none wants it: a build that needs no network never needs slirp4netns)."""
+    return local_ns.public_network_missing() if _wants_network(plan, build_network) else None
 
 
 def images_dir(cache_root: Path) -> Path:
@@ -117,13 +130,16 @@ def _passwd_entry(layer: Path, user: str) -> tuple[int, int, str]:
 
 class _Builder:
     def __init__(self, plan: ImagePlan, context: Path | None, work: Path, *, network: str,
-                 deadline: float, ca_bundle: bytes | None, leave_out: tuple[str, ...] = ()) -> None:
+                 deadline: float, ca_bundle: bytes | None, leave_out: tuple[str, ...] = (),
+                 offline: str | None = None) -> None:
         self.plan, self.context, self.work = plan, context, work
         self.leave_out = leave_out
         """Top-level context entries no COPY/ADD takes (a no-skill run's ``skills``)."""
         self.upper, self.ovl_work = work / "layer", work / "ovl-work"
         self.stage = work / "stage"
         self.network, self.deadline = network, deadline
+        self.offline = offline
+        """Why RUN steps run with loopback only although the build network is ``host`` (:func:`offline_reason`)."""
         self.ca_bundle = ca_bundle
         self.log: list[str] = []
         self._live: set[asyncio.subprocess.Process] = set()
@@ -174,7 +190,7 @@ class _Builder:
             lower = [f"@/filter/{name}"] if name in filtered else []
             overlays.append({"lower": [*lower, f"@/host/{name}"], "upper": f"@/w/layer/{name}",
                              "work": f"@/w/ovl-work/{name}", "dst": f"@/sys/{name}"})
-        network = "slirp" if self.network == "host" else "none"
+        network = "slirp" if _wants_network(self.plan, self.network) and self.offline is None else "none"
         self._ns = await local_ns.start(tag=self.work, hostname="buildkitsandbox", binds=binds,
                                         overlays=overlays, network=network, dirs=("newroot",))
 
@@ -199,6 +215,7 @@ class _Builder:
 
     async def _in_layer(self, argv: list[str], what: str, cwd: str, *, env: dict[str, str] | None = None,
                         user: str | None = None, network: str | None = None) -> None:
+        wanted = (network or self.network) == "host"
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             raise BuildError(f"build timed out before {what}", log_tail=self._tail())
@@ -211,7 +228,10 @@ class _Builder:
         if result.timed_out:
             raise BuildError(f"build timed out during {what}", log_tail=self._tail())
         if result.return_code != 0:
-            raise BuildError(f"{what} failed with exit code {result.return_code}", log_tail=self._tail())
+            why = f"{what} failed with exit code {result.return_code}"
+            if wanted and self.offline:  # the one line says what would let it reach the network
+                why += f"; this build step may need network, and it ran with none: {self.offline}"
+            raise BuildError(why, log_tail=self._tail())
 
     async def _run(self, step: RunStep) -> None:
         network = "host" if step.network == "host" else ("none" if step.network == "none" else None)
@@ -319,7 +339,8 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
                        leave_out: tuple[str, ...] = ()) -> LocalImage:
     """The image for ``plan``: found in the cache, or built once (concurrent builders wait on a lock).
     ``leave_out``: top-level context entries no COPY/ADD takes (``cache_key`` must tell the two apart)."""
-    key = image_key(cache_key, plan, ca_bundle)
+    offline = offline_reason(plan, build_network)
+    key = image_key(cache_key, plan, ca_bundle, offline=offline is not None)
     plain = LocalImage(key=key, base=plan.base, env=dict(plan.env), workdir=plan.workdir, user=plan.user)
     if not plan.has_layer_steps:
         return plain
@@ -339,7 +360,8 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
         work = target.parent / f"{key}.tmp-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         builder = _Builder(plan, context, work, network=build_network,
-                           deadline=time.monotonic() + timeout, ca_bundle=ca_bundle, leave_out=leave_out)
+                           deadline=time.monotonic() + timeout, ca_bundle=ca_bundle, leave_out=leave_out,
+                           offline=offline)
         try:
             await builder.build()
         except BaseException:
@@ -353,7 +375,8 @@ async def ensure_image(plan: ImagePlan, *, cache_key: str, context: Path | None,
         atomic.write_text(work / "image.json", json.dumps(asdict(image), indent=2))
         shutil.rmtree(target, ignore_errors=True)
         os.rename(work, target)
-        log.info("local image %s: built (%d steps)", key[:12], len(plan.steps))
+        log.info("local image %s: built (%d steps)%s", key[:12], len(plan.steps),
+                 f", RUN steps with no network: {offline}" if offline else "")
         return image
     finally:
         lock.close()

@@ -48,6 +48,20 @@ VIEW = Path("/tmp")
 ``/tmp`` there): every path a sandbox process binds is below it."""
 
 
+SLIRP_PACKAGE = "apt-get install slirp4netns"
+"""How a machine gets ``slirp4netns``, named by every message about it."""
+
+
+def public_network_missing() -> str | None:
+    """Why sandboxes and builds here cannot have a public network (``slirp4netns`` and a tun device it
+    may open); None when they can. Nothing else needs it: ``none`` is a loopback-only namespace."""
+    if shutil.which("slirp4netns") is None:
+        return f"slirp4netns is not installed ({SLIRP_PACKAGE})"
+    if not os.access("/dev/net/tun", os.R_OK | os.W_OK):
+        return "/dev/net/tun, which slirp4netns needs, is missing or not usable"
+    return None
+
+
 def tool_path(name: str) -> str:
     """The absolute path of a host tool (the sandbox's own PATH must not decide which one runs)."""
     return shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin") or name
@@ -181,7 +195,8 @@ async def start(*, tag: Path, hostname: str, binds: list[tuple[str, str, str]], 
         line = raw.decode(errors="replace").split()
         if len(line) != 4 or line[0] != "ready":
             reason = " ".join(line[1:]) if line else "the namespace holder exited"
-            raise SandboxError(f"local sandbox namespaces: {reason}")
+            missing = bool(line) and line[0] == "missing"  # a program this machine lacks: attempted once
+            raise SandboxError(f"local sandbox namespaces: {reason}", deterministic=missing)
         mnt_pid, ns_pid, holder.id_mapped = int(line[1]), int(line[2]), line[3] == "1"
         kinds = [("user", ns_pid), ("net", ns_pid), ("ipc", ns_pid), ("uts", ns_pid), ("mount", mnt_pid)]
         for kind, pid in kinds:

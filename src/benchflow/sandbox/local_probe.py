@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -18,13 +17,15 @@ from benchflow.sandbox.local_unshare import tool, wrap
 
 def capabilities() -> Capabilities:
     """``public`` needs slirp4netns (and a tun device it may open); without, a public task runs with no
-    network, and the plan says so."""
-    if shutil.which("slirp4netns") and os.access("/dev/net/tun", os.R_OK | os.W_OK):
-        modes, fallbacks = frozenset({"no-network", "public"}), {}
+    network (and so do Dockerfile ``RUN`` steps), and the plan and ``bench doctor`` say why."""
+    missing = local_ns.public_network_missing()
+    if missing is None:
+        modes, fallbacks, note = frozenset({"no-network", "public"}), {}, None
     else:
         modes, fallbacks = frozenset({"no-network"}), {"public": "no-network"}
-    return Capabilities(network_modes=modes, network_fallbacks=fallbacks, snapshots=True, gpus=False,
-                        multi_service=False, build_from_dockerfile=True, resource_limits=False,
+        note = f"no public network: {missing}; public tasks and Dockerfile RUN steps run with no network"
+    return Capabilities(network_modes=modes, network_fallbacks=fallbacks, fallback_note=note, snapshots=True,
+                        gpus=False, multi_service=False, build_from_dockerfile=True, resource_limits=False,
                         host_mounts=True, image_layers=False, keep=False)
 
 
@@ -66,6 +67,5 @@ def probe(caps: Capabilities) -> tuple[bool, str]:
                 f"via overlayfs, sandbox user via setpriv")
     else:
         mode = "unprivileged: user namespace, no RUN layers, one uid"
-    network = "public via slirp4netns" if "public" in caps.network_modes else \
-        "public tasks run with no network (needs slirp4netns and /dev/net/tun)"
-    return True, f"{name} namespaces work ({mode}; {network})"
+    network = "; public via slirp4netns" if "public" in caps.network_modes else ""  # else: its fallback_note
+    return True, f"{name} namespaces work ({mode}{network})"
