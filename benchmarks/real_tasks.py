@@ -17,7 +17,7 @@ offline, files missing from the snapshot, a GPU). Nothing here runs in CI: the t
 (``yujianll/skill-usage``) and their files stay out of this repository.
 
 Usage: python benchmarks/real_tasks.py SUITE [SUITE ...] [--only a,b] [--limit N] [--out DIR]
-       [--missing FILE] [--repeat N] [--json]
+       [--missing FILE] [--repeat N] [--json] [--bench-arg=--allow-cloud-metadata ...]
 """
 
 from __future__ import annotations
@@ -143,11 +143,18 @@ def by_hand(task: Path, tag: str) -> str:
         return f"error: {str(exc).splitlines()[0][:100]}"
 
 
-def through_bench(task: Path, jobs: Path) -> tuple[str, str]:
+def _oracle_again(task: Path, tag: str) -> str:
+    try:
+        return byhand.oracle_reward(task, tag, network="host")
+    except Exception as exc:  # noqa: BLE001 - as in by_hand
+        return f"error: {str(exc).splitlines()[0][:100]}"
+
+
+def through_bench(task: Path, jobs: Path, extra: list[str]) -> tuple[str, str]:
     """(reward text, first differing fact when it did not score) of one ``bench run``."""
     env = {**os.environ, "BENCHFLOW_DOCKER_PUBLIC_NETWORK": "host"}
     bench = [sys.executable, "-m", "benchflow.cli", "run", str(task), "--sandbox", "docker", "--ca-bundle", "host",
-             "--jobs-dir", str(jobs)]
+             "--jobs-dir", str(jobs), *extra]
     done = subprocess.run(bench, env=env, capture_output=True, text=True)
     results = sorted(jobs.glob(f"*/{task.name}__*/result.json"))
     if not results:
@@ -190,6 +197,7 @@ def main() -> int:
     parser.add_argument("--missing", type=Path, help="paths (SUITE/TASK/...) absent from the snapshot, one a line")
     parser.add_argument("--repeat", type=int, default=0, help="rerun by hand an oracle that did not score 1")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--bench-arg", action="append", default=[], help="one more argument for bench run")
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
     missing = set(args.missing.read_text().split()) if args.missing else set()
@@ -206,11 +214,12 @@ def main() -> int:
         copy = stage(task, args.out)
         tag = f"real-byhand/{task.name.lower()}:latest"
         row.by_hand = by_hand(copy, tag)
-        row.through_bench, found = through_bench(copy, args.out / "jobs" / task.parent.name / task.name)
+        row.through_bench, found = through_bench(copy, args.out / "jobs" / task.parent.name / task.name,
+                                                 args.bench_arg)
         if not row.agree:
             row.differs = found
-        if args.repeat and _score(row.by_hand) != 1.0:
-            row.repeats = [byhand.oracle_reward(copy, tag, network="host") for _ in range(args.repeat)]
+        if args.repeat and _score(row.by_hand) is not None and _score(row.by_hand) != 1.0:
+            row.repeats = [_oracle_again(copy, tag) for _ in range(args.repeat)]
         subprocess.run(["docker", "image", "rm", "-f", tag], capture_output=True)
         row.seconds = round(time.monotonic() - started, 1)
         print(f"{row.suite}/{row.task}: by hand {row.by_hand or '-'} | bench {row.through_bench or '-'}"
