@@ -120,8 +120,8 @@ def test_only_the_allowed_host_answers_and_every_request_is_recorded(tmp_path: P
 
 
 @pytest.mark.parametrize("flags, expected", [
-    ((), {"blocked": True, "proof": "no network: the sandbox has only loopback (public runs as no-network "
-                                    "on this engine, which has no bridge network)"}),
+    ((), {"blocked": True, "enforced_by": "no network: the sandbox has only loopback (public runs as no-network "
+                                          "on this engine, which has no bridge network)"}),
     (("--allow-cloud-metadata",), {"blocked": False, "opt_out": "--allow-cloud-metadata"}),
 ], ids=["block-proven", "opt-out"])
 def test_each_trial_records_its_cloud_metadata_verdict(tmp_path: Path, flags: tuple[str, ...],

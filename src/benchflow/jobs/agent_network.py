@@ -1,12 +1,18 @@
 """The agent's network, set up before it starts: the cloud-metadata block and the ``allowlist`` proxy.
 
 Cloud metadata endpoints (``169.254.169.254`` and friends) hand out the host's cloud credentials to
-anything that can reach them. With an open network the agent starts only once a block of them is
-**proven**: every endpoint is probed from inside the sandbox and must not answer. A sandbox with no
-network (``no-network``, and ``public`` on an engine without a bridge, which runs as ``no-network``)
-or with only the egress proxy (``allowlist``: the proxy refuses link-local and private addresses)
-cannot reach them, so the block holds by construction and the record says so. ``--allow-cloud-metadata``
-or the task's ``sandbox.allow_cloud_metadata`` skips the block; the opt-out is recorded.
+anything that can reach them. With an open network the agent starts only behind a block of them,
+**by construction** wherever it can be had: a sandbox with no network (``no-network``, and ``public``
+on an engine without a bridge, which runs as ``no-network``), one with only the egress proxy
+(``allowlist``: the proxy refuses link-local and private addresses), and one whose backend puts the
+block in place so that nothing inside can undo it (:func:`benchflow.sandbox.base.enforce_metadata_block`:
+the local sandbox's routes, a docker container's routes and neighbour entries). ``network.json`` says
+how (``enforced_by``). Elsewhere a probe from inside the sandbox asks each endpoint for its cloud's
+metadata service (:mod:`.metadata_probe`: an answer that looks like the service, not an open port,
+which a transparent proxy gives for any address); the agent starts when none answers (``proof``) and
+is refused, once and not retried, when one does, with one line naming what gets the block.
+``--allow-cloud-metadata`` or the task's ``sandbox.allow_cloud_metadata`` skips all of it; the
+opt-out is recorded.
 
 Each trial writes ``network.json``: the mode asked and granted, the metadata verdict, and for
 ``allowlist`` the allowed hosts (every request is in ``egress.jsonl``, :mod:`.egress`).
@@ -20,25 +26,17 @@ from typing import Any
 
 from benchflow.errors import AgentError
 from benchflow.records import read_json
+from benchflow.sandbox.base import enforce_metadata_block
 from benchflow.util import atomic
 
 from .egress import agent_allowlist, open_egress
+from .metadata_probe import CHECKS, probe
 
-ENDPOINTS = ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
+ENDPOINTS = tuple(dict.fromkeys(address for _, address, *_ in CHECKS))
 """AWS/GCP/Azure/OCI instance metadata, ECS task metadata, AWS over IPv6, Alibaba Cloud."""
-PROBE_PY = """
-import socket, sys
-hit = []
-for host in sys.argv[1:]:
-    try:
-        socket.create_connection((host, 80), timeout=2).close()
-        hit.append(host)
-    except OSError:
-        pass
-print("reached " + " ".join(hit) if hit else "blocked")
-"""
-PROBE_SH = ('for h in "$@"; do (exec 3<>"/dev/tcp/$h/80") 2>/dev/null && { echo "reached $h"; exit 0; }; done; '
-            'echo blocked')
+REFUSED = "cloud_metadata"
+"""``sandbox_startup_info.refused`` of a trial whose agent was refused for a reachable metadata service
+(with ``reason`` ``refused``: attempted once, :func:`benchflow.jobs.retry.deterministic_reason`)."""
 
 
 def granted_network(req: Any) -> tuple[str, str]:
@@ -51,7 +49,7 @@ def granted_network(req: Any) -> tuple[str, str]:
 
 async def metadata_verdict(req: Any, sandbox: Any, granted: str, asked: str) -> dict[str, Any]:
     """The cloud-metadata record of this trial; ``blocked`` False without an opt-out means the agent
-    must not start."""
+    must not start (``remedy`` then says what gets the block)."""
     if req.spec.allow_cloud_metadata or getattr(req.task.config.sandbox, "allow_cloud_metadata", False):
         by = "--allow-cloud-metadata" if req.spec.allow_cloud_metadata else "task sandbox.allow_cloud_metadata"
         return {"blocked": False, "opt_out": by}
@@ -59,17 +57,29 @@ async def metadata_verdict(req: Any, sandbox: Any, granted: str, asked: str) -> 
         why = "no network: the sandbox has only loopback"
         if asked == "public":
             why += " (public runs as no-network on this engine, which has no bridge network)"
-        return {"blocked": True, "proof": why}
+        return {"blocked": True, "enforced_by": why}
     if granted == "allowlist":
-        return {"blocked": True, "proof": "allowlist: no network but the egress proxy, which refuses "
-                                          "link-local and private addresses"}
-    launch = ('command -v python3 >/dev/null 2>&1 && exec python3 -c "$0" "$@"; '
-              f'command -v bash >/dev/null 2>&1 && exec bash -c \'{PROBE_SH}\' probe "$@"; echo no-probe')
-    probe = await sandbox.exec(["sh", "-c", launch, PROBE_PY, *ENDPOINTS], timeout=30)
-    verdict = probe.stdout.strip().splitlines()[-1:] or [""]
-    if verdict[0] == "blocked":
-        return {"blocked": True, "proof": f"probed from the sandbox: none of {', '.join(ENDPOINTS)} answers"}
-    return {"blocked": False, "probe": verdict[0][:200] or f"rc={probe.return_code}"}
+        return {"blocked": True, "enforced_by": "allowlist: no network but the egress proxy, which refuses "
+                                                "link-local and private addresses"}
+    block = await enforce_metadata_block(sandbox)
+    if block.enforced:
+        return {"blocked": True, "enforced_by": block.how}
+    found = await probe(sandbox)
+    if found.ran and not found.reached:
+        return {"blocked": True, "proof": f"probed from the sandbox: no cloud metadata service answers at "
+                                          f"{', '.join(ENDPOINTS)} ({found.summary()})", "not_enforced": block.how}
+    return {"blocked": False, "probe": found.summary()[:300], "reached": found.reached, "not_enforced": block.how,
+            "remedy": block.remedy or "pass --allow-cloud-metadata"}
+
+
+def refuse(state: Any, verdict: dict[str, Any]) -> None:
+    """The agent does not start: one line for the trial's error, marked so that it is not retried."""
+    what = "a cloud metadata service answers in the sandbox" if verdict["reached"] else \
+        "no probe could show that no cloud metadata service answers in the sandbox"
+    state.error = f"{what} ({verdict['probe']}) and the sandbox cannot block it ({verdict['not_enforced']}); " \
+                  f"the agent was not started: {verdict['remedy']}"
+    state.error_category = "sandbox_setup"
+    state.sandbox_startup_info = {"reason": "refused", "refused": REFUSED, "raw_message": state.error[:500]}
 
 
 @contextlib.asynccontextmanager
@@ -90,9 +100,7 @@ async def agent_network(req: Any, sandbox: Any, paths: Any, state: Any, *,
     try:
         record["cloud_metadata"] = verdict = await metadata_verdict(req, sandbox, granted, asked)
         if not verdict["blocked"] and "opt_out" not in verdict:
-            state.error = ("cloud metadata block not proven (" + verdict["probe"] + "); the agent was not started. "
-                           "Pass --allow-cloud-metadata to run anyway")
-            state.error_category = "sandbox_setup"
+            refuse(state, verdict)
         hosts = agent_allowlist(req.task)
         if hosts is not None and state.error is None:
             record["allowed_hosts"] = hosts

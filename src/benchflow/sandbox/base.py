@@ -312,6 +312,35 @@ def room_to_start(sandbox: Sandbox) -> contextlib.AbstractAsyncContextManager:
     return own() if own is not None else contextlib.nullcontext()
 
 
+@dataclass(frozen=True)
+class MetadataBlock:
+    """Whether a started sandbox blocks the cloud metadata endpoints by construction, and how."""
+
+    enforced: bool
+    how: str
+    """How the block is enforced (for ``network.json``), or why it cannot be here."""
+    remedy: str | None = None
+    """Where it cannot be: the one line saying which backend or setting gets it."""
+
+
+REMEDY = ('use --sandbox local (it blocks them by construction), or network_mode "allowlist" or '
+          '"no-network", or pass --allow-cloud-metadata')
+
+
+async def enforce_metadata_block(sandbox: Sandbox) -> MetadataBlock:
+    """Block the cloud metadata endpoints (``169.254.169.254`` and friends) from a started sandbox with
+    an open network so that nothing in it can undo the block, before the agent starts: the sandbox's
+    own ``enforce_metadata_block()`` where it has one (the local sandbox's unreachable routes, a docker
+    container's routes and neighbour entries put in by a helper), called again for each agent stretch
+    (a restore may have replaced the machine). A backend without one, or one that cannot here, says so
+    (``enforced`` False): its agent then starts only when a probe from inside finds no metadata
+    service (:mod:`benchflow.jobs.agent_network`)."""
+    own = getattr(sandbox, "enforce_metadata_block", None)
+    if own is None:
+        return MetadataBlock(False, f"{type(sandbox).__name__} cannot block them by construction", REMEDY)
+    return await own()
+
+
 @dataclass
 class OwnedSandbox:
     """One sandbox BenchFlow made that still exists (a row of ``bench sandbox list``)."""

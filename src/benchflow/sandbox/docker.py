@@ -27,7 +27,7 @@ from benchflow.errors import (
 
 from . import ca
 from . import docker_engine as eng
-from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, MetadataBlock, SandboxSpec
 from .docker_build import build_image
 from .docker_container import State, container_network, container_request
 from .docker_engine import call
@@ -83,6 +83,8 @@ class DockerSandbox(Snapshots, Teardown):
         self._kept = False
         self.pod: DockerPod | None = None
         """The task's other compose services, pod-style in this container's network (:mod:`.docker_pod`)."""
+        self.metadata_block: tuple[str, MetadataBlock] | None = None
+        """(container, its cloud-metadata block) once :meth:`enforce_metadata_block` put it in place."""
 
     @property
     def api(self):
@@ -254,6 +256,13 @@ class DockerSandbox(Snapshots, Teardown):
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None) -> DockerProcess:
         return await open_process(self.api, self._require_container(), cmd, user=user, env=env, cwd=cwd)
+
+    async def enforce_metadata_block(self) -> MetadataBlock:
+        """See :func:`benchflow.sandbox.base.enforce_metadata_block` (:mod:`.docker_metadata`: routes and
+        neighbour entries put into the container's network namespace by a helper container)."""
+        from .docker_metadata import enforce
+
+        return await enforce(self)
 
     def room_to_start(self):
         """See :func:`benchflow.sandbox.base.room_to_start` (:mod:`.docker_room`: the pids limit is

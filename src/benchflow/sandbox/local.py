@@ -53,6 +53,7 @@ from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
     Backend,
     ExecResult,
+    MetadataBlock,
     OwnedSandbox,
     SandboxSpec,
 )
@@ -93,6 +94,10 @@ log = logging.getLogger(__name__)
 
 CAPABILITIES = local_probe.capabilities()
 SLIRP_DNS = "10.0.2.3"
+METADATA_BLOCK = ("unreachable routes for 169.254.0.0/16, 100.100.100.200 and fd00:ec2::254 in the sandbox's "
+                  "network namespace, put there by its namespace holder, which the agent cannot change (no "
+                  "CAP_NET_ADMIN); slirp4netns answers ARP for 10.0.2.0/24 alone, so a socket bound to tap0 "
+                  "gets no further")
 
 
 _WARNED_FROM: set[tuple[str, str]] = set()
@@ -221,6 +226,13 @@ class LocalSandbox:
 
     def _network(self) -> str:
         return "slirp" if CAPABILITIES.network_for(self.spec.network_mode) == "public" else "none"
+
+    async def enforce_metadata_block(self) -> MetadataBlock:
+        """See :func:`benchflow.sandbox.base.enforce_metadata_block`: the holder put the block in the
+        sandbox's network namespace before slirp4netns attached (a sandbox it failed for never started)."""
+        if self._network() != "slirp":
+            return MetadataBlock(True, "no network: the sandbox has only loopback")
+        return MetadataBlock(True, METADATA_BLOCK)
 
     def _prepare(self, image: LocalImage) -> tuple[list[tuple[str, str]], list[dict]]:
         """The state folder and the view; returns the holder's binds and overlays."""

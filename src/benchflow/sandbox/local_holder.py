@@ -18,7 +18,10 @@ only, so it starts fast and imports nothing of the caller's environment). It
    read) over them, and the sandbox's own folders;
 4. for ``network: slirp``, starts ``slirp4netns`` on the anchor's network
    namespace (a user-mode stack: the sandbox reaches out through NAT, never the
-   host's own loopback), tied to this process with ``--exit-fd``;
+   host's own loopback), tied to this process with ``--exit-fd``; before it
+   attaches, the anchor (which alone holds ``CAP_NET_ADMIN`` there: no sandbox
+   process does) puts the cloud-metadata block in that namespace
+   (:mod:`netns_block`: unreachable routes), or the sandbox does not start;
 5. prints ``ready <mount-ns pid> <anchor pid> <id-mapped 0|1>`` and waits for
    stdin to close (the owner ended or died), then kills the anchor and exits;
    a failure is one line instead, ``missing <reason>`` for a program this
@@ -136,15 +139,27 @@ def _lo_up() -> None:
         fcntl.ioctl(sock, 0x8914, struct.pack("16sh", b"lo", 1))  # SIOCSIFFLAGS IFF_UP
 
 
+def _metadata_block() -> dict:
+    """:mod:`netns_block` (beside this file), loaded by path: this process imports nothing."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "netns_block.py")
+    namespace = {"__name__": "netns_block"}
+    with open(path) as source:
+        exec(compile(source.read(), path, "exec"), namespace)  # noqa: S102 - BenchFlow's own file
+    return namespace
+
+
 def _anchor(config: dict, up: int, down: int) -> None:
     """The child: new namespaces, then wait (it holds them) until the parent goes."""
     try:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        block = _metadata_block() if config["network"] == "slirp" else None
         flags = CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
         if not config["privileged"]:
             flags |= CLONE_NEWNS
         _check(libc.unshare(flags), "unshare")
         _lo_up()
+        if block is not None:  # no pinned neighbours: slirp answers ARP for 10.0.2.0/24 alone
+            block["install"](pin=False)
         with open("/proc/sys/user/max_user_namespaces", "w") as limit:  # for this namespace: no nested ones,
             limit.write("0")  # so no process in the sandbox can get capabilities back in a new one
         name = config["hostname"].encode()
