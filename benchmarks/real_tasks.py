@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchflow.sandbox.docker_build import _FROM  # noqa: E402  (the FROM line as bench's build reads it)
 from tests.compat import byhand  # noqa: E402
 
 STANDIN = "benchflow/standin:uv"
@@ -50,7 +51,6 @@ RUN pip install --no-cache-dir uv==0.9.5
 """
 # Public base images the stand-in replaces: the Python and Debian/Ubuntu images of the published tasks.
 STANDS_IN = re.compile(r"^(python|ubuntu|debian)(:[\w.-]+)?$")
-_FROM = re.compile(r"^(\s*FROM\s+)((?:--platform=\S+\s+)?)(\S+)(.*)$", re.IGNORECASE)
 
 
 @dataclass
