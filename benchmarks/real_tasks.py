@@ -38,6 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchflow.sandbox import dockerfile_lines  # noqa: E402  (instructions as bench's build groups them)
 from benchflow.sandbox.docker_build import _FROM  # noqa: E402  (the FROM line as bench's build reads it)
 from tests.compat import byhand  # noqa: E402
 
@@ -106,8 +107,12 @@ def why_not_here(task: Path, missing: set[str]) -> str:
     if not dockerfile.is_file():
         return "no environment/Dockerfile (a prebuilt image only)"
     stages = set()
-    for line in dockerfile.read_text().splitlines():
-        match = _FROM.match(line)
+    groups = dockerfile_lines.instructions(dockerfile.read_text())
+    if any(len(g) > 1 and dockerfile_lines.HEREDOC.search(g[0]) and not g[0].lstrip().startswith("#") for g in groups):
+        return ("a Dockerfile heredoc needs BuildKit; the Docker SDK build (bench's docker backend and the "
+                "hand run) is the classic builder")
+    for group in groups:
+        match = _FROM.match(group[0])
         if not match:
             continue
         image, rest = match.group(3), match.group(4).split()
@@ -126,11 +131,11 @@ def stage(task: Path, out: Path) -> Path:
     shutil.copytree(task, copy, symlinks=True)
     dockerfile = copy / "environment" / "Dockerfile"
     lines = []
-    for line in dockerfile.read_text().splitlines():
-        match = _FROM.match(line)
+    for group in dockerfile_lines.instructions(dockerfile.read_text()):
+        match = _FROM.match(group[0])
         if match and STANDS_IN.match(match.group(3)):
-            line = f"{match.group(1)}{STANDIN}{match.group(4)}"
-        lines.append(line)
+            group = [f"{match.group(1)}{STANDIN}{match.group(4)}", *group[1:]]
+        lines.extend(group)
     dockerfile.write_text("\n".join(lines) + "\n")
     return copy
 
@@ -140,14 +145,20 @@ def by_hand(task: Path, tag: str) -> str:
         byhand.build(task, tag, host_ca())
         return byhand.oracle_reward(task, tag, network="host")
     except Exception as exc:  # noqa: BLE001 - a task's build or run failing is a row, not a crash
-        return f"error: {str(exc).splitlines()[0][:100]}"
+        return f"error: {_first_line(exc)}"
 
 
 def _oracle_again(task: Path, tag: str) -> str:
     try:
         return byhand.oracle_reward(task, tag, network="host")
     except Exception as exc:  # noqa: BLE001 - as in by_hand
-        return f"error: {str(exc).splitlines()[0][:100]}"
+        return f"error: {_first_line(exc)}"
+
+
+def _first_line(exc: Exception) -> str:
+    """The engine's own explanation when it gave one (an API error's URL says nothing)."""
+    text = str(getattr(exc, "explanation", None) or exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:140]
 
 
 def through_bench(task: Path, jobs: Path, extra: list[str]) -> tuple[str, str]:
@@ -188,6 +199,28 @@ def facts(trial: Path, result: dict) -> str:
     return "; ".join(out)
 
 
+def _earlier_rows(table: Path) -> dict[tuple[str, str], Row]:
+    if not table.is_file():
+        return {}
+    return {(r["suite"], r["task"]): Row(**r) for r in json.loads(table.read_text())
+            if r.get("by_hand") or r.get("through_bench")}
+
+
+def _write_table(table: Path, rows: list[Row]) -> None:
+    """After every task, atomically: a run stopped half-way keeps what it measured (``--resume``)."""
+    part = table.with_suffix(".part")
+    part.write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    os.replace(part, table)
+
+
+def _remove_images(tag: str, task_name: str) -> None:
+    """The hand run's image and those bench built for the task: 176 task images do not fit on one disk."""
+    name = re.sub(r"[^a-z0-9._-]+", "-", task_name.lower()).strip("._-")
+    listed = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", f"benchflow/{name}*"],
+                            capture_output=True, text=True).stdout.split()
+    subprocess.run(["docker", "image", "rm", "-f", tag, *listed], capture_output=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("suites", nargs="+", type=Path)
@@ -198,6 +231,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=0, help="rerun by hand an oracle that did not score 1")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--bench-arg", action="append", default=[], help="one more argument for bench run")
+    parser.add_argument("--resume", action="store_true", help="keep the rows OUT/table.json already has")
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
     missing = set(args.missing.read_text().split()) if args.missing else set()
@@ -205,10 +239,12 @@ def main() -> int:
     tasks = [t for s in args.suites for t in sorted(s.iterdir()) if (t / "task.toml").is_file()]
     selected = [t for t in tasks if not only or t.name in only][: args.limit or None]
     rows = [Row(t.parent.name, t.name, cannot_run=why_not_here(t, missing)) for t in selected]
+    done = _earlier_rows(args.out / "table.json") if args.resume else {}
+    rows = [done.get((r.suite, r.task), r) for r in rows]
     if any(not r.cannot_run for r in rows):
         ensure_standin()
     for task, row in zip(selected, rows):
-        if row.cannot_run:
+        if row.cannot_run or (row.suite, row.task) in done:
             continue
         started = time.monotonic()
         copy = stage(task, args.out)
@@ -220,11 +256,12 @@ def main() -> int:
             row.differs = found
         if args.repeat and _score(row.by_hand) is not None and _score(row.by_hand) != 1.0:
             row.repeats = [_oracle_again(copy, tag) for _ in range(args.repeat)]
-        subprocess.run(["docker", "image", "rm", "-f", tag], capture_output=True)
+        _remove_images(tag, task.name)
         row.seconds = round(time.monotonic() - started, 1)
+        _write_table(args.out / "table.json", rows)
         print(f"{row.suite}/{row.task}: by hand {row.by_hand or '-'} | bench {row.through_bench or '-'}"
               f"{' | ' + row.differs if row.differs else ''}", file=sys.stderr, flush=True)
-    (args.out / "table.json").write_text(json.dumps([asdict(r) for r in rows], indent=2))
+    _write_table(args.out / "table.json", rows)
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=2))
         return 0
@@ -233,7 +270,7 @@ def main() -> int:
     for r in rows:
         flaky = f" (oracle not stable: {', '.join(r.repeats)})" if len(set(r.repeats + [r.by_hand])) > 1 else ""
         if not r.cannot_run and r.by_hand.startswith("error:") and r.agree:
-            r.cannot_run = f"fails by hand too ({r.by_hand[7:]}): its build or run needs a host not reachable here"
+            r.cannot_run = f"fails by hand too: {r.by_hand[7:]}"
         note = f"cannot run here: {r.cannot_run}" if r.cannot_run else (r.differs + flaky if not r.agree else flaky)
         print(f"| {r.suite} | {r.task} | {r.by_hand or '-'} | {r.through_bench or '-'} | {note.strip()} |")
     ran = [r for r in rows if not r.cannot_run]  # (after the loop above: a hand run's failed build counts)

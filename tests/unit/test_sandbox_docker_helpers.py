@@ -31,6 +31,30 @@ def test_ca_inject_follows_every_from_including_continued_lines():
     assert out[5] == "from b" and out[6].startswith("COPY")
 
 
+HEREDOC_DOCKERFILE = """FROM python:3.12-slim
+RUN python3 - <<'PY'
+from huggingface_hub import snapshot_download
+snapshot_download("x")
+PY
+RUN cat > /etc/x <<-EOF
+	from here
+	EOF
+RUN echo done
+"""
+
+
+def test_a_heredoc_line_starting_with_from_is_script_text_not_an_instruction():
+    """A real SkillsBench Dockerfile (latex-formula-extraction) has ``from huggingface_hub`` in a
+    ``RUN python3 - <<'PY'`` body: neither the base-image swap nor the CA lines may land there."""
+    rewritten = rewrite_from(HEREDOC_DOCKERFILE, "debian:bookworm-slim").splitlines()
+    assert rewritten[0] == "FROM debian:bookworm-slim"
+    assert rewritten[2] == "from huggingface_hub import snapshot_download"
+    assert rewritten[6:8] == ["\tfrom here", "\tEOF"]
+    injected = ca.inject(HEREDOC_DOCKERFILE).splitlines()
+    assert [i for i, line in enumerate(injected) if line.startswith("COPY .benchflow-ca.crt")] == [1]
+    assert injected[4:7] == ["from huggingface_hub import snapshot_download", 'snapshot_download("x")', "PY"]
+
+
 def test_image_tag_follows_the_cache_key_and_overrides(tmp_path):
     base = SandboxSpec(name="My Task!", environment_dir=tmp_path, cache_key="abc")
     tag = image_tag(base)

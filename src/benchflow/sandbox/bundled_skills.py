@@ -17,6 +17,8 @@ import posixpath
 import re
 from pathlib import Path
 
+from . import dockerfile_lines
+
 FOLDER = "skills"
 _COPY = re.compile(r"^\s*(COPY|ADD)\s+(.*)$", re.IGNORECASE | re.DOTALL)
 
@@ -29,20 +31,6 @@ def in_folder(rel: str) -> bool:
 
 def present(environment_dir: Path | None) -> bool:
     return environment_dir is not None and (environment_dir / FOLDER).exists()
-
-
-def _instructions(text: str) -> list[list[str]]:
-    """The Dockerfile's lines grouped into instructions (a trailing ``\\`` continues one)."""
-    out: list[list[str]] = []
-    current: list[str] = []
-    for line in text.splitlines():
-        current.append(line)
-        if not line.rstrip().endswith("\\"):
-            out.append(current)
-            current = []
-    if current:
-        out.append(current)
-    return out
 
 
 def _rewrite(keyword: str, body: str) -> str | None:
@@ -74,7 +62,7 @@ def _rewrite(keyword: str, body: str) -> str | None:
 def without_skill_copies(dockerfile: str) -> str:
     """``dockerfile`` with every ``COPY``/``ADD`` of the context's ``skills/`` left out."""
     out: list[str] = []
-    for lines in _instructions(dockerfile):
+    for lines in dockerfile_lines.instructions(dockerfile):
         joined = " ".join(line.rstrip().rstrip("\\") for line in lines)
         match = _COPY.match(joined)
         if not match:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from benchflow.errors import ConfigError
 
+from . import dockerfile_lines
+
 CA_PATH = "/usr/local/share/ca-certificates/benchflow-ca.crt"
 CONTEXT_NAME = ".benchflow-ca.crt"
 """Name of the bundle's copy inside the build context."""
@@ -49,25 +51,15 @@ def read_bundle(path: Path) -> bytes:
 
 
 def inject(dockerfile: str) -> str:
-    """``dockerfile`` with the bundle copied in and trusted after each ``FROM`` line.
-
-    Continuation lines of a ``FROM`` (a trailing backslash) are kept together.
-    """
+    """``dockerfile`` with the bundle copied in and trusted after each ``FROM`` instruction
+    (its continuation lines kept with it; a heredoc's ``from …`` line is no ``FROM``)."""
     env = " ".join(f"{name}={CA_PATH}" for name in ENV_VARS)
     added = [f"COPY {CONTEXT_NAME} {CA_PATH}", f"ENV {env}"]
     out: list[str] = []
-    lines = dockerfile.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        out.append(line)
-        if _FROM.match(line):
-            while line.rstrip().endswith("\\") and i + 1 < len(lines):
-                i += 1
-                line = lines[i]
-                out.append(line)
+    for group in dockerfile_lines.instructions(dockerfile):
+        out.extend(group)
+        if _FROM.match(group[0]):
             out.extend(added)
-        i += 1
     return "\n".join(out) + "\n"
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchflow.errors import BuildError, TaskError
 
-from . import bundled_skills, ca
+from . import bundled_skills, ca, dockerfile_lines
 from .base import SandboxSpec
 from .docker_engine import call
 
@@ -74,16 +74,16 @@ def rewrite_from(dockerfile: str, image: str) -> str:
     """``dockerfile`` with every ``FROM`` image that is not an earlier stage replaced by ``image``."""
     stages: set[str] = set()
     out = []
-    for line in dockerfile.splitlines():
-        match = _FROM.match(line)
+    for group in dockerfile_lines.instructions(dockerfile):
+        match = _FROM.match(group[0])
         if match:
             head, flags, base, rest = match.groups()
             alias = re.search(r"\bAS\s+(\S+)", rest, re.IGNORECASE)
             if base.lower() not in stages:
-                line = f"{head}{flags}{image}{rest}"
+                group = [f"{head}{flags}{image}{rest}", *group[1:]]
             if alias:
                 stages.add(alias.group(1).lower())
-        out.append(line)
+        out.extend(group)
     return "\n".join(out) + "\n"
 
 
