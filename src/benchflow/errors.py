@@ -49,9 +49,17 @@ class UserError(BenchError):
 
 
 class TaskError(UserError):
-    """A task folder that does not parse or validate; the message names file, key and fix."""
+    """A task folder that does not parse or validate; the message names file, key and fix.
+
+    ``problems`` holds every problem found (the message names the first and how many more), for
+    ``bench tasks check`` to list them all.
+    """
 
     category = "task_error"
+
+    def __init__(self, message: str, *, category: str | None = None, problems: list[str] | None = None) -> None:
+        super().__init__(message, category=category)
+        self.problems = problems or [message]
 
 
 class ConfigError(UserError):

@@ -170,7 +170,7 @@ def _load(dirs: list[Path], override: dict[str, Any] | None = None) -> tuple[lis
             apply_override(task, override)
         except TaskError as exc:
             if len(dirs) == 1:
-                raise
+                raise TaskError(f"{path}/{exc}", problems=exc.problems) from None
             log.warning("skipping %s: %s", path.name, exc)
             skipped.append((str(path), str(exc)))
             continue

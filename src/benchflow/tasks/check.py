@@ -74,7 +74,7 @@ def _schema_issues(task_dir: Path, report: CheckReport) -> None:
         else:
             read_legacy(task_dir)
     except TaskError as exc:
-        issues.append(str(exc))
+        issues += exc.problems
 
 
 def _schema(task_dir: Path, report: CheckReport) -> Task | None:

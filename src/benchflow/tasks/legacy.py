@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from benchflow.errors import TaskError
 
 from .config import TaskConfig
-from .validation import issues_of, summarize
+from .validation import issues_of, problems_error
 
 _RENAMES = (("environment", "sandbox"), ("environment_mode", "sandbox_mode"))
 
@@ -112,13 +112,13 @@ def read_legacy(task_dir: str | Path) -> LegacyConfig:
             errors = exc.errors()
             unknown = [e for e in errors if e["type"] == "extra_forbidden"]
             if len(unknown) != len(errors):
-                raise TaskError(summarize(issues_of(exc, "task.toml", TaskConfig))) from None
+                raise problems_error(issues_of(exc, "task.toml", TaskConfig)) from None
             for err in unknown:
                 loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p[:1].isupper()))
                 try:
                     value = _pop_path(data, loc)
                 except (KeyError, IndexError, TypeError):
-                    raise TaskError(summarize(issues_of(exc, "task.toml", TaskConfig))) from None
+                    raise problems_error(issues_of(exc, "task.toml", TaskConfig)) from None
                 _set_nested(extra, loc, value)
                 paths.append(_path_text(loc))
     else:

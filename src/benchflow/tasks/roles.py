@@ -10,10 +10,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchflow.errors import TaskError
 
 from .document import read_utf8
-from .validation import issues_of
+from .validation import issues_of, problems_error
 
 DOCUMENT_KEYS = frozenset({"agents", "scenes", "user", "benchflow"})
 
@@ -131,6 +130,5 @@ def build_prompt_parts(model: DocumentKeys, sections: dict[str, Any],
 def require_valid(doc: dict[str, Any], source: str) -> DocumentKeys:
     model, problems = document_issues(doc, source)
     if problems or model is None:
-        raise TaskError(problems[0] if len(problems) == 1 else
-                        f"{problems[0]} (and {len(problems) - 1} more; run bench tasks check)")
+        raise problems_error(problems)
     return model

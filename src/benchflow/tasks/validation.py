@@ -139,10 +139,15 @@ def validate(model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise TaskError(summarize(issues_of(exc, source, model))) from None
+        raise problems_error(issues_of(exc, source, model)) from None
+
+
+def problems_error(problems: list[str]) -> TaskError:
+    """One TaskError for them all: its message names the first, ``bench tasks check`` lists each."""
+    return TaskError(summarize(problems), problems=problems)
 
 
 def summarize(issues: list[str]) -> str:
     if len(issues) == 1:
         return issues[0]
-    return f"{issues[0]} (and {len(issues) - 1} more problem{'s' if len(issues) > 2 else ''}; run bench tasks check)"
+    return f"{issues[0]} (and {len(issues) - 1} more problem{'s' if len(issues) > 2 else ''}; bench tasks check lists them)"
