@@ -50,6 +50,12 @@ STANDIN_DOCKERFILE = f"""FROM {STANDIN_BASE}
 # uv's Python downloads from GitHub), here ahead of time; everything else they still fetch.
 RUN pip install --no-cache-dir uv==0.9.5
 """
+UV_IMAGE_TAGS = ("ghcr.io/astral-sh/uv:0.8.14", "ghcr.io/astral-sh/uv:0.8.15")
+"""Tags of astral's uv image that published Dockerfiles ``COPY --from=`` (``/uv /uvx``): here an image
+holding the stand-in's uv at those paths, under those names, so the classic builder finds it locally."""
+UV_IMAGE_DOCKERFILE = f"""FROM {STANDIN}
+RUN cp "$(command -v uv)" /uv && cp "$(command -v uvx)" /uvx
+"""
 # Public base images the stand-in replaces: the Python and Debian/Ubuntu images of the published tasks.
 STANDS_IN = re.compile(r"^(python|ubuntu|debian)(:[\w.-]+)?$")
 
@@ -85,7 +91,7 @@ def host_ca() -> Path:
 
 
 def ensure_standin() -> None:
-    if subprocess.run(["docker", "image", "inspect", STANDIN], capture_output=True).returncode == 0:
+    if subprocess.run(["docker", "image", "inspect", STANDIN, *UV_IMAGE_TAGS], capture_output=True).returncode == 0:
         return
     if subprocess.run(["docker", "image", "inspect", STANDIN_BASE], capture_output=True).returncode != 0:
         subprocess.run(["bash", str(ROOT / "scripts" / "docker-engine.sh"), "--standins"], check=True)
@@ -93,6 +99,10 @@ def ensure_standin() -> None:
         (Path(tmp) / "environment").mkdir()
         (Path(tmp) / "environment" / "Dockerfile").write_text(STANDIN_DOCKERFILE)
         byhand.build(Path(tmp), STANDIN, host_ca())
+        (Path(tmp) / "environment" / "Dockerfile").write_text(UV_IMAGE_DOCKERFILE)
+        byhand.build(Path(tmp), UV_IMAGE_TAGS[0], host_ca())
+    for tag in UV_IMAGE_TAGS[1:]:
+        subprocess.run(["docker", "tag", UV_IMAGE_TAGS[0], tag], check=True)
 
 
 def why_not_here(task: Path, missing: set[str]) -> str:
