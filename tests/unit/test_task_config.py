@@ -250,3 +250,15 @@ def test_legacy_environment_image_beside_a_dockerfile_is_kept_aside_and_the_dock
 def test_legacy_environment_image_without_a_dockerfile_is_the_image_to_run(tmp_path):
     (tmp_path / "task.toml").write_text('version = "1.0"\n[environment]\nimage = "python:3.12-slim"\n')
     assert read_legacy(tmp_path).config.sandbox.docker_image == "python:3.12-slim"
+
+
+def test_a_harbor_version_before_1_is_read_as_1_with_a_warning(tmp_path):
+    """SkillsBench's jax-computing-basics says ``version = "0.0"``; Harbor runs it, so bench does too."""
+    task = tmp_path / "v0"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM debian:bookworm-slim\n")
+    (task / "instruction.md").write_text("Do it.\n")
+    (task / "task.toml").write_text('version = "0.0"\n')
+    loaded = load_task(task)
+    assert loaded.config.schema_version == "1.0"
+    assert any("version '0.0' is read as 1.0" in w for w in loaded.warnings)

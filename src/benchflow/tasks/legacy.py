@@ -104,6 +104,10 @@ def read_legacy(task_dir: str | Path) -> LegacyConfig:
         paths.append("sandbox.image")
         notes.append("task.toml: [environment] image is not a Harbor key: environment/Dockerfile is built, as "
                      "Harbor does (docker_image names a prebuilt image)")
+    if str(data.get("schema_version", "")).split(".")[0] == "0":
+        notes.append(f"task.toml: version {data['schema_version']!r} is read as 1.0: a Harbor task.toml before "
+                     "1.0 has the same keys, and Harbor runs it")
+        data["schema_version"] = "1.0"
     for _ in range(50):  # each round removes at least one key; the cap guards odd inputs
         try:
             config = TaskConfig.model_validate(data)
