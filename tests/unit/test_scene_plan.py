@@ -9,8 +9,10 @@ import pytest
 
 from benchflow.agents.trajectory import TrajectoryMerger
 from benchflow.errors import TaskError
-from benchflow.jobs.scene_plan import compose, handoff, scene_issues
-from benchflow.jobs.sim_user import SimulatedUser, system_prompt, user_plan
+from benchflow.jobs.scene_plan import compose
+from benchflow.jobs.sim_user import SimulatedUser, system_prompt
+from benchflow.tasks.scene_rules import handoff, scene_issues
+from benchflow.tasks.user_plan import user_plan
 from benchflow.tasks import load_task
 from benchflow.tasks.capability import runtime_issues
 

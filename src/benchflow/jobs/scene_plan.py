@@ -1,6 +1,7 @@
 """What a scene task asks of a run, known before its sandbox starts (the planning half of :mod:`.scenes`).
 
-The run card's refusals and warnings (:func:`run_issues`, :func:`scene_issues`), the agents a
+The run card's refusals and warnings (:func:`run_issues`; the task's own:
+:func:`benchflow.tasks.scene_rules.scene_issues`), the agents a
 scene's roles name (each installed as a layer, :func:`role_agents`), the ``scenes`` record of
 ``config.json`` (:func:`scenes_as_run`), and a task seen with a run config's scenes
 (:func:`with_run_scenes`; the config's models are :mod:`.scene_config`'s). Kept apart from the
@@ -14,64 +15,15 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from benchflow.errors import BenchError
+from benchflow.tasks.scene_rules import handoff, is_file
 
 if TYPE_CHECKING:
     from .trial_request import TrialRequest
-
-PARTS = ("base", "role", "scene", "turn")
-HANDOFF_DEFAULTS = {"mode": "sequential", "workspace_visibility": "shared", "trajectory_visibility": "none"}
-_HANDOFF_ALLOWED = {"mode": ("sequential",), "workspace_visibility": ("shared",),
-                    "trajectory_visibility": ("none", "metadata")}
 
 
 def wants_scenes(req: TrialRequest) -> bool:
     """The task has scenes and a real agent runs it (the oracle and nop solve or skip it as one phase)."""
     return bool(req.task.scenes) and not req.agent.is_control
-
-
-def handoff(task: Any, scene: str) -> dict[str, str]:
-    """The scene's handoff: ``benchflow.teams.<scene>``, else the only team declared, else the defaults."""
-    teams = (task.document.get("benchflow") or {}).get("teams") or {}
-    team = teams.get(scene) if isinstance(teams, dict) else None
-    if team is None and isinstance(teams, dict) and len(teams) == 1:
-        team = next(iter(teams.values()))
-    declared = (team or {}).get("handoff") if isinstance(team, dict) else None
-    return {**HANDOFF_DEFAULTS, **(declared if isinstance(declared, dict) else {})}
-
-
-def composition(task: Any) -> tuple[str, list[str]]:
-    prompt = (task.document.get("benchflow") or {}).get("prompt") or {}
-    prompt = prompt if isinstance(prompt, dict) else {}
-    return str(prompt.get("composition") or "replace"), list(prompt.get("order") or PARTS)
-
-
-def scene_issues(task: Any) -> list[str]:
-    """What in the task's scenes no sandbox of this build runs (an unknown handoff or composition)."""
-    if not task.scenes:
-        return []
-    issues = []
-    if task.config.steps:
-        issues.append("scenes: a multi-step task runs its steps, not scenes; drop one of the two")
-    for scene in task.scenes:
-        for key, value in handoff(task, scene["name"]).items():
-            allowed = _HANDOFF_ALLOWED.get(key)
-            if allowed is not None and value not in allowed:
-                issues.append(f"benchflow.teams.{scene['name']}.handoff.{key} {value!r}: this build runs "
-                              f"{' or '.join(allowed)} only")
-    mode, order = composition(task)
-    if mode not in ("append", "replace"):
-        issues.append(f"benchflow.prompt.composition {mode!r}: use append or replace")
-    if any(part not in PARTS for part in order):
-        issues.append(f"benchflow.prompt.order {order!r}: name only {', '.join(PARTS)}")
-    for name, role in task.roles.items():
-        agent = str(role.get("agent") or "")
-        if _is_file(agent):
-            issues.append(f"agents.roles.{name}.agent {agent!r}: name a registry agent, not a file")
-    return issues
-
-
-def _is_file(agent: str) -> bool:
-    return "/" in agent or agent.endswith(".toml") or agent.startswith(".")
 
 
 def _resolved(name: str, harness: str) -> tuple[str | None, str | None]:
@@ -92,7 +44,7 @@ def _role_agent_issues(task: Any, spec: Any) -> list[str]:
     played = dict.fromkeys(turn["role"] for scene in task.scenes for turn in scene["turns"])
     for role in played:
         agent = str((task.roles.get(role) or {}).get("agent") or "")
-        if not agent or agent in own or (_is_file(agent) and not spec.scenes):
+        if not agent or agent in own or (is_file(agent) and not spec.scenes):
             continue  # the run's own agent, or a task role naming a file (the runtime check refuses that)
         problem = _resolved(agent, harness)[1]
         if problem:
@@ -113,7 +65,7 @@ def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
         warnings.append("--prompt does not apply to scene turns; each turn's prompt comes from the task")
     has_user = task.has_user
     if has_user:
-        from .sim_user import user_plan
+        from benchflow.tasks.user_plan import user_plan
 
         try:
             has_user = user_plan(task) is not None

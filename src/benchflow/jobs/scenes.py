@@ -36,13 +36,14 @@ from benchflow.agents.base import AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import BenchError
 from benchflow.records.turns import TurnRecord
+from benchflow.tasks.scene_rules import composition
 from benchflow.util import atomic
 
 from .agent_layer import wants_layer
 from .layout import StepPaths, TrialPaths
 from .phases import TrialState
 from .prompts import resolve_prompts
-from .scene_plan import Turn, compose, composition, role_agents, role_player, turns_of
+from .scene_plan import Turn, compose, role_agents, role_player, turns_of
 from .sim_user import converse
 from .trial_request import TrialRequest
 

@@ -118,13 +118,14 @@ def runtime_issues(task: Task, caps: Any, backend: str) -> tuple[list[str], list
 
 
 def _scene_issues(task: Task) -> list[str]:
-    """Scenes and the simulated user as this build runs them (``benchflow.jobs.scenes``, ``.sim_user``)."""
+    """Scenes and the simulated user as this build runs them (``tasks.scene_rules``, ``tasks.user_plan``)."""
     from benchflow.errors import TaskError
-    from benchflow.jobs.scene_plan import scene_issues
+
+    from .scene_rules import scene_issues
 
     issues = scene_issues(task)
     if task.has_user:
-        from benchflow.jobs.sim_user import user_plan
+        from .user_plan import user_plan
 
         try:
             user_plan(task)

@@ -1,0 +1,37 @@
+"""The import rules docs/ARCHITECTURE.md states, checked over src/benchflow's ast (imports inside functions too)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "benchflow"
+
+
+def _imported_packages(package: str) -> dict[str, set[str]]:
+    """For each module of ``benchflow.<package>``: the top-level ``benchflow`` packages it imports."""
+    found: dict[str, set[str]] = {}
+    for path in sorted((SRC / package).rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        module = ("benchflow", *parts)
+        if parts[-1] == "__init__":
+            module = module[:-1]
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name.split(".") for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = list(module[: len(module) - node.level + (parts[-1] == "__init__")]) if node.level else []
+                targets = [[*base, *(node.module or "").split(".")]] if node.module else [base]
+            else:
+                continue
+            names.update(t[1] for t in targets if len(t) > 1 and t[0] == "benchflow")
+        found[".".join(parts)] = names
+    return found
+
+
+def test_tasks_imports_only_errors_and_util():
+    allowed = {"tasks", "errors", "util"}
+    wrong = {module: sorted(names - allowed) for module, names in _imported_packages("tasks").items()
+             if names - allowed}
+    assert wrong == {}
