@@ -18,6 +18,7 @@ uses when the error reaches it.
     │   ├── BuildError               the task image failed to build (log tail attached)
     │   └── CapabilityError          the backend cannot run what the task asks for (exit 2)
     ├── InfraError                   "infra_failure": transport, engine died mid-run
+    ├── Interrupted                  "interrupted": Ctrl-C or SIGTERM ended a run or regrade, exit 130
     ├── AgentError                   agent-side failures, category set per instance
     └── VerifierError                verifier failures, category set per instance
 """
@@ -120,6 +121,13 @@ class InfraError(BenchError):
     """Transport or engine failure in the middle of a trial (retryable)."""
 
     category = "infra_failure"
+
+
+class Interrupted(BenchError):
+    """Ctrl-C or SIGTERM: running trials (or regrades) were cancelled and their sandboxes removed."""
+
+    category = "interrupted"
+    exit_code = 130
 
 
 class AgentError(BenchError):

@@ -80,7 +80,8 @@ class AcpAgent:
 
 
 class _StepError(Exception):
-    """An ACP request failed; ``step`` names which one."""
+    """An ACP request failed; ``step`` names which one. Not a BenchError: private to this module, it
+    carries the cause to the runtime's own handler, which reports it as the agent's error."""
 
     def __init__(self, step: str, cause: BaseException) -> None:
         super().__init__(step)

@@ -52,6 +52,8 @@ def is_reference_entry(entry: Mapping[str, Any]) -> bool:
 
 
 class _Refusal(Exception):
+    """Not a BenchError: a private signal, turned into a ConfigError naming the key by its one caller."""
+
     def __init__(self, key: str, reason: str) -> None:
         super().__init__(reason)
         self.key, self.reason = key, reason

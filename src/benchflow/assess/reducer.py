@@ -27,7 +27,8 @@ ORDER = ("created", "released", "assigned")
 
 
 class RuleBroken(Exception):
-    """An event the log's rules do not allow at its place."""
+    """An event the log's rules do not allow at its place. Not a BenchError: the readers (verify, show)
+    catch it and report the broken log themselves."""
 
 
 @dataclass

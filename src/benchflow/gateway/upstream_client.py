@@ -29,7 +29,8 @@ _RETRYABLE = (OSError, EOFError, asyncio.IncompleteReadError, h11.RemoteProtocol
 
 
 class UpstreamError(OSError):
-    """The provider could not be reached, or the connection broke mid-call."""
+    """The provider could not be reached, or the connection broke mid-call. Not a BenchError: an OSError so
+    the gateway's socket-error handling answers the agent with a 502 like any broken connection."""
 
 
 @cache

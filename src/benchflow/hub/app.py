@@ -39,6 +39,8 @@ class Hub:
 
 
 class HttpError(Exception):
+    """Not a BenchError: the hub server's HTTP answer (status, message), turned into a response by Starlette."""
+
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status

@@ -11,6 +11,7 @@ a scratch folder, and the digest is recomputed there with the same
 
 from __future__ import annotations
 
+from benchflow.errors import UserError
 import gzip
 import os
 import tempfile
@@ -24,7 +25,7 @@ MAX_MEMBERS = 20_000
 MAX_UNPACKED_BYTES = 1 << 30
 
 
-class BadArchive(Exception):
+class BadArchive(UserError):
     """An uploaded archive that is not a plain tar.gz of a task folder."""
 
 

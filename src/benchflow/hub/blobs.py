@@ -9,6 +9,7 @@ an Azure Blob Storage container (``--blobs az://CONTAINER``).
 
 from __future__ import annotations
 
+from benchflow.errors import UserError
 import hashlib
 import os
 import re
@@ -21,7 +22,7 @@ _KEY = re.compile(r"^sha256:[0-9a-f]{64}$")
 CHUNK = 1 << 20
 
 
-class TooLarge(Exception):
+class TooLarge(UserError):
     """An upload went past the size the hub accepts."""
 
 

@@ -12,6 +12,7 @@ secret-looking value is rejected and its bytes deleted).
 
 from __future__ import annotations
 
+from benchflow.errors import UserError
 import hashlib
 import json
 import zipfile
@@ -22,7 +23,7 @@ KIND = "benchflow.trajectory-capture"
 MAX_TEXT_BYTES = 256 << 20
 
 
-class Rejected(Exception):
+class Rejected(UserError):
     """A capture the hub will not keep (the message says why)."""
 
 

@@ -13,6 +13,7 @@ and each agent+model gets :func:`benchflow.results.metrics.solve_rates`.
 
 from __future__ import annotations
 
+from benchflow.errors import UserError
 import json
 import math
 import tempfile
@@ -26,7 +27,7 @@ MAX_RECORD_BYTES = 16 << 20
 RECORD_NAMES = {"result.json", "config.json", "timing.json", "summary.json", "evaluation.json"}
 
 
-class Refused(Exception):
+class Refused(UserError):
     """An upload the hub will not keep; the message says why (schema path, task, digest)."""
 
 

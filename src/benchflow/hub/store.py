@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from benchflow.errors import UserError
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from .timeutil import now
 m = models
 
 
-class AlreadyPublished(Exception):
+class AlreadyPublished(UserError):
     """The version exists; versions are immutable."""
 
 

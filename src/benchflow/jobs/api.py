@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchflow.errors import BenchError, UserError
+from benchflow.errors import BenchError, Interrupted, UserError
 from benchflow.util import atomic
 from benchflow.util.signals import sigterm_cancels_current_task
 
@@ -42,13 +42,6 @@ class TaskEnvRefused(UserError):
     """A task reads a host variable the run did not allow (``--allow-task-env``); nothing started."""
 
     category = "run_refused"
-
-
-class Interrupted(BenchError):
-    """Ctrl-C or SIGTERM: running trials were cancelled and their sandboxes removed."""
-
-    category = "interrupted"
-    exit_code = 130
 
 
 @dataclass

@@ -44,7 +44,8 @@ _STORE = ('umask 022; mkdir -p "$(dirname "$0")" && chmod 0755 "$(dirname "$0")"
 
 
 class SetupFailed(Exception):
-    """A setup command or the healthcheck failed; the message is the trial's error."""
+    """A setup command or the healthcheck failed; the message is the trial's error. Not a BenchError: the
+    environment phase records it as ``sandbox_setup``; a BenchError would be caught earlier as another category."""
 
 
 def _lock_path(name: str) -> Path:

@@ -37,7 +37,8 @@ _TOKEN_PARTS = ("n_input_tokens", "n_output_tokens", "n_cache_read_tokens", "n_c
 
 
 class Unreadable(Exception):
-    """A record exists but cannot be used; the message is the note shown to the user."""
+    """A record exists but cannot be used; the message is the note shown to the user. Not a BenchError:
+    every reader catches it to show the note beside the other rows, never as a run-ending error."""
 
 
 def _number(value: Any) -> bool:

@@ -43,11 +43,12 @@ Opener = Callable[[], IO[bytes]]
 
 
 class TooBig(Exception):
-    """The file expands past :data:`MAX_EXPANDED_BYTES`."""
+    """The file expands past :data:`MAX_EXPANDED_BYTES`. Not a BenchError: a signal to leave the file out."""
 
 
 class LeftOut(Exception):
-    """The file (or tar member) must not be bundled; the message is the reason."""
+    """The file (or tar member) must not be bundled; the message is the reason. Not a BenchError: a signal
+    to leave the file out, noted in the bundle."""
 
 
 def spool() -> IO[bytes]:

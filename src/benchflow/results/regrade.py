@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Callable
 
-from benchflow.errors import BenchError, ConfigError, JobFolderError, TaskError
+from benchflow.errors import ConfigError, Interrupted, JobFolderError, TaskError
 from benchflow.jobs.layout import JobPaths, TrialPaths
 from benchflow.records import (
     EvaluationRecord,
@@ -50,13 +50,6 @@ from .regrade_trial import Candidate, evidence_problem, regrade_trial
 SCHEMA_VERSION = 1
 KIND = "benchflow.regrade-summary"
 DEFAULT_CONCURRENCY = 4
-
-
-class Interrupted(BenchError):
-    """Ctrl-C or SIGTERM: running regrades were cancelled and their sandboxes removed."""
-
-    category = "interrupted"
-    exit_code = 130
 
 
 def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: str | None = None,

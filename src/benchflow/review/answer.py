@@ -25,7 +25,8 @@ OUTCOMES = {"check": ("pass", "fail", "not_applicable"), "blocker": ("pass", "fa
 
 
 class MalformedAnswer(Exception):
-    """The reviewer's answer does not fit the rubric; ``raw`` is the text it gave."""
+    """The reviewer's answer does not fit the rubric; ``raw`` is the text it gave. Not a BenchError: the
+    review report records it as the rollout's review error and goes on."""
 
     def __init__(self, reason: str, raw: str) -> None:
         super().__init__(reason)

@@ -127,7 +127,8 @@ def _write_member(writer: Writer, archive: tarfile.TarFile, member: tarfile.TarI
 
 
 class _Unsplittable(Exception):
-    """The archive is not one :func:`copy_out_tar_split` can take apart; nothing was moved into place."""
+    """The archive is not one :func:`copy_out_tar_split` can take apart; nothing was moved into place.
+    Not a BenchError: a control-flow signal to copy child by child."""
 
 
 def copy_out_tar_split(chunks: Iterable[bytes], top: str, folders: dict[str, Path],

@@ -73,7 +73,8 @@ def _shown(path: str) -> str:
 
 
 class Stop(Exception):
-    """A copy cap was reached; the message says which."""
+    """A copy cap was reached; the message says which. Not a BenchError: a control-flow signal, caught by
+    each copy-out to record what was left out."""
 
 
 class Writer:

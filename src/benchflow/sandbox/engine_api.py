@@ -30,7 +30,9 @@ from .engine_transport import DEFAULT_SOCKET, connection_factory
 
 
 class EngineError(Exception):
-    """The engine answered with an error status (or could not be reached)."""
+    """The engine answered with an error status (or could not be reached). Not a BenchError: like the
+    Docker SDK's APIError it replaces, callers translate it; a trial classifies it as unexpected
+    (``jobs.trial.unexpected_category``), which a SandboxError would change."""
 
     def __init__(self, status_code: int | None, explanation: str) -> None:
         super().__init__(f"{status_code} {explanation}" if status_code else explanation)

@@ -191,7 +191,8 @@ def _write_maps(pid: int, config: dict) -> None:
 
 
 class MissingTool(OSError):
-    """A program this machine lacks: reported as ``missing <reason>``, so the owner does not try again."""
+    """A program this machine lacks: reported as ``missing <reason>``, so the owner does not try again.
+    Not a BenchError: raised in the holder process, an OSError so its OSError report carries it."""
 
 
 def _slirp(pid: int, privileged: bool) -> None:

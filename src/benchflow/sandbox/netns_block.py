@@ -49,7 +49,8 @@ BLOCKED_ERRORS = (errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EACCES, errno.EIN
 
 
 class BlockError(Exception):
-    """The block could not be put in place (or does not hold afterwards)."""
+    """The block could not be put in place (or does not hold afterwards). Not a BenchError: caught beside
+    OSError in this module and reported as the refusal."""
 
 
 def _attr(kind, data):

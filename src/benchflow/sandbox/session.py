@@ -30,7 +30,8 @@ from .base import Sandbox, SandboxSpec
 
 
 class SessionSetupError(Exception):
-    """The sandbox did not come up: building, preparing or starting it failed."""
+    """The sandbox did not come up: building, preparing or starting it failed. Not a BenchError: a wrapper
+    whose ``cause`` the trial classifies (``jobs.phases.setup_failure``); its own category would hide it."""
 
     def __init__(self, stage: str, cause: BaseException) -> None:
         super().__init__(f"{stage}: {cause}")

@@ -24,7 +24,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class UnsafeFile(OSError):
-    """A path that is a symbolic link, a special file, or larger than the reader allows."""
+    """A path that is a symbolic link, a special file, or larger than the reader allows. Not a BenchError:
+    an OSError, so every reader's ``except OSError`` treats it as an unreadable file."""
 
 
 def open_file(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> BinaryIO:

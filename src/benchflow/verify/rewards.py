@@ -32,7 +32,8 @@ MAX_REWARD_FILE_BYTES = 16 << 20
 
 
 class RewardError(ValueError):
-    """A reward file that cannot be scored; the message names the file and the problem."""
+    """A reward file that cannot be scored; the message names the file and the problem. Not a BenchError:
+    a ValueError the verifier runner turns into the trial's verifier error."""
 
 
 def _number(value: Any, where: str, lo: float, hi: float) -> float:

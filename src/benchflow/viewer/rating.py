@@ -21,6 +21,7 @@ an output's script runs in an opaque origin and cannot vote.
 
 from __future__ import annotations
 
+from benchflow.errors import UserError
 import html
 import json
 import mimetypes
@@ -52,7 +53,7 @@ OUTPUT_CSP = ("sandbox allow-scripts; default-src 'self' 'unsafe-inline' data: b
 _RATER = re.compile(r"^[\w.@+-][\w .@+-]{0,62}[\w.@+-]$|^[\w.@+-]$")
 
 
-class RatingError(ValueError):
+class RatingError(UserError, ValueError):
     """A request the page should not have sent: answered 400 with the message."""
 
 
