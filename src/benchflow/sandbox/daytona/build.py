@@ -22,8 +22,8 @@ from typing import IO
 
 from benchflow.errors import BuildError
 
-from .base import SandboxSpec
-from .bundled_skills import in_folder, without_skill_copies
+from ..base import SandboxSpec
+from ..bundled_skills import in_folder, without_skill_copies
 
 
 def dockerfile_text(spec: SandboxSpec) -> str:

@@ -25,7 +25,7 @@ import base64
 import shlex
 from collections.abc import Mapping
 
-from .docker_exec import KILL_TREE
+from ..docker_exec import KILL_TREE
 
 MARKER = "BENCHFLOW_EXEC_ID"
 EOF_LINE = b".\n"

@@ -17,14 +17,14 @@ from collections.abc import Mapping
 
 from benchflow.errors import SandboxError
 
-from . import docker_engine as eng
+from .. import docker_engine as eng
 
 KEPT = "benchflow.kept"
 
 
 async def create_kept(backend, spec) -> dict[str, object]:
     """Build, create and set up a sandbox for ``spec`` that outlives this process, then stop it."""
-    from .daytona_backend import settings
+    from .backend import settings
 
     sandbox = backend.create(spec)
     for owner in (eng.PID, eng.PID_START):
@@ -48,7 +48,7 @@ def attach(record: Mapping[str, object], command: list[str]) -> int:
 
 
 async def _run_live(sandbox_id: str, command: list[str]) -> int:
-    from .daytona_sandbox import DaytonaSandbox
+    from .sandbox import DaytonaSandbox
 
     sandbox = await DaytonaSandbox.attached(sandbox_id)
     try:
@@ -68,7 +68,7 @@ async def _run_live(sandbox_id: str, command: list[str]) -> int:
 
 def release(record: Mapping[str, object]) -> None:
     """Delete the kept sandbox; nothing happens when it is already gone."""
-    from .daytona_backend import BACKEND
+    from .backend import BACKEND
 
     failed = BACKEND.remove([str(record["sandbox_id"])])
     if failed:
