@@ -10,7 +10,7 @@ AgentCore stops a command after its ``timeout`` (300 s unless given, 3,600 s at
 most), so long-lived work runs in the background and is followed by commands
 that are restarted (:mod:`.agentcore.stream`).
 
-The shell lines themselves are Daytona's (:mod:`.daytona.commands`): both
+The shell lines themselves are Daytona's (:mod:`.marked_commands`): both
 services take one shell line per command.
 """
 

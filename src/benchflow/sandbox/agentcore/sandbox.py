@@ -7,7 +7,7 @@ before anything else can fail, so a failed or cancelled start deletes it; it
 waits for ``READY`` (GetAgentRuntime, with a deadline), then runs the docker
 backend's setup script in the session. Every command is one
 ``InvokeAgentRuntimeCommand`` in the sandbox's session (:mod:`.agentcore.commands`)
-with the shell lines of :mod:`.daytona.commands`: a per-exec marker, so a
+with the shell lines of :mod:`.marked_commands`: a per-exec marker, so a
 timeout kills the command's whole tree; stdin from a file uploaded first; a
 non-root user through ``su``. Files go as one tar, base64 in commands
 (``put``) or base64 on a command's stdout (``get``). ``stop`` deletes the runtime.
@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
 
 from . import commands as ac
-from ..daytona import commands as cmds
+from .. import marked_commands as cmds
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..copyout import CopyReport, copy_out_tar
 from ..docker_setup import SETUP, resolve_workdir

@@ -33,7 +33,7 @@ import shlex
 from benchflow.errors import InfraError
 
 from . import commands as ac
-from ..daytona import commands as cmds
+from .. import marked_commands as cmds
 
 FOLLOW_SEC = 3300
 """A follower stops itself after this long (under AgentCore's 3,600 s) and is started again."""
@@ -189,7 +189,7 @@ class AgentCoreProcess:
 
 
 async def open_process(sandbox, words: list[str]) -> AgentCoreProcess:
-    """Start ``words`` (from :func:`.daytona.commands.argv`) and return at once."""
+    """Start ``words`` (from :func:`.marked_commands.argv`) and return at once."""
     marker = secrets.token_hex(8)
     folder = f"/tmp/.bf-proc-{marker}"
     code, _, err = await ac.run_line(sandbox, start_line(words, marker, folder), timeout=60)

@@ -5,7 +5,7 @@ the sandbox with ``POST /sandbox`` (labels, env, cpu/memory, ``networkBlockAll``
 for ``no-network``) and learns its id before anything else can fail, so a
 failed or cancelled start deletes it; then the setup script of the docker
 backend runs (agent user, ``/logs``). Every command is a session command in a
-session of its own (:mod:`.daytona.commands`), polled until it ends; files go
+session of its own (:mod:`.marked_commands`), polled until it ends; files go
 as one tar through the toolbox's upload/download endpoints.
 """
 
@@ -22,13 +22,14 @@ from pathlib import Path, PurePosixPath
 
 from benchflow.errors import BuildError, InfraError, SandboxError
 
-from . import commands as cmds
+from .. import marked_commands as cmds
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..copyout import CopyReport, copy_out_tar
-from .build import dockerfile_text, upload_context, write_context
 from ..docker_setup import SETUP, resolve_workdir
 from ..one_container import OneContainerSandbox
+from ..remote_dockerfile import dockerfile_text
 from ..tarstream import pack
+from .build import upload_context, write_context
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxErr
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..bundled_skills import in_folder
 from ..copyout import CopyReport, copy_out_tar
-from ..daytona.build import dockerfile_text
-from ..daytona.commands import MARKER, argv
+from ..marked_commands import MARKER, argv
+from ..remote_dockerfile import dockerfile_text
 from ..docker_exec import KILL_TREE
 from ..docker_setup import SETUP, resolve_workdir
 from ..one_container import OneContainerSandbox
