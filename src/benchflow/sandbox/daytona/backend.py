@@ -152,7 +152,7 @@ class DaytonaBackend(Backend):
     async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
         from .kept import create_kept
 
-        return await create_kept(self, spec)
+        return await create_kept(self, spec, lambda: f"Daytona at {settings()[0]}")
 
     def attach(self, record: Mapping[str, object], command: list[str]) -> int:
         from .kept import attach
@@ -162,7 +162,7 @@ class DaytonaBackend(Backend):
     def release(self, record: Mapping[str, object]) -> None:
         from .kept import release
 
-        release(record)
+        release(self, record)
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         from daytona_api_client.exceptions import NotFoundException
