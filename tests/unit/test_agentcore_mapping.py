@@ -16,9 +16,9 @@ from botocore.validate import validate_parameters
 
 from benchflow.errors import CapabilityError, SandboxUnavailable
 from benchflow.sandbox import SandboxSpec, get_backend
-from benchflow.sandbox import agentcore_stream as stream
-from benchflow.sandbox.agentcore_backend import aws_tags, settings
-from benchflow.sandbox.agentcore_image import (
+from benchflow.sandbox.agentcore import stream as stream
+from benchflow.sandbox.agentcore.backend import aws_tags, settings
+from benchflow.sandbox.agentcore.image import (
     ECR_URI,
     repository_name,
     wrapper_dockerfile,
@@ -66,7 +66,7 @@ def test_create_request_fits_the_service_model(aws) -> None:
 
 
 def test_command_limits_are_the_service_models() -> None:
-    from benchflow.sandbox import agentcore_commands as ac
+    from benchflow.sandbox.agentcore import commands as ac
 
     body = model("bedrock-agentcore").operation_model("InvokeAgentRuntimeCommand").input_shape.members["body"]
     assert body.members["command"].metadata["max"] == ac.MAX_COMMAND_CHARS

@@ -12,9 +12,9 @@ import pytest
 
 from benchflow.errors import CapabilityError, ConfigError
 from benchflow.sandbox import UNSUPPORTED, SandboxSpec, get_backend, names
-from benchflow.sandbox import apple_container_cli as cli
-from benchflow.sandbox import apple_container_exec as ex
-from benchflow.sandbox.apple_container_sandbox import network_flag, run_args
+from benchflow.sandbox.apple_container import cli as cli
+from benchflow.sandbox.apple_container import exec as ex
+from benchflow.sandbox.apple_container.sandbox import network_flag, run_args
 
 OLD_SHAPE = {  # `container list --all --format json` of a 0.x release: status a string, dates Swift's
     "status": "running",
@@ -101,7 +101,7 @@ def test_snapshots_are_read_in_either_release_shape(item, state, started):
 
 
 def test_leftovers_keep_only_its_own_labelled_containers_of_the_job(monkeypatch):
-    from benchflow.sandbox import apple_container_backend as acb
+    from benchflow.sandbox.apple_container import backend as acb
 
     foreign = {"configuration": {"id": "other", "labels": {"benchflow.owned": "true", "benchflow.backend": "docker"}},
                "status": "running"}

@@ -10,8 +10,9 @@ import tarfile
 from pathlib import Path
 
 from benchflow.sandbox import SandboxSpec
-from benchflow.sandbox import daytona_commands as cmds
-from benchflow.sandbox.daytona_build import context_hash, dockerfile_text, write_context
+from benchflow.sandbox import marked_commands as cmds
+from benchflow.sandbox.daytona.build import context_hash, write_context
+from benchflow.sandbox.remote_dockerfile import dockerfile_text
 
 HOSTILE = ["printf", "%s|", "$(touch pwned)", "a b", "it's", "`id`", "; rm -rf x", "--"]
 

@@ -6,7 +6,7 @@ import pytest
 
 from benchflow.errors import SandboxUnavailable
 from benchflow.sandbox import SandboxSpec, get_backend
-from benchflow.sandbox.modal_backend import create_kwargs, credentials, gpu_request
+from benchflow.sandbox.modal.backend import create_kwargs, credentials, gpu_request
 
 TAGS = {"benchflow.owned": "true", "benchflow.backend": "modal", "benchflow.job": "j"}
 

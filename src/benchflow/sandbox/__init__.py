@@ -36,9 +36,9 @@ BACKENDS: dict[str, str] = {
     "local": "benchflow.sandbox.local:BACKEND",
     "podman": "benchflow.sandbox.docker_backend:PODMAN_BACKEND",
     "docker+runsc": "benchflow.sandbox.docker_backend:GVISOR_BACKEND",
-    "apple-container": "benchflow.sandbox.apple_container_backend:BACKEND",
-    "modal": "benchflow.sandbox.modal_backend:BACKEND",
-    "agentcore": "benchflow.sandbox.agentcore_backend:BACKEND",
+    "apple-container": "benchflow.sandbox.apple_container.backend:BACKEND",
+    "modal": "benchflow.sandbox.modal.backend:BACKEND",
+    "agentcore": "benchflow.sandbox.agentcore.backend:BACKEND",
 }
 
 # The default --sandbox: the first of these that works here, else the last.

@@ -20,23 +20,8 @@ import tarfile
 from pathlib import Path
 from typing import IO
 
-from benchflow.errors import BuildError
-
-from .base import SandboxSpec
-from .bundled_skills import in_folder, without_skill_copies
-
-
-def dockerfile_text(spec: SandboxSpec) -> str:
-    """The Dockerfile Daytona builds: the task's, or ``FROM`` its prebuilt image."""
-    if spec.image:
-        return f"FROM {spec.image}\n"
-    if spec.environment_dir is None:
-        raise BuildError(f"{spec.name}: no environment/ folder and no prebuilt image to build from")
-    path = Path(spec.environment_dir) / spec.dockerfile
-    if not path.is_file():
-        raise BuildError(f"{spec.name}: {path} does not exist")
-    text = path.read_text()
-    return text if spec.bundled_skills else without_skill_copies(text)
+from ..base import SandboxSpec
+from ..bundled_skills import in_folder
 
 
 def write_context(spec: SandboxSpec, out: IO[bytes]) -> bool:

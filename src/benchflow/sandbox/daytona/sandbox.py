@@ -1,11 +1,11 @@
 """One Daytona sandbox for one trial, through the ``daytona`` SDK (its generated API clients).
 
-``build`` uploads the build context (:mod:`.daytona_build`); ``start`` creates
+``build`` uploads the build context (:mod:`.daytona.build`); ``start`` creates
 the sandbox with ``POST /sandbox`` (labels, env, cpu/memory, ``networkBlockAll``
 for ``no-network``) and learns its id before anything else can fail, so a
 failed or cancelled start deletes it; then the setup script of the docker
 backend runs (agent user, ``/logs``). Every command is a session command in a
-session of its own (:mod:`.daytona_commands`), polled until it ends; files go
+session of its own (:mod:`.marked_commands`), polled until it ends; files go
 as one tar through the toolbox's upload/download endpoints.
 """
 
@@ -22,13 +22,14 @@ from pathlib import Path, PurePosixPath
 
 from benchflow.errors import BuildError, InfraError, SandboxError
 
-from . import daytona_commands as cmds
-from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
-from .copyout import CopyReport, copy_out_tar
-from .daytona_build import dockerfile_text, upload_context, write_context
-from .docker_setup import SETUP, resolve_workdir
-from .one_container import OneContainerSandbox
-from .tarstream import pack
+from .. import marked_commands as cmds
+from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from ..copyout import CopyReport, copy_out_tar
+from ..docker_setup import SETUP, resolve_workdir
+from ..one_container import OneContainerSandbox
+from ..remote_dockerfile import dockerfile_text
+from ..tarstream import pack
+from .build import upload_context, write_context
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class DaytonaSandbox(OneContainerSandbox):
         """A handle on an existing sandbox (a kept one), started if it was stopped; ``stop()`` leaves it."""
         from daytona import AsyncDaytona, DaytonaConfig
 
-        from .daytona_backend import BACKEND, settings
+        from .backend import BACKEND, settings
 
         url, key = settings()
         sandbox = cls(SandboxSpec(name="attached", environment_dir=None, cache_key=""),
@@ -92,7 +93,7 @@ class DaytonaSandbox(OneContainerSandbox):
             return
         self._refuse_what_it_cannot_do()
         dockerfile_text(self.spec)  # a missing Dockerfile fails here, before anything is created
-        from .daytona_backend import client
+        from .backend import client
 
         def push() -> list[str]:
             with tempfile.TemporaryFile() as archive:
@@ -123,7 +124,7 @@ class DaytonaSandbox(OneContainerSandbox):
         from daytona import AsyncDaytona, DaytonaConfig
         from daytona_api_client_async import CreateBuildInfo, CreateSandbox
 
-        from .daytona_backend import settings
+        from .backend import settings
 
         if self._client is None:
             url, key = settings()
@@ -236,7 +237,7 @@ class DaytonaSandbox(OneContainerSandbox):
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None):
-        from .daytona_stream import open_process
+        from .stream import open_process
 
         self._require()
         return await open_process(self, cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user))
@@ -284,9 +285,9 @@ class DaytonaSandbox(OneContainerSandbox):
             await self._run_line(f"rm -f {path} < /dev/null", timeout=30)
 
     async def snapshot(self, *, retain: bool = False) -> str:
-        """A Daytona snapshot of the filesystem (:mod:`.daytona_snapshots`), deleted by ``stop()``
+        """A Daytona snapshot of the filesystem (:mod:`.daytona.snapshots`), deleted by ``stop()``
         unless ``retain``."""
-        from .daytona_snapshots import snapshot_name
+        from .snapshots import snapshot_name
 
         box, name = self._require(), snapshot_name(retain=retain)
         if not retain:
@@ -311,7 +312,7 @@ class DaytonaSandbox(OneContainerSandbox):
             await self.stop()
             raise
         if old is not None:
-            from .daytona_backend import BACKEND
+            from .backend import BACKEND
 
             await asyncio.to_thread(BACKEND.remove, [old])
 
@@ -319,8 +320,8 @@ class DaytonaSandbox(OneContainerSandbox):
         """Keep the sandbox after this run (``--keep-sandbox``): labelled kept, so cleanup leaves it;
         ``stop()`` then only lets go of it. Returns the fields of ``kept-sandbox.json`` but ``trial``
         and ``created_at``."""
-        from .daytona_backend import NAME
-        from .daytona_kept import KEPT
+        from .backend import NAME
+        from .kept import KEPT
 
         box = self._require()
         self.labels[KEPT] = "true"
@@ -334,14 +335,14 @@ class DaytonaSandbox(OneContainerSandbox):
     async def _stop_all(self) -> None:
         self._stopped = True
         if self._id is not None and not self._kept:
-            from .daytona_backend import BACKEND
+            from .backend import BACKEND
 
             gone = await asyncio.to_thread(BACKEND.remove, [self._id])
             if gone:
                 log.warning("could not delete Daytona sandbox %s: %s (bench sandbox cleanup removes it)",
                             self._id, gone[self._id])
         if self._snapshots:
-            from .daytona_backend import BACKEND
+            from .backend import BACKEND
 
             stayed = await asyncio.to_thread(BACKEND.remove_snapshots, self._snapshots)
             for name, why in stayed.items():

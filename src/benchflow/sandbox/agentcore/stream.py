@@ -8,7 +8,7 @@ built from one-shot commands because ``InvokeAgentRuntimeCommand`` has no stdin.
   stdout and stderr to the files ``out`` and ``err``, and its exit status to
   ``rc`` when it ends;
 - **stdin**: each write is one command, ``printf %s <base64> | base64 -d >> in``
-  (chunks of :data:`.agentcore_commands.CHUNK_BYTES`, in order); ``close`` tells
+  (chunks of :data:`.agentcore.commands.CHUNK_BYTES`, in order); ``close`` tells
   the holder to let go (``touch closed``), so the process reads end of file;
 - **stdout/stderr**: one long-running command follows both files from byte
   offsets (a ``python3`` loop printing base64 lines, since a command's output is
@@ -19,7 +19,7 @@ built from one-shot commands because ``InvokeAgentRuntimeCommand`` has no stdin.
 
 Every write costs a round trip to AWS (tens of milliseconds), and output comes
 within the follower's 20 ms poll. The image needs ``python3`` (AgentCore's
-health contract needs it too: :mod:`.agentcore_image`).
+health contract needs it too: :mod:`.agentcore.image`).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import shlex
 
 from benchflow.errors import InfraError
 
-from . import agentcore_commands as ac
-from . import daytona_commands as cmds
+from . import commands as ac
+from .. import marked_commands as cmds
 
 FOLLOW_SEC = 3300
 """A follower stops itself after this long (under AgentCore's 3,600 s) and is started again."""
@@ -189,7 +189,7 @@ class AgentCoreProcess:
 
 
 async def open_process(sandbox, words: list[str]) -> AgentCoreProcess:
-    """Start ``words`` (from :func:`.daytona_commands.argv`) and return at once."""
+    """Start ``words`` (from :func:`.marked_commands.argv`) and return at once."""
     marker = secrets.token_hex(8)
     folder = f"/tmp/.bf-proc-{marker}"
     code, _, err = await ac.run_line(sandbox, start_line(words, marker, folder), timeout=60)

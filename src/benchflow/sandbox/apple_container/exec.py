@@ -20,10 +20,10 @@ import os
 import secrets
 from collections.abc import Mapping
 
-from .apple_container_cli import executable
-from .base import ExecResult
-from .docker_exec import KILL_TREE
-from .local_exec import _drain, _feed, _text, exit_code, kill, spawn
+from .cli import executable
+from ..base import ExecResult
+from ..docker_exec import KILL_TREE
+from ..local_exec import _drain, _feed, _text, exit_code, kill, spawn
 
 MARKER = "BENCHFLOW_EXEC_ID"
 ROOT_USERS = (None, "root", "0")

@@ -2,7 +2,7 @@
 Apple's ``container`` CLI on macOS 26 (Apple silicon).
 
 It works here when this is macOS, ``container`` is on PATH and ``container
-system status`` answers (:mod:`.apple_container_cli`); otherwise it is
+system status`` answers (:mod:`.apple_container.cli`); otherwise it is
 unavailable with that one-line reason and ``--sandbox apple-container`` is
 refused before anything starts.
 
@@ -28,9 +28,9 @@ import time
 
 from benchflow.errors import SandboxUnavailable
 
-from . import apple_container_cli as cli
-from . import docker_engine as eng
-from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from . import cli as cli
+from .. import docker_engine as eng
+from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
 
 NAME = "apple-container"
 PULL_TIMEOUT_SEC = 600
@@ -52,14 +52,14 @@ class AppleContainerBackend(Backend):
         return cli.status()
 
     def create(self, spec: SandboxSpec):
-        from .apple_container_sandbox import AppleContainerSandbox
+        from .sandbox import AppleContainerSandbox
 
         labels = cli.owner_labels({eng.TASK: spec.name, **spec.labels}) | {eng.BACKEND: NAME}
         return AppleContainerSandbox(spec, capabilities=self.capabilities, labels=labels)
 
     def set_build_concurrency(self, n: int) -> None:
         """The limit :func:`.docker_build.build_slots` reads (a loop's build semaphore is made on its first build)."""
-        from .docker_build import set_build_concurrency
+        from ..docker_build import set_build_concurrency
 
         set_build_concurrency(n)
 

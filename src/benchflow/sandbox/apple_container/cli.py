@@ -31,7 +31,7 @@ from datetime import datetime
 
 from benchflow.errors import SandboxUnavailable
 
-from . import docker_engine as eng
+from .. import docker_engine as eng
 
 CLI = "container"
 ANY_OS_ENV = "BENCHFLOW_APPLE_CONTAINER_ANY_OS"

@@ -45,16 +45,16 @@ from benchflow.errors import (
 )
 from benchflow.util.tarfile_filters import tarfile
 
-from . import apple_container_cli as cli
-from . import apple_container_exec as ex
-from . import docker_engine as eng
-from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
-from .copyout import CopyReport, copy_out_tar
-from .docker_build import BUILD_SLOTS_ENV, build_slots, context_tar, image_tag
-from .docker_setup import KEEPALIVE, SETUP, resolve_workdir
-from .local_exec import kill, spawn
-from .one_container import OneContainerSandbox
-from .tarstream import pack
+from . import cli as cli
+from . import exec as ex
+from .. import docker_engine as eng
+from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from ..copyout import CopyReport, copy_out_tar
+from ..docker_build import BUILD_SLOTS_ENV, build_slots, context_tar, image_tag
+from ..docker_setup import KEEPALIVE, SETUP, resolve_workdir
+from ..local_exec import kill, spawn
+from ..one_container import OneContainerSandbox
+from ..tarstream import pack
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +145,7 @@ class AppleContainerSandbox(OneContainerSandbox):
         self.image = tag
 
     async def _pull(self, ref: str) -> None:
-        from .apple_container_backend import BACKEND
+        from .backend import BACKEND
 
         ok, why = await asyncio.to_thread(BACKEND.image_status, ref)
         if not ok:
@@ -234,7 +234,7 @@ class AppleContainerSandbox(OneContainerSandbox):
             raise InfraError(f"exec in apple container {sandbox_id}: {exc}") from exc
         if result.return_code != 0 and result.stderr.rstrip().rsplit("\n", 1)[-1].startswith("Error:"):
             # the CLI failed, not the command: is the sandbox gone?
-            from .apple_container_backend import BACKEND
+            from .backend import BACKEND
 
             if not await asyncio.to_thread(BACKEND.exists, sandbox_id):
                 raise InfraError(f"apple container {sandbox_id} is gone: {result.stderr.strip()[-300:]}")
@@ -286,7 +286,7 @@ class AppleContainerSandbox(OneContainerSandbox):
         self._stopped = True
         if self._id is None:
             return
-        from .apple_container_backend import BACKEND
+        from .backend import BACKEND
 
         stayed = await asyncio.to_thread(BACKEND.remove, [self._id])
         if stayed:

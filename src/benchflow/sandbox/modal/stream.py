@@ -5,7 +5,7 @@ one task each into asyncio stream readers), and stdin takes writes at offsets
 with an explicit end. ``write``/``close`` are not coroutines in the ``Process``
 protocol, so writes are queued and sent in order by one task; ``drain`` waits
 until everything written so far was sent. ``kill`` stops the command's whole
-process tree by its exec marker (:meth:`.modal_sandbox.ModalSandbox.kill`).
+process tree by its exec marker (:meth:`.modal.sandbox.ModalSandbox.kill`).
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from typing import TypeVar
 
 from benchflow.errors import SandboxUnavailable
 
-from . import docker_engine as eng
-from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from .. import docker_engine as eng
+from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
 
 T = TypeVar("T")
 
@@ -152,7 +152,7 @@ class ModalBackend(Backend):
         return bool(os.environ.get(ID_ENV, "").strip() and os.environ.get(SECRET_ENV, "").strip())
 
     def create(self, spec: SandboxSpec):
-        from .modal_sandbox import ModalSandbox
+        from .sandbox import ModalSandbox
 
         tags = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
         return ModalSandbox(spec, capabilities=self.capabilities, tags=tags)

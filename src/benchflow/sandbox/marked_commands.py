@@ -1,4 +1,4 @@
-"""The shell lines a Daytona sandbox runs: an argv turned into one session command.
+"""The shell lines a remote sandbox (Daytona, Modal, AgentCore) runs: an argv turned into one marked command.
 
 Daytona runs a session command as a line of its session's shell, so every
 command here is a fresh ``sh -c`` (an ``exec`` inside it never replaces the

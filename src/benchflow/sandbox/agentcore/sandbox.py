@@ -1,13 +1,13 @@
 """One AgentCore runtime and one session in it for one trial, through ``boto3``.
 
-``build`` makes the image and pushes it to ECR (:mod:`.agentcore_image`);
+``build`` makes the image and pushes it to ECR (:mod:`.agentcore.image`);
 ``start`` creates the runtime (CreateAgentRuntime: the image, the execution
 role, network mode ``PUBLIC``, the owner labels as tags) and learns its id
 before anything else can fail, so a failed or cancelled start deletes it; it
 waits for ``READY`` (GetAgentRuntime, with a deadline), then runs the docker
 backend's setup script in the session. Every command is one
-``InvokeAgentRuntimeCommand`` in the sandbox's session (:mod:`.agentcore_commands`)
-with the shell lines of :mod:`.daytona_commands`: a per-exec marker, so a
+``InvokeAgentRuntimeCommand`` in the sandbox's session (:mod:`.agentcore.commands`)
+with the shell lines of :mod:`.marked_commands`: a per-exec marker, so a
 timeout kills the command's whole tree; stdin from a file uploaded first; a
 non-root user through ``su``. Files go as one tar, base64 in commands
 (``put``) or base64 on a command's stdout (``get``). ``stop`` deletes the runtime.
@@ -27,13 +27,13 @@ from pathlib import Path, PurePosixPath
 
 from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
 
-from . import agentcore_commands as ac
-from . import daytona_commands as cmds
-from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
-from .copyout import CopyReport, copy_out_tar
-from .docker_setup import SETUP, resolve_workdir
-from .one_container import OneContainerSandbox
-from .tarstream import pack
+from . import commands as ac
+from .. import marked_commands as cmds
+from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from ..copyout import CopyReport, copy_out_tar
+from ..docker_setup import SETUP, resolve_workdir
+from ..one_container import OneContainerSandbox
+from ..tarstream import pack
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class AgentCoreSandbox(OneContainerSandbox):
             raise CapabilityError(f"{self.spec.name}: AgentCore runtimes have no GPUs")
 
     def _network_reason(self) -> str:
-        from .agentcore_backend import NETWORK_REASON
+        from .backend import NETWORK_REASON
 
         return f": {NETWORK_REASON}"
 
@@ -81,7 +81,7 @@ class AgentCoreSandbox(OneContainerSandbox):
         if self._uri is not None:
             return
         self._refuse_what_it_cannot_do()
-        from .agentcore_image import container_uri
+        from .image import container_uri
 
         self._uri = await container_uri(self.spec)
 
@@ -100,7 +100,7 @@ class AgentCoreSandbox(OneContainerSandbox):
 
     def _request(self) -> dict:
         """The CreateAgentRuntime request (without the id the call returns)."""
-        from .agentcore_backend import aws_tags, settings
+        from .backend import aws_tags, settings
 
         return {"agentRuntimeName": self.name,
                 "agentRuntimeArtifact": {"containerConfiguration": {"containerUri": self._uri}},
@@ -111,7 +111,7 @@ class AgentCoreSandbox(OneContainerSandbox):
                 "tags": aws_tags(self.labels)}
 
     async def _create(self) -> None:
-        from .agentcore_backend import client
+        from .backend import client
 
         control = await asyncio.to_thread(client, "bedrock-agentcore-control")
         self._data = await asyncio.to_thread(client, "bedrock-agentcore")
@@ -196,7 +196,7 @@ class AgentCoreSandbox(OneContainerSandbox):
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None):
-        from .agentcore_stream import open_process
+        from .stream import open_process
 
         self._require()
         return await open_process(self, cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user))
@@ -249,7 +249,7 @@ class AgentCoreSandbox(OneContainerSandbox):
     async def _stop_all(self) -> None:
         self._stopped = True
         if self._id is not None:
-            from .agentcore_backend import BACKEND
+            from .backend import BACKEND
 
             stayed = await asyncio.to_thread(BACKEND.remove, [self._id])
             if stayed:

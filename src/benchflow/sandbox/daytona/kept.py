@@ -17,15 +17,16 @@ from collections.abc import Mapping
 
 from benchflow.errors import SandboxError
 
-from . import docker_engine as eng
+from .. import docker_engine as eng
 
 KEPT = "benchflow.kept"
 
 
-async def create_kept(backend, spec) -> dict[str, object]:
-    """Build, create and set up a sandbox for ``spec`` that outlives this process, then stop it."""
-    from .daytona_backend import settings
+async def create_kept(backend, spec, where) -> dict[str, object]:
+    """Build, create and set up a sandbox for ``spec`` that outlives this process, then stop it.
 
+    ``where`` is a callable giving the line that names the Daytona it runs in.
+    """
     sandbox = backend.create(spec)
     for owner in (eng.PID, eng.PID_START):
         sandbox.labels.pop(owner, None)
@@ -37,7 +38,7 @@ async def create_kept(backend, spec) -> dict[str, object]:
         await sandbox.keep()
         await sandbox.stop()
     return {"sandbox_id": sandbox.sandbox_id, "name": sandbox.name, "image": "built by Daytona",
-            "where": f"Daytona at {settings()[0]}", "built": True, "network_note": None}
+            "where": where(), "built": True, "network_note": None}
 
 
 def attach(record: Mapping[str, object], command: list[str]) -> int:
@@ -48,7 +49,7 @@ def attach(record: Mapping[str, object], command: list[str]) -> int:
 
 
 async def _run_live(sandbox_id: str, command: list[str]) -> int:
-    from .daytona_sandbox import DaytonaSandbox
+    from .sandbox import DaytonaSandbox
 
     sandbox = await DaytonaSandbox.attached(sandbox_id)
     try:
@@ -66,11 +67,9 @@ async def _run_live(sandbox_id: str, command: list[str]) -> int:
         await sandbox.stop()
 
 
-def release(record: Mapping[str, object]) -> None:
-    """Delete the kept sandbox; nothing happens when it is already gone."""
-    from .daytona_backend import BACKEND
-
-    failed = BACKEND.remove([str(record["sandbox_id"])])
+def release(backend, record: Mapping[str, object]) -> None:
+    """Delete the kept sandbox with ``backend``; nothing happens when it is already gone."""
+    failed = backend.remove([str(record["sandbox_id"])])
     if failed:
         raise SandboxError(f"could not delete kept Daytona sandbox {record['sandbox_id']}: "
                            f"{next(iter(failed.values()))}")

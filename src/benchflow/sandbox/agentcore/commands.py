@@ -8,9 +8,9 @@ handed to the event loop piece by piece; closing it (a timeout, a cancelled
 caller) ends the HTTP response. A command line is at most 65,536 characters, and
 AgentCore stops a command after its ``timeout`` (300 s unless given, 3,600 s at
 most), so long-lived work runs in the background and is followed by commands
-that are restarted (:mod:`.agentcore_stream`).
+that are restarted (:mod:`.agentcore.stream`).
 
-The shell lines themselves are Daytona's (:mod:`.daytona_commands`): both
+The shell lines themselves are Daytona's (:mod:`.marked_commands`): both
 services take one shell line per command.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 from benchflow.errors import InfraError
 
-from .docker_engine import POOL
+from ..docker_engine import POOL
 
 MAX_COMMAND_CHARS = 65536
 MAX_TIMEOUT_SEC = 3600

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from benchflow.errors import BuildError
 
-from . import docker_engine as eng
-from .base import SandboxSpec
-from .docker_build import build_image
-from .docker_engine import call, client
+from .. import docker_engine as eng
+from ..base import SandboxSpec
+from ..docker_build import build_image
+from ..docker_engine import call, client
 
 ECR_URI = re.compile(r"^(\d{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?|public\.ecr\.aws)/")
 PING_PATH = "/opt/benchflow/agentcore_ping.py"
@@ -116,7 +116,7 @@ async def container_uri(spec: SandboxSpec) -> str:
 
 def _repository(name: str) -> tuple[str, dict[str, str]]:
     """(repository URI, registry credentials for the engine), the repository created if missing."""
-    from .agentcore_backend import client as aws
+    from .backend import client as aws
 
     ecr = aws("ecr")
     try:

@@ -6,7 +6,7 @@ follow mode is a websocket) and what is new is fed to the stdout/stderr
 readers (stdout decoded from the base64 lines it comes as); it ends when the
 command reports an exit code. Writes to stdin go
 through the command's input endpoint as base64 lines, and ``close`` sends the
-end-of-file line (:mod:`.daytona_commands`).
+end-of-file line (:mod:`.marked_commands`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import secrets
 
 from benchflow.errors import InfraError
 
-from . import daytona_commands as cmds
+from .. import marked_commands as cmds
 
 POLL_SEC = 0.05
 IDLE_POLL_SEC = 0.5
@@ -136,7 +136,7 @@ class DaytonaProcess:
 
 
 async def open_process(sandbox, words: list[str]) -> DaytonaProcess:
-    """Start ``words`` (from :func:`.daytona_commands.argv`) and return at once."""
+    """Start ``words`` (from :func:`.marked_commands.argv`) and return at once."""
     from daytona import SessionExecuteRequest
 
     process = sandbox._require().process

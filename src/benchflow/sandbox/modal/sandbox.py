@@ -3,7 +3,7 @@
 ``build`` has Modal build the image (``modal.Image.from_dockerfile`` with the
 task's ``environment/`` as context, or ``from_registry`` for a prebuilt image;
 Modal caches builds by their definition, so an unchanged task reuses its
-image); ``start`` creates the sandbox (:func:`.modal_backend.create_kwargs`:
+image); ``start`` creates the sandbox (:func:`.modal.backend.create_kwargs`:
 cpu/memory, ``block_network``, owner tags) in the app of the backend, learns
 its id before anything else can fail, so a failed or cancelled start
 terminates it, then runs the docker backend's setup script (agent user,
@@ -26,15 +26,15 @@ from pathlib import Path, PurePosixPath
 
 from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
 
-from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
-from .bundled_skills import in_folder
-from .copyout import CopyReport, copy_out_tar
-from .daytona_build import dockerfile_text
-from .daytona_commands import MARKER, argv
-from .docker_exec import KILL_TREE
-from .docker_setup import SETUP, resolve_workdir
-from .one_container import OneContainerSandbox
-from .tarstream import pack
+from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
+from ..bundled_skills import in_folder
+from ..copyout import CopyReport, copy_out_tar
+from ..marked_commands import MARKER, argv
+from ..remote_dockerfile import dockerfile_text
+from ..docker_exec import KILL_TREE
+from ..docker_setup import SETUP, resolve_workdir
+from ..one_container import OneContainerSandbox
+from ..tarstream import pack
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class ModalSandbox(OneContainerSandbox):
     async def _connect(self) -> None:
         import modal
 
-        from .modal_backend import aclient, app_name
+        from .backend import aclient, app_name
 
         if self._client is None:
             self._client = await aclient()
@@ -126,7 +126,7 @@ class ModalSandbox(OneContainerSandbox):
     async def _create(self, image) -> None:
         import modal
 
-        from .modal_backend import create_kwargs
+        from .backend import create_kwargs
 
         await self._connect()
         try:
@@ -215,7 +215,7 @@ class ModalSandbox(OneContainerSandbox):
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None):
-        from .modal_stream import ModalProcess
+        from .stream import ModalProcess
 
         self._require()
         marker = secrets.token_hex(8)
@@ -266,7 +266,7 @@ class ModalSandbox(OneContainerSandbox):
 
     async def snapshot(self, *, retain: bool = False) -> str:
         """A Modal filesystem snapshot (an image id); Modal keeps it for a day and has no call to delete it."""
-        from .modal_backend import SNAPSHOT_TTL_SEC
+        from .backend import SNAPSHOT_TTL_SEC
 
         if retain:
             raise CapabilityError("--sandbox modal: a snapshot cannot be retained (Modal has no call to delete "

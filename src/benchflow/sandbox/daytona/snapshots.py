@@ -15,7 +15,7 @@ import os
 import secrets
 import socket
 
-from . import docker_engine as eng
+from .. import docker_engine as eng
 
 PREFIX = "bf-snap-"
 

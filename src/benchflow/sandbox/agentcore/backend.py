@@ -1,9 +1,9 @@
 """The ``agentcore`` backend: each sandbox an Amazon Bedrock AgentCore Runtime session, through ``boto3``.
 
 A sandbox is one agent runtime (``bedrock-agentcore-control`` CreateAgentRuntime)
-running the task's image from ECR (:mod:`.agentcore_image`), and one runtime
+running the task's image from ECR (:mod:`.agentcore.image`), and one runtime
 session in it, where every command is an ``InvokeAgentRuntimeCommand``
-(:mod:`.agentcore_sandbox`). The runtime carries the owner labels of the docker
+(:mod:`.agentcore.sandbox`). The runtime carries the owner labels of the docker
 backend as AWS tags, so ``leftovers`` finds what a killed run left with
 ListAgentRuntimes + ListTagsForResource and ``remove`` deletes it.
 
@@ -31,8 +31,8 @@ import time
 
 from benchflow.errors import SandboxUnavailable
 
-from . import docker_engine as eng
-from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from .. import docker_engine as eng
+from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
 
 NAME = "agentcore"
 ROLE_ENV = "BENCHFLOW_AGENTCORE_ROLE_ARN"
@@ -132,7 +132,7 @@ class AgentCoreBackend(Backend):
         return bool(os.environ.get(ROLE_ENV, "").strip())
 
     def create(self, spec: SandboxSpec):
-        from .agentcore_sandbox import AgentCoreSandbox
+        from .sandbox import AgentCoreSandbox
 
         labels = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
         return AgentCoreSandbox(spec, capabilities=self.capabilities, labels=labels)

@@ -12,10 +12,10 @@ What it can do (see docs/daytona.md): ``no-network`` is Daytona's
 trial's egress proxy is reached over a host socket mount, which a cloud
 sandbox has not, and Daytona's own allow list takes CIDR ranges, not the
 task's host names). Builds from the task's Dockerfile (Daytona builds them;
-:mod:`.daytona_build`) or a prebuilt image; cpus and memory are Daytona's
-quotas (whole CPUs, whole GiB). Snapshots are Daytona snapshots (:mod:`.daytona_snapshots`). No
+:mod:`.daytona.build`) or a prebuilt image; cpus and memory are Daytona's
+quotas (whole CPUs, whole GiB). Snapshots are Daytona snapshots (:mod:`.daytona.snapshots`). No
 host mounts,
-GPUs or multi-service pods here. Kept sandboxes: :mod:`.daytona_kept`.
+GPUs or multi-service pods here. Kept sandboxes: :mod:`.daytona.kept`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from datetime import datetime
 
 from benchflow.errors import SandboxUnavailable
 
-from . import docker_engine as eng
-from .base import Backend, Capabilities, OwnedSandbox, SandboxSpec
-from .daytona_kept import KEPT
+from .. import docker_engine as eng
+from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from .kept import KEPT
 
 NAME = "daytona"
 KEY_ENV = "DAYTONA_API_KEY"
@@ -90,7 +90,7 @@ class DaytonaBackend(Backend):
         return bool(os.environ.get(KEY_ENV, "").strip())
 
     def create(self, spec: SandboxSpec):
-        from .daytona_sandbox import DaytonaSandbox
+        from .sandbox import DaytonaSandbox
 
         labels = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
         return DaytonaSandbox(spec, capabilities=self.capabilities, labels=labels)
@@ -130,7 +130,7 @@ class DaytonaBackend(Backend):
 
     def stale_snapshots(self, owner: str | None = None) -> list[str]:
         """Snapshots whose owning process is gone; none for one job (the job is not in the name)."""
-        from .daytona_snapshots import stale
+        from .snapshots import stale
 
         if owner is not None:
             return []
@@ -142,7 +142,7 @@ class DaytonaBackend(Backend):
             raise SandboxUnavailable(f"Daytona snapshots cannot be listed: {_why(exc)}") from exc
 
     def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
-        from .daytona_snapshots import remove
+        from .snapshots import remove
 
         try:
             return remove(client(), refs)
@@ -150,19 +150,19 @@ class DaytonaBackend(Backend):
             return {ref: str(exc) for ref in refs}
 
     async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
-        from .daytona_kept import create_kept
+        from .kept import create_kept
 
-        return await create_kept(self, spec)
+        return await create_kept(self, spec, lambda: f"Daytona at {settings()[0]}")
 
     def attach(self, record: Mapping[str, object], command: list[str]) -> int:
-        from .daytona_kept import attach
+        from .kept import attach
 
         return attach(record, command)
 
     def release(self, record: Mapping[str, object]) -> None:
-        from .daytona_kept import release
+        from .kept import release
 
-        release(record)
+        release(self, record)
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         from daytona_api_client.exceptions import NotFoundException

@@ -1,0 +1,1 @@
+"""The agentcore sandbox backend."""

@@ -1,0 +1,1 @@
+"""The apple container sandbox backend."""

@@ -1,0 +1,1 @@
+"""The daytona sandbox backend."""

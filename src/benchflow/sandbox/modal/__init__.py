@@ -1,0 +1,1 @@
+"""The modal sandbox backend."""

@@ -1,0 +1,71 @@
+"""The layout of ``sandbox/``: one package per backend over the shared contract.
+
+Checked with ``ast`` over the source: a backend subpackage never imports another
+backend subpackage, and nothing outside ``sandbox/`` names a backend subpackage in an
+import (the registry reaches them through its ``module:attr`` strings, not imports).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "benchflow"
+SANDBOX = SRC / "sandbox"
+BACKEND_PACKAGES = sorted(p.name for p in SANDBOX.iterdir() if (p / "__init__.py").is_file())
+
+# Modules outside sandbox/ allowed to import a backend subpackage: none yet.
+ALLOWED_OUTSIDE: dict[str, str] = {}
+
+
+def _imported(path: Path) -> set[str]:
+    """The dotted modules ``path`` imports, relative imports resolved."""
+    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _backend_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[:2] == ["benchflow", "sandbox"] and len(parts) > 2 and parts[2] in BACKEND_PACKAGES:
+        return parts[2]
+    return None
+
+
+def test_there_are_backend_packages():
+    assert {"daytona", "modal", "agentcore", "apple_container"} <= set(BACKEND_PACKAGES)
+
+
+def test_no_backend_package_imports_another():
+    crossings = []
+    for name in BACKEND_PACKAGES:
+        for path in sorted((SANDBOX / name).rglob("*.py")):
+            for module in _imported(path):
+                other = _backend_of(module)
+                if other and other != name:
+                    crossings.append(f"{path.relative_to(SRC)} imports {module}")
+    assert not crossings, crossings
+
+
+def test_nothing_outside_sandbox_imports_a_backend_package():
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if SANDBOX in path.parents:
+            continue
+        rel = str(path.relative_to(SRC))
+        for module in _imported(path):
+            if _backend_of(module) and rel not in ALLOWED_OUTSIDE:
+                found.append(f"{rel} imports {module}")
+    assert not found, found
