@@ -54,6 +54,7 @@ class AcpAgent:
 
     is_control = False
     needs_oracle = False
+    runs_as_root = False
 
     def __init__(self, config: AgentConfig) -> None:
         self.config = config

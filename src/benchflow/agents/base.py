@@ -103,6 +103,9 @@ class Agent(Protocol):
     """True for controls (oracle, nop) that metrics leave out by default."""
     needs_oracle: bool
     """True when the oracle folder must be uploaded before ``run`` (only the oracle)."""
+    runs_as_root: bool
+    """True when ``run`` runs as root whatever ``--sandbox-user`` says (the oracle): the sandbox then
+    gets no sandbox user and its workspace stays as the image left it."""
 
     async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
         """Install the agent in the sandbox (as root); log to ``agent/install-stdout.txt``.

@@ -21,6 +21,7 @@ class OracleAgent:
     name = "oracle"
     is_control = True
     needs_oracle = True
+    runs_as_root = True
 
     async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
         return None
@@ -47,6 +48,7 @@ class NopAgent:
     name = "nop"
     is_control = True
     needs_oracle = False
+    runs_as_root = False
 
     async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
         return None

@@ -88,6 +88,7 @@ class NativeAgent:
 
     is_control = False
     needs_oracle = False
+    runs_as_root = False
 
     def __init__(self, config: AgentConfig) -> None:
         if config.native is None:

@@ -166,7 +166,7 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         trajectory=sink, timeout_sec=timeout, idle_timeout_sec=idle_timeout(req),
         model=req.spec.model, effort=req.spec.reasoning_effort,
         env={**req.agent_env, **state.model_env, **state.egress_env, **seed_env(req.seed)},
-        user=req.spec.sandbox_user, host_login=req.spec.host_login, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
+        user=req.agent_user, host_login=req.spec.host_login, oracle_dir=_oracle_remote(req) if req.agent.needs_oracle else None,
         oracle_env={**dict(req.task.config.oracle.env or {}), **state.egress_env, **seed_env(req.seed)},
         mcp_servers=list(req.task.config.sandbox.mcp_servers), resume_session=resume_session,
         follow_up=follow_up,
@@ -262,12 +262,12 @@ async def verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths,
     if req.spec.freeze_workspace:  # what is frozen is what the verifier sees: the agent is stopped first
         from benchflow.verify.fence import stop_agent_processes
 
-        await stop_agent_processes(sandbox, req.spec.sandbox_user)
+        await stop_agent_processes(sandbox, req.agent_user)
         await freeze_workspace(sandbox, sandbox.workdir, paths)
     req.on_phase(paths.name, "verifier")
     t = time.monotonic()
     state.verifier = await run_verifier(sandbox, req.task, paths.verifier_dir, workdir=sandbox.workdir,
-                                        agent_user=req.spec.sandbox_user, task_name=req.task.name,
+                                        agent_user=req.agent_user, task_name=req.task.name,
                                         extra_env={**state.verifier_env, **seed_env(req.seed)}, trial_dir=paths.root,
                                         gateway=req.models.gateway if req.models is not None else None)
     if state.verifier.copy_out:

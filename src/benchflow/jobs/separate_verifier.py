@@ -50,7 +50,7 @@ def _view(req: TrialRequest, workdir: str) -> Any:
 
 
 def _spec(req: TrialRequest, view: Any, trial: str) -> Any:
-    spec = spec_for_task(view, digest=req.digest, sandbox_user=req.spec.sandbox_user,
+    spec = spec_for_task(view, digest=req.digest, sandbox_user=req.agent_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name,
                                  "benchflow.role": "verifier"})
@@ -111,7 +111,7 @@ async def separate_verifier_phase(req: TrialRequest, sandbox: Sandbox, paths: Tr
                 notes = await _hand_over(sandbox, session.sandbox, _carried(req, workdir), workdir, paths,
                                          Path(tmp))
             state.verifier = await run_verifier(
-                session.sandbox, view, paths.verifier_dir, workdir=workdir, agent_user=req.spec.sandbox_user,
+                session.sandbox, view, paths.verifier_dir, workdir=workdir, agent_user=req.agent_user,
                 task_name=req.task.name, extra_env={**state.verifier_env, **seed_env(req.seed)},
                 trial_dir=paths.root, gateway=req.models.gateway if req.models is not None else None)
             state.verifier.warnings.extend(notes)

@@ -51,6 +51,15 @@ class TrialRequest:
     """The trial folder's name when the caller chose it (a remote executor, to find the attempt's
     sandbox after losing its node); None: ``run_trial`` makes one."""
 
+    @property
+    def agent_user(self) -> str | None:
+        """Who the agent runs as: the sandbox user, or root for an agent that runs as root (the oracle,
+        as Harbor runs ``solve.sh``). Root gets no sandbox user and no ``chown`` of the workspace: a
+        git repository the image left root-owned stays root's, as by hand (git refuses a repository
+        another user owns)."""
+        # getattr: an agent plugin written before the attribute runs as the sandbox user, as it did
+        return None if getattr(self.agent, "runs_as_root", False) else self.spec.sandbox_user
+
 
 def seed_env(seed: int | None) -> dict[str, str]:
     return {} if seed is None else {"BENCHFLOW_SEED": str(seed)}
@@ -59,7 +68,7 @@ def seed_env(seed: int | None) -> dict[str, str]:
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
     from benchflow.skills.policy import image_keeps_task_skills, policy_of
 
-    spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.spec.sandbox_user,
+    spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.agent_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
                          bundled_skills=image_keeps_task_skills(policy_of(req.spec), req.task, req.agent),
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
