@@ -318,13 +318,17 @@ def test_seeds_run_every_task_once_per_seed_and_resume_per_seed(tmp_path: Path) 
 
 @pytest.mark.docker
 def test_the_frozen_workspace_is_what_the_verifier_saw(tmp_path: Path) -> None:
-    # The oracle leaves a process of the agent user appending to the workspace forever.
-    writer = ("chown agent . && runuser -u agent -- sh -c "
-              "'while :; do echo tick >> ticks.txt; done' >/dev/null 2>&1 & sleep 1")
+    # The agent (as the sandbox user) leaves a process appending to the workspace forever.
+    from tests.integration.test_agent_pipeline import PYTHON_IMAGE, fake_agent_file
+
+    writer = "sh -c 'while :; do echo tick >> ticks.txt; done' >/dev/null 2>&1 & sleep 1"
+    steps = [{"op": "tool", "id": "w", "run": writer}]
+    agent = fake_agent_file(tmp_path, env={"FAKE_ACP_SCRIPT": json.dumps({"prompts": [steps]})})
     count = "wc -l < ticks.txt > /logs/verifier/seen.txt; echo 1 > /logs/verifier/reward.txt"
-    make_task(tmp_path / "tasks", "late", solve=writer, test=count)
+    make_task(tmp_path / "tasks", "late", dockerfile=PYTHON_IMAGE, test=count)
     jobs = tmp_path / "jobs"
-    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs), "--freeze-workspace")
+    done = run_bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(jobs), "--freeze-workspace",
+                     "-a", str(agent))
     assert done.returncode == 0, done.stderr
     trial = next(job_dir(jobs).glob("late__*"))
     frozen = (trial / "evidence" / "workspace" / "ticks.txt").read_text().count("\n")
