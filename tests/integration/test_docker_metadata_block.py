@@ -2,7 +2,9 @@
 (issue #32): a helper container with NET_ADMIN puts unreachable routes and pinned neighbour entries
 into the container's network namespace, and the agent, root or not, cannot change them.
 
-The test engine has no default bridge, so the sandbox joins a user-defined network the test makes.
+The test's Docker engine has no default bridge, so there the sandbox joins a user-defined network the
+test makes; Podman's service (``scripts/setup.d/podman.sh``) has one, and its sandbox takes it as a user's
+would.
 Nothing here connects to an endpoint (that would leave through the engine's host): the checks are
 route lookups (``ip route get``) and the neighbour table, from inside the sandbox.
 """
@@ -10,6 +12,7 @@ route lookups (``ip route get``) and the neighbour table, from inside the sandbo
 from __future__ import annotations
 
 import json
+import os
 import secrets
 from pathlib import Path
 
@@ -70,15 +73,35 @@ def _sandbox(image: str) -> DockerSandbox:
     return DockerSandbox(spec, url=None, capabilities=Capabilities(network_modes=frozenset({"no-network", "public"})))
 
 
-def _helpers(container: str) -> list[str]:
-    """The helper containers of ``container`` still on the engine."""
+def _helpers(container: str, engine: str | None = None) -> list[str]:
+    """The helper containers of ``container`` still on the engine (the default one, or ``engine``)."""
     import docker
 
-    return [c.name for c in docker.from_env().containers.list(all=True, filters={"name": f"bf-block-{container[:12]}"})]
+    client = docker.DockerClient(base_url=engine) if engine else docker.from_env()
+    return [c.name for c in client.containers.list(all=True, filters={"name": f"bf-block-{container[:12]}"})]
 
 
 async def test_the_agent_cannot_undo_the_block_a_helper_put_into_its_network(user_network) -> None:
-    box = _sandbox(WITH_PYTHON)
+    await _agent_cannot_undo_the_block(_sandbox(WITH_PYTHON))
+
+
+async def test_podman_s_own_default_bridge_gets_the_block(monkeypatch) -> None:
+    """Podman gives a public sandbox the engine's default network (a real bridge, netavark): the same
+    helper puts the block in place there, with nothing chosen by the test."""
+    from benchflow.sandbox import get_backend
+
+    podman = get_backend("podman")
+    ok, reason = podman.available()
+    if not ok:
+        if os.environ.get("CI"):
+            pytest.fail(f"podman: {reason} (CI is set, so this fails instead of skipping)")
+        pytest.skip(f"podman does not work here: {reason}")
+    spec = SandboxSpec(name="metadata-block", environment_dir=None, cache_key="metadata-block", image=WITH_PYTHON,
+                       network_mode="public")
+    await _agent_cannot_undo_the_block(podman.create(spec), engine=podman.url())
+
+
+async def _agent_cannot_undo_the_block(box: DockerSandbox, engine: str | None = None) -> None:
     await box.start()
     container = box.sandbox_id
     try:
@@ -94,7 +117,7 @@ async def test_the_agent_cannot_undo_the_block_a_helper_put_into_its_network(use
             assert seen["pinned"] == ["100.100.100.200", "169.254.169.254", "169.254.170.2"], seen
     finally:
         await box.stop()
-    assert _helpers(container) == []
+    assert _helpers(container, engine) == []
 
 
 async def test_an_image_without_python3_is_not_enforced_and_says_what_gets_it(user_network) -> None:
