@@ -17,7 +17,7 @@ offline, files missing from the snapshot, a GPU). Nothing here runs in CI: the t
 (``yujianll/skill-usage``) and their files stay out of this repository.
 
 Usage: python benchmarks/real_tasks.py SUITE [SUITE ...] [--only a,b] [--limit N] [--out DIR]
-       [--missing FILE] [--repeat N] [--json] [--bench-arg=--allow-cloud-metadata ...]
+       [--missing FILE] [--repeat N] [--json] [-j N] [--resume] [--bench-arg=--allow-cloud-metadata ...]
 """
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -224,10 +226,11 @@ def _write_table(table: Path, rows: list[Row]) -> None:
 
 
 def _remove_images(tag: str, task_name: str) -> None:
-    """The hand run's image and those bench built for the task: 176 task images do not fit on one disk."""
+    """The hand run's image and the one bench built for the task (the oracle has no agent layer): 176 task
+    images do not fit on one disk."""
     name = re.sub(r"[^a-z0-9._-]+", "-", task_name.lower()).strip("._-")
-    listed = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", f"benchflow/{name}*"],
-                            capture_output=True, text=True).stdout.split()
+    listed = subprocess.run(["docker", "images", "--format", "{{.Repository}}:{{.Tag}}", f"benchflow/{name}"],
+                            capture_output=True, text=True).stdout.split()  # exactly: tasks run side by side
     subprocess.run(["docker", "image", "rm", "-f", tag, *listed], capture_output=True)
 
 
@@ -242,6 +245,8 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--bench-arg", action="append", default=[], help="one more argument for bench run")
     parser.add_argument("--resume", action="store_true", help="keep the rows OUT/table.json already has")
+    parser.add_argument("-j", "--jobs", type=int, default=1,
+                        help="tasks at a time (their builds wait on the package index more than on the CPU)")
     args = parser.parse_args()
     only = {n for n in args.only.split(",") if n}
     missing = set(args.missing.read_text().split()) if args.missing else set()
@@ -253,9 +258,9 @@ def main() -> int:
     rows = [done.get((r.suite, r.task), r) for r in rows]
     if any(not r.cannot_run for r in rows):
         ensure_standin()
-    for task, row in zip(selected, rows):
-        if row.cannot_run or (row.suite, row.task) in done:
-            continue
+    lock = threading.Lock()
+
+    def one(task: Path, row: Row) -> None:
         started = time.monotonic()
         copy = stage(task, args.out)
         tag = f"real-byhand/{task.name.lower()}:latest"
@@ -268,9 +273,15 @@ def main() -> int:
             row.repeats = [_oracle_again(copy, tag) for _ in range(args.repeat)]
         _remove_images(tag, task.name)
         row.seconds = round(time.monotonic() - started, 1)
-        _write_table(args.out / "table.json", rows)
-        print(f"{row.suite}/{row.task}: by hand {row.by_hand or '-'} | bench {row.through_bench or '-'}"
-              f"{' | ' + row.differs if row.differs else ''}", file=sys.stderr, flush=True)
+        with lock:
+            _write_table(args.out / "table.json", rows)
+            print(f"{row.suite}/{row.task}: by hand {row.by_hand or '-'} | bench {row.through_bench or '-'}"
+                  f"{' | ' + row.differs if row.differs else ''}", file=sys.stderr, flush=True)
+
+    todo = [(t, r) for t, r in zip(selected, rows) if not r.cannot_run and (r.suite, r.task) not in done]
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # each task has its own copy, tag, jobs
+        for future in [pool.submit(one, task, row) for task, row in todo]:
+            future.result()
     _write_table(args.out / "table.json", rows)
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=2))
