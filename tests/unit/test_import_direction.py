@@ -35,3 +35,24 @@ def test_tasks_imports_only_errors_and_util():
     wrong = {module: sorted(names - allowed) for module, names in _imported_packages("tasks").items()
              if names - allowed}
     assert wrong == {}
+
+
+def _feature_packages() -> set[str]:
+    from benchflow.jobs.extensions import FEATURES
+
+    return {row.target.split(":")[0].split(".")[1] for row in FEATURES}
+
+
+def test_the_engine_imports_none_of_its_features():
+    features = _feature_packages()
+    assert {"skills", "branch", "executors", "review"} <= features
+    wrong = {module: sorted(names & features) for module, names in _imported_packages("jobs").items()
+             if names & features}
+    assert wrong == {}
+
+
+def test_nothing_the_engine_stands_on_imports_the_engine():
+    below = set().union(*_imported_packages("jobs").values()) - {"jobs"}
+    wrong = {package: sorted(module for module, names in _imported_packages(package).items() if "jobs" in names)
+             for package in sorted(below) if (SRC / package).is_dir()}
+    assert {package: modules for package, modules in wrong.items() if modules} == {}

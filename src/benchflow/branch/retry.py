@@ -65,7 +65,7 @@ class RunCheckpoints:
         await send_prompts(self.req, sandbox, self.paths, self.prompts, 0, len(self.prompts), points,
                            self.req.spec.checkpoint_keep, self.tree, sink, state, timing)
 
-    async def retry(self, sandbox: Any, state: TrialState) -> None:
+    async def after_verifier(self, sandbox: Any, state: TrialState) -> None:
         """With ``--retry-from-checkpoint``: one retry from the last checkpoint when the trial ended the
         way it names (after its verifier ran, in the same sandbox). A retry that breaks is reported in
         its block; the trial's own record is never changed by it."""

@@ -3,7 +3,8 @@
 An executor runs one attempt of one trial and returns its result document; the scheduler
 (retries, budgets, concurrency) and the job folder stay with the driver either way.
 
-- ``in-process``: :func:`benchflow.jobs.trial.run_trial` here, as always.
+- ``in-process``: the engine's own :func:`benchflow.jobs.trial.run_trial` here (this package is not
+  loaded: it is the ``executors`` feature of ``jobs.extensions``, switched on by another ``--executor``).
 - ``ray`` / ``ray://HOST:PORT``: each attempt a Ray task on a node with its own sandbox backend
   (:mod:`.ray_executor`); the model gateway stays here, reached through a link (:mod:`.gateway_link`).
 """
@@ -25,13 +26,6 @@ _RAY_CLIENT = re.compile(r"^ray://[^\s/:]+:\d{1,5}$")
 class Executor(Protocol):
     async def run_attempt(self, request: Any) -> dict[str, Any]:
         """Run one attempt (a ``TrialRequest``); its folder is in the job when this returns."""
-
-
-class InProcess:
-    async def run_attempt(self, request: Any) -> dict[str, Any]:
-        from benchflow.jobs.trial import run_trial
-
-        return await run_trial(request)
 
 
 def check_executor(value: str) -> str:
@@ -77,17 +71,14 @@ def _refuse_with_ray(spec: Any) -> None:
 
 @contextlib.asynccontextmanager
 async def open_executor(spec: Any, *, models: Any = None, tasks: list[Any] = ()) -> AsyncIterator[Executor]:
-    """The executor ``spec.executor`` names, ready for the job's ``tasks`` (``PlannedTask``s);
+    """The remote executor ``spec.executor`` names, ready for the job's ``tasks`` (``PlannedTask``s);
     with ``models`` (the job's gateway) a remote executor also opens the gateway link.
 
     Raises:
         ConfigError: Ray missing, the cluster unreachable, an option it cannot honour, or a task
             no node of the cluster is big enough for.
     """
-    executor = getattr(spec, "executor", IN_PROCESS) or IN_PROCESS
-    if executor == IN_PROCESS:
-        yield InProcess()
-        return
+    executor = spec.executor
     from . import ray_cluster
     from .gateway_link import GatewayLink
     from .ray_executor import RayExecutor, resources

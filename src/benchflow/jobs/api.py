@@ -8,6 +8,7 @@ reports through ``on_event`` and returns a ``RunOutcome``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from benchflow.util import atomic
 from benchflow.util.signals import sigterm_cancels_current_task
 
 from .budget import BudgetKeeper
+from .extensions import hooks
 from .job import JobFolder, open_job, write_evaluation
 from .layout import JobPaths
 from .plan import Plan, PlannedTask, make_plan
@@ -107,9 +109,8 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
         from .shards import refuse_unshardable
 
         refuse_unshardable(spec)  # before the job folder is touched
-    from benchflow.executors import preflight
-
-    preflight(spec)  # --executor ray: Ray installed, options it can honour (before the job folder is touched)
+    for preflight in hooks(spec, "preflight"):  # e.g. --executor ray: Ray installed, options it can honour
+        preflight(spec)  # before the job folder is touched
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
     job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
                         identity={"agent": agent.name, "model": spec.model}, expected=expected,
@@ -129,13 +130,13 @@ def _finished_result(trial: Any) -> dict[str, Any] | None:
 
 
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
-    from benchflow.skills.policy import policy_of
-
     from .scene_plan import scenes_as_run, with_run_scenes
 
-    return {**comparable_settings(spec, agent_name, planned.digest, planned.prompts),
-            "skill_mode": policy_of(spec).mode,
-            "scenes": scenes_as_run(with_run_scenes(planned.task, spec.scenes), spec, agent_name)}
+    expected = comparable_settings(spec, agent_name, planned.digest, planned.prompts)
+    for comparable in hooks(spec, "comparable"):  # a feature's settings (the skill mode)
+        expected.update(comparable(spec))
+    expected["scenes"] = scenes_as_run(with_run_scenes(planned.task, spec.scenes), spec, agent_name)
+    return expected
 
 
 async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: Any, backend: Any,
@@ -162,9 +163,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
         budget_document = budget.document()
     results = {t.key: _finished_result(job.finished[t.key]) for t in units if t.key in job.finished}
     results.update(fresh)
-    if spec.integrity != "off" or spec.reviewer is not None:  # audit and rubric review; rewards never change
-        from benchflow.review.after_run import after_trials
-
+    for after_trials in hooks(spec, "after_trials"):  # audit and rubric review; rewards never change
         await after_trials(spec, paths, fresh, {t.key: t.task for t in units}, emit)
     from .summary import build_summary  # imported ahead while the first sandbox started
 
@@ -204,14 +203,14 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
                             provenance=plan.provenance, ca_bundle=ca_bundle, agent_env=dict(spec.agent_env),
                             on_phase=lambda trial, phase: emit({"type": "phase", "trial": trial, "phase": phase}))
 
-    from benchflow.executors import open_executor
-
+    remote = next((open_executor(spec, models, todo) for open_executor in hooks(spec, "executor")), None)
     try:
-        async with open_executor(spec, models=models, tasks=todo) as executor:  # in-process, or a Ray cluster
+        async with remote or contextlib.nullcontext() as executor:  # a Ray cluster, or this process
             scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
                                   warm_pool=spec.effective_warm_pool,
                                   retry_attempts=spec.retry.attempts, retry_policy=spec.retry.policy,
-                                  budget=budget, emit=emit, run_attempt=executor.run_attempt)
+                                  budget=budget, emit=emit,
+                                  run_attempt=executor.run_attempt if executor is not None else None)
             with sigterm_cancels_current_task():
                 fresh = await scheduler.run(todo)
     finally:

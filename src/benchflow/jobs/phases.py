@@ -30,6 +30,7 @@ from benchflow.util.redact import redact_text
 from benchflow.util.scrub import scrub_document, scrub_folder
 
 from .agent_layer import build_layered
+from .extensions import hooks
 from .layout import TrialPaths
 from .retry import deterministic_reason
 from .trial_request import TrialRequest, agent_timeout, idle_timeout, seed_env
@@ -186,12 +187,9 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
         state.error, state.error_category = message, exc.category or "install_failure"
         timing["agent_setup"] = time.monotonic() - t
         return
-    from benchflow.skills.deploy import deploy_skills
-    from benchflow.skills.policy import policy_of, sources
-
     try:
-        await deploy_skills(sandbox, sources(policy_of(req.spec), req.task), req.agent,
-                            None if req.agent.is_control else ctx.user, sandbox.workdir)
+        for before_agent in hooks(req.spec, "before_agent"):  # e.g. the run's skills deployed
+            await before_agent(req, sandbox, None if req.agent.is_control else ctx.user)
     except BenchError as exc:
         state.error, state.error_category = f"sandbox startup failed: {exc}", "sandbox_setup"
         return

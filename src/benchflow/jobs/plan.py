@@ -16,6 +16,7 @@ from benchflow.errors import ConfigError, TaskError, UserError
 from benchflow.records import RunCardRecord
 from benchflow.util.match import select
 
+from .extensions import hooks
 from .layout import unit_key
 from .spec import RunSpec
 
@@ -243,15 +244,14 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
     sandbox, why, availability = choose_sandbox(spec, chosen)
     from benchflow.sandbox import get_backend
 
-    from benchflow.skills.policy import policy_of, self_gen_prompts
-
     from .prompts import resolve_prompts
 
     for planned in chosen:
         planned.prompts = resolve_prompts(planned.task.instruction, spec.prompts,
                                           prefix=planned.task.config.agent.prompt_prefix,
                                           extra_instruction=spec.extra_instruction)
-        planned.prompts = self_gen_prompts(policy_of(spec), planned.prompts)
+        for prompts in hooks(spec, "prompts"):  # e.g. self-gen skills asks for the agent's own first
+            planned.prompts = prompts(spec, planned.prompts)
     plan = Plan(spec=spec, tasks=chosen, sandbox=sandbox, sandbox_reason=why, tasks_dir=tasks_dir, skipped=skipped,
                 backend=get_backend(sandbox), provenance=fetched.provenance() if fetched else None,
                 registry_digests=fetched.registry_digests if fetched else {})
@@ -273,9 +273,8 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
-    if plan.spec.checkpoints and not backend.capabilities.retained_snapshots:
-        card.refusals.append(f"--checkpoints: sandbox {plan.sandbox} cannot keep a snapshot past its sandbox; use "
-                             "one that can (bench doctor lists what each can do) or leave --checkpoints out")
+    for refusals in hooks(plan.spec, "plan_refusals"):  # e.g. --checkpoints on a sandbox without snapshots
+        card.refusals.extend(refusals(plan))
     for planned in plan.tasks:
         _task_env(planned, plan.spec, card)
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)

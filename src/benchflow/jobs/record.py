@@ -36,12 +36,13 @@ def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[s
 def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agent: str, is_control: bool,
                  environment: str, started_at: dt.datetime, prompts: list[str], timeout_sec: float | None,
                  attempt: int, seed: int | None, sandbox_fit: dict[str, Any] | None = None,
-                 skills: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
+                 features: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
                  scenes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """``config.json`` for one trial of ``spec`` (the ``RunSpec``), written before it starts;
-    ``skills`` holds the skill policy keys (``benchflow.skills.policy.record``), ``provenance`` the
+    ``features`` holds the keys the run's features add (the skill policy's, contracts §3.2: the
+    ``trial_record`` hook of ``jobs.extensions``), ``provenance`` the
     ``source``/``dataset_name``/``dataset_version`` of fetched tasks (``Plan.provenance``)."""
-    return TrialConfig(**(skills or {}), **(provenance or {}),
+    return TrialConfig(**(features or {}), **(provenance or {}),
         task_path=task_path, task_name=task_name,
         **comparable_settings(spec, agent, digest, prompts),
         harness_mode=None if is_control else spec.harness,

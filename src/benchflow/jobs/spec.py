@@ -12,6 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from benchflow.util.redact import drop_secrets
 
+from .extensions import PARSED_FIELDS, hooks, parse_field
+
 
 # Empty lists and dicts are plain defaults (pydantic copies them for each instance), not
 # ``default_factory=list``: for a factory pydantic reads its signature, and a builtin's makes
@@ -185,12 +187,11 @@ class RunSpec(BaseModel):
             self.verifier_sandbox = "separate"
         return self
 
-    @field_validator("executor")
+    @field_validator(*PARSED_FIELDS, mode="before")
     @classmethod
-    def _executor(cls, value: str) -> str:
-        from benchflow.executors import check_executor
-
-        return check_executor(value)
+    def _feature_field(cls, value: Any, info: Any) -> Any:
+        """A feature's own setting as that feature reads it (``--executor``, ``--checkpoints``)."""
+        return parse_field(info.field_name, value)
 
     @field_validator("agent_env")
     @classmethod
@@ -206,19 +207,6 @@ class RunSpec(BaseModel):
         from benchflow.tasks.task_env import check_names
 
         return check_names(value)
-
-    @field_validator("checkpoints", mode="before")
-    @classmethod
-    def _checkpoints(cls, value: Any) -> Any:
-        from benchflow.branch.spec import parse_checkpoints
-        from benchflow.errors import UserError
-
-        if not isinstance(value, str):
-            return value
-        try:
-            return parse_checkpoints(value)
-        except UserError as exc:
-            raise ValueError(str(exc)) from None
 
     @field_validator("retry_from_checkpoint")
     @classmethod
@@ -258,10 +246,13 @@ class RunSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
-    def _skills(self) -> "RunSpec":
-        from benchflow.skills.policy import policy_of
+    def _features(self) -> "RunSpec":
+        for check in hooks(self, "check_spec"):  # each feature's settings, checked by that feature
+            check(self)
+        return self
 
-        policy_of(self)  # a mode without its folder, or a missing folder, is refused up front
+    @model_validator(mode="after")
+    def _separate_verifier_include(self) -> "RunSpec":
         for path in self.separate_verifier_include:
             if not path.startswith("/") or path.rstrip("/") == "":
                 raise ValueError(f"--separate-verifier-include {path!r}: give an absolute path such as /root")

@@ -28,6 +28,7 @@ from benchflow.util.scrub import scrub_folder
 
 from . import ahead
 from .agent_layer import wants_layer
+from .extensions import TrialMode, hooks
 from .layout import trial_name
 from .phases import (
     TrialState,
@@ -61,13 +62,13 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
         agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
         started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
-        sandbox_fit=req.fit.record() if req.fit is not None else None, skills=_skills(req),
+        sandbox_fit=req.fit.record() if req.fit is not None else None, features=_feature_records(req),
         provenance=req.provenance, scenes=scene_record(req)))
     atomic.write_json(paths.prompts, prompts)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = TrialState()
-    checkpoints = run_checkpoints(req, paths, prompts)  # --checkpoints, --retry-from-checkpoint
+    checkpoints = feature_mode(req, paths, prompts)  # --checkpoints, --retry-from-checkpoint
     spec = sandbox_spec(req, name)
 
     layered = [a for a in (req.agent, *role_agents(req)) if wants_layer(a, req.backend)]
@@ -113,7 +114,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                         verify = separate_verifier_phase if wants_separate(req) else verifier_phase
                         await verify(req, session.sandbox, paths, state, timing)
                     if checkpoints is not None:
-                        await checkpoints.retry(session.sandbox, state)
+                        await checkpoints.after_verifier(session.sandbox, state)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down
                 _unexpected(name, exc, state)
             timing["total"] = time.monotonic() - t0
@@ -142,19 +143,17 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     return result
 
 
-def _skills(req: TrialRequest) -> dict[str, Any]:
-    from benchflow.skills.policy import policy_of, record
+def _feature_records(req: TrialRequest) -> dict[str, Any]:
+    """The features' keys of ``config.json`` (the skill policy's)."""
+    record: dict[str, Any] = {}
+    for trial_record in hooks(req.spec, "trial_record"):
+        record.update(trial_record(req))
+    return record
 
-    return record(policy_of(req.spec), req.task, req.agent)
 
-
-def run_checkpoints(req: TrialRequest, paths: Any, prompts: list[str]) -> Any:
-    """The trial's ``--checkpoints`` (and retry) keeper, or None without them."""
-    if not req.spec.checkpoints:
-        return None
-    from benchflow.branch.retry import RunCheckpoints
-
-    return RunCheckpoints.for_trial(req, paths, prompts)
+def feature_mode(req: TrialRequest, paths: Any, prompts: list[str]) -> TrialMode | None:
+    """The mode a feature runs the trial's agent phase in (``--checkpoints`` and their retry), or None."""
+    return next((m for m in (mode(req, paths, prompts) for mode in hooks(req.spec, "trial_mode")) if m), None)
 
 
 def _unexpected(trial: str, exc: BaseException, state: TrialState) -> None:

@@ -11,6 +11,7 @@ from benchflow.agents.base import Agent
 from benchflow.sandbox.base import SandboxSpec
 from benchflow.sandbox.from_task import spec_for_task
 
+from .extensions import hooks
 from .layout import JobPaths
 
 
@@ -66,11 +67,11 @@ def seed_env(seed: int | None) -> dict[str, str]:
 
 
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
-    from benchflow.skills.policy import image_keeps_task_skills, policy_of
-
+    options: dict[str, Any] = {}
+    for sandbox_options in hooks(req.spec, "sandbox_options"):  # e.g. whether the image keeps the task's skills
+        options.update(sandbox_options(req))
     spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.agent_user,
-                         base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
-                         bundled_skills=image_keeps_task_skills(policy_of(req.spec), req.task, req.agent),
+                         base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle, **options,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
                          mounts=None if req.models is None else req.models.mounts_for(trial, req.backend.capabilities))
     return req.fit.apply(spec) if req.fit is not None else spec

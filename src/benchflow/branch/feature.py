@@ -1,0 +1,40 @@
+"""Checkpoints and checkpoint retries as a run feature (``jobs.extensions``): ``--checkpoints`` parsed,
+refused on a sandbox that cannot keep a snapshot, and the trial's agent phase run by
+:class:`~benchflow.branch.retry.RunCheckpoints`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CheckpointsFeature:
+    name = "checkpoints"
+
+    def parse_field(self, name: str, value: Any) -> Any:
+        """``--checkpoints every-prompt|prompt:N[,M]`` as the spec keeps it."""
+        from benchflow.errors import UserError
+
+        from .spec import parse_checkpoints
+
+        if name != "checkpoints" or not isinstance(value, str):
+            return value
+        try:
+            return parse_checkpoints(value)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+
+    def plan_refusals(self, plan: Any) -> list[str]:
+        if plan.spec.checkpoints and not plan.backend.capabilities.retained_snapshots:
+            return [f"--checkpoints: sandbox {plan.sandbox} cannot keep a snapshot past its sandbox; use "
+                    "one that can (bench doctor lists what each can do) or leave --checkpoints out"]
+        return []
+
+    def trial_mode(self, req: Any, paths: Any, prompts: list[str]) -> Any:
+        if not req.spec.checkpoints:
+            return None
+        from .retry import RunCheckpoints
+
+        return RunCheckpoints.for_trial(req, paths, prompts)
+
+
+CHECKPOINTS = CheckpointsFeature()

@@ -1,0 +1,121 @@
+"""The engine's extension seam: features plug into a run at named points; the engine imports none of them.
+
+A feature is an object with any of the hooks of :class:`Feature` (a hook it lacks is skipped) and a row
+of :data:`FEATURES`: its name, the ``"module:attribute"`` of the object, and the ``RunSpec`` fields that
+switch it on. The engine (``jobs/``) asks :func:`active` for the features a spec switches on and calls
+their hooks; a feature's module is imported only when a run uses it, as the sandbox registry imports a
+backend only when one is asked for. A feature imports the engine (``jobs/``), never the other way.
+
+The points, in the order a run meets them:
+
+- ``parse_field(name, value)``: read a given value of a field the feature's row ``parses``, before
+  pydantic checks its type (``--checkpoints prompt:2`` -> ``[2]``).
+- ``check_spec(spec)``: validate (and normalise) the feature's settings while the ``RunSpec`` is built;
+  a ``ValueError`` is the user's one-line error.
+- ``prompts(spec, prompts)``: a task's prompts as the run sends them (planning).
+- ``plan_refusals(plan)``: why the run card refuses the run (planning).
+- ``preflight(spec)``: refuse what cannot run here, before the job folder is touched.
+- ``comparable(spec)``: settings a resumed job compares with a finished trial's (``--restart-changed``).
+- ``executor(spec, models, tasks)``: an async context manager yielding something with
+  ``run_attempt(request)``: where the attempts run (else in this process).
+- ``trial_record(req)``: keys of the trial's ``config.json``.
+- ``sandbox_options(req)``: keyword arguments for the trial's sandbox spec.
+- ``trial_mode(req, paths, prompts)``: a :class:`TrialMode` that runs the trial's agent phase (the first
+  feature that returns one wins), or None.
+- ``before_agent(req, sandbox, user)``: after the agent's install, before it runs (as root).
+- ``after_trials(spec, paths, results, tasks, emit)``: after the run's trials, before the summary.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+__all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active", "hooks", "parse_field"]
+
+
+class TrialMode(Protocol):
+    """How a feature runs a trial's agent phase in place of the plain one (``checkpoints``)."""
+
+    async def agent_phase(self, sandbox: Any, sink: Any, state: Any, timing: dict[str, float]) -> None:
+        """Run the agent; the outcome goes on ``state`` as the plain agent phase's does."""
+
+    async def after_verifier(self, sandbox: Any, state: Any) -> None:
+        """After the verifier scored the trial (a retry from a snapshot)."""
+
+    def annotate(self, result: dict[str, Any]) -> None:
+        """Add the mode's keys to the trial's result document before it is written."""
+
+
+class Feature(Protocol):
+    """What a feature may implement; every hook is optional (see the module docstring for when each runs)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    target: str
+    """``"module:attribute"`` of the feature object."""
+    fields: tuple[str, ...] = ()
+    """The ``RunSpec`` fields that switch the feature on (any of them set); empty: every run uses it."""
+    parses: tuple[str, ...] = ()
+    """The ``RunSpec`` fields whose given value the feature reads first (``parse_field``)."""
+
+    def switched_on(self, spec: Any) -> bool:
+        return not self.fields or any(_set(getattr(spec, name, None)) for name in self.fields)
+
+
+def _set(value: Any) -> bool:
+    return value not in (None, False, "", [], {}, "off", "in-process", "never")
+
+
+FEATURES: tuple[Row, ...] = (
+    Row("skills", "benchflow.skills.feature:SKILLS"),
+    Row("checkpoints", "benchflow.branch.feature:CHECKPOINTS", ("checkpoints", "retry_from_checkpoint"),
+        parses=("checkpoints",)),
+    Row("executors", "benchflow.executors.feature:EXECUTORS", ("executor",), parses=("executor",)),
+    Row("review", "benchflow.review.feature:REVIEW", ("integrity", "reviewer")),
+)
+"""The built-in features, in the order their hooks run."""
+
+PARSED_FIELDS: tuple[str, ...] = tuple(name for row in FEATURES for name in row.parses)
+
+_loaded: dict[str, Any] = {}
+
+
+def _load(row: Row) -> Any:
+    if row.name not in _loaded:
+        module, _, attribute = row.target.partition(":")
+        _loaded[row.name] = getattr(importlib.import_module(module), attribute)
+    return _loaded[row.name]
+
+
+def active(spec: Any) -> Iterator[Any]:
+    """The features ``spec`` switches on, imported on first use."""
+    for row in FEATURES:
+        if row.switched_on(spec):
+            yield _load(row)
+
+
+def hooks(spec: Any, point: str) -> Iterator[Any]:
+    """The bound ``point`` hook of every feature ``spec`` switches on that has one."""
+    for feature in active(spec):
+        hook = getattr(feature, point, None)
+        if hook is not None:
+            yield hook
+
+
+def parse_field(name: str, value: Any) -> Any:
+    """``value`` given for the ``RunSpec`` field ``name`` as the feature that owns the field reads it.
+
+    Raises:
+        ValueError: the feature's one-line reason (pydantic names the field with it).
+    """
+    for row in FEATURES:
+        if name in row.parses:
+            value = _load(row).parse_field(name, value)
+    return value

@@ -1,0 +1,19 @@
+"""Integrity audit and rubric review as a run feature (``jobs.extensions``): after the run's trials,
+before its summary; rewards never change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ReviewFeature:
+    name = "review"
+
+    async def after_trials(self, spec: Any, paths: Any, results: dict[str, Any], tasks: dict[str, Any],
+                           emit: Any) -> None:
+        from .after_run import after_trials
+
+        await after_trials(spec, paths, results, tasks, emit)
+
+
+REVIEW = ReviewFeature()

@@ -1,0 +1,51 @@
+"""The engine's extension seam (``jobs.extensions``): every feature row loads, offers only hooks the
+engine calls, and is loaded only by a run that switches it on."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchflow.jobs import extensions
+from benchflow.jobs.spec import RunSpec
+
+POINTS = set(re.findall(r"^- ``(\w+)\(", extensions.__doc__ or "", re.M))
+
+
+def test_the_docstring_names_the_points():
+    assert {"check_spec", "prompts", "preflight", "executor", "trial_mode", "after_trials"} <= POINTS
+
+
+@pytest.mark.parametrize("row", extensions.FEATURES, ids=lambda row: row.name)
+def test_each_feature_loads_and_offers_only_the_engine_s_points(row):
+    feature = extensions._load(row)
+    assert feature.name == row.name
+    offered = {name for name in dir(feature) if not name.startswith("_") and callable(getattr(feature, name))}
+    assert offered and offered <= POINTS, offered - POINTS
+    assert ("parse_field" in offered) == bool(row.parses)
+
+
+def test_a_plain_run_loads_no_feature_it_does_not_use():
+    code = ("import sys; from benchflow.jobs.spec import RunSpec; RunSpec(); "
+            "print(sorted(m for m in sys.modules if m.split('.')[1:2] in (['branch'], ['executors'], ['review'])))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_a_spec_switches_on_the_features_its_settings_name(tmp_path: Path):
+    names = lambda spec: [f.name for f in extensions.active(spec)]  # noqa: E731
+    assert names(RunSpec()) == ["skills"]
+    assert names(RunSpec(checkpoints="every-prompt", executor="ray", integrity="audit")) == [
+        "skills", "checkpoints", "executors", "review"]
+
+
+def test_a_feature_s_own_field_is_read_and_refused_by_it():
+    assert RunSpec(checkpoints="prompt:1,3").checkpoints == [1, 3]
+    with pytest.raises(ValueError, match="--executor 'nowhere'"):
+        RunSpec(executor="nowhere")
+    with pytest.raises(ValueError, match="checkpoints"):
+        RunSpec(checkpoints="sometimes")
