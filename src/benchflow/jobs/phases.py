@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchflow.agents.base import AgentContext, AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
@@ -36,6 +36,9 @@ from .retry import deterministic_reason
 from .trial_request import TrialRequest, agent_timeout, idle_timeout, seed_env
 from .workspace import freeze_workspace
 
+if TYPE_CHECKING:
+    from benchflow.verify.runner import VerifierOutcome
+
 log = logging.getLogger(__name__)
 
 
@@ -47,7 +50,7 @@ class TrialState:
     error_category: str | None = None
     sandbox_startup_info: dict[str, Any] | None = None
     outcome: AgentOutcome | None = None
-    verifier: Any = None
+    verifier: VerifierOutcome | None = None
     sandbox_id: str | None = None
     installed_by_layer: bool = False
     """The agent's install was baked into a cached image layer: no install in the sandbox."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from benchflow.agents.base import Agent
 from benchflow.sandbox.base import SandboxSpec
@@ -14,21 +14,28 @@ from benchflow.sandbox.from_task import spec_for_task
 from .extensions import hooks
 from .layout import JobPaths
 
+if TYPE_CHECKING:  # types only: a trial's request is built long after these are loaded
+    from benchflow.sandbox.base import Backend
+    from benchflow.sandbox.fit import Fit
+    from benchflow.tasks import Task
+
+    from .model_access import ModelAccess
+    from .spec import RunSpec
+
 
 @dataclass
 class TrialRequest:
     """One attempt of one task, as the scheduler hands it to ``run_trial``."""
 
-    task: Any
+    task: Task
     """A loaded ``benchflow.tasks.Task``."""
     digest: str
     prompts: list[str]
     """The prompts, resolved once by the plan."""
     job: JobPaths
-    spec: Any
-    """The ``RunSpec``."""
+    spec: RunSpec
     agent: Agent
-    backend: Any
+    backend: Backend
     backend_name: str
     attempt: int = 1
     labels: dict[str, str] = field(default_factory=dict)
@@ -36,13 +43,13 @@ class TrialRequest:
     on_phase: Callable[[str, str], None] = lambda _trial, _phase: None
     agent_env: dict[str, str] = field(default_factory=dict)
     """The agent's environment with secrets (never written to disk)."""
-    models: Any = None
+    models: ModelAccess | None = None
     """The job's ``ModelAccess`` (gateway + bridge) for agents that call models; None for controls."""
     seed: int | None = None
     """With --seeds: exported as BENCHFLOW_SEED to the agent, the oracle and the verifier."""
     run_slot: asyncio.Semaphore | None = None
     """Held for the agent and verifier phases (the scheduler's concurrency limit)."""
-    fit: Any = None
+    fit: Fit | None = None
     """How the backend meets the task's sandbox request (``benchflow.sandbox.fit.Fit``, from the plan)."""
     provenance: dict[str, Any] | None = None
     """``source``/``dataset_name``/``dataset_version`` of fetched tasks (``Plan.provenance``), for config.json."""
