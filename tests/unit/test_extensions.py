@@ -49,3 +49,15 @@ def test_a_feature_s_own_field_is_read_and_refused_by_it():
         RunSpec(executor="nowhere")
     with pytest.raises(ValueError, match="checkpoints"):
         RunSpec(checkpoints="sometimes")
+
+
+def test_bench_run_help_all_shows_each_feature_s_options_in_a_panel_of_its_own():
+    env = {**__import__("os").environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    done = subprocess.run([sys.executable, "-m", "benchflow.cli", "run", "--help-all"], capture_output=True,
+                          text=True, env=env, check=True)
+    panels = re.findall(r"^╭─ (.+?) ─", done.stdout, re.M)
+    for row in extensions.FEATURES:
+        assert any(p.lower().startswith(row.name) and p.endswith("(feature)") for p in panels), (row.name, panels)
+    general = done.stdout.split("╭─ Options ─", 1)[1].split("╰", 1)[0]
+    assert re.findall(r"^│ (--[\w-]+)", general, re.M) == ["--help-all", "--help"]  # every run setting has its panel
+    assert "--reviewer-model" in done.stdout.split("╭─ Review and integrity (feature) ─", 1)[1].split("╰", 1)[0]

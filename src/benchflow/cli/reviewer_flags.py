@@ -38,9 +38,13 @@ OPEN_NETWORK = typer.Option(False, "--reviewer-open-network", help="Allow unrest
 
 
 def hidden(option: Any) -> Any:
-    """The same flag, left out of ``--help`` (shown by ``--help-all``), as ``bench run`` lists them."""
+    """The same flag, left out of ``--help`` (shown by ``--help-all`` in the review panel), as ``bench run``
+    lists them."""
+    from .run_options import REVIEW_PANEL
+
     out = copy.copy(option)
     out.hidden = True
+    out.rich_help_panel = REVIEW_PANEL
     return out
 
 

@@ -8,7 +8,7 @@ visibility live here, one group per concern, so another command that takes the s
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Optional, get_args
 
 import typer
 
@@ -116,3 +116,31 @@ HfPublicReadCheck = Annotated[bool, typer.Option("--hf-public-read-check", hidde
 EvalResultsModel = Annotated[Optional[str], typer.Option("--eval-results-model", hidden=True, help="HF model repo to open a community eval-results PR on")]
 EvalResultsDataset = Annotated[Optional[str], typer.Option("--eval-results-dataset", hidden=True, help="HF benchmark dataset id, e.g. org/benchmark")]
 EvalResultsTask = Annotated[Optional[str], typer.Option("--eval-results-task", hidden=True, help="Benchmark task_id from the dataset's eval.yaml")]
+
+
+# The help's panels: the engine's settings by concern, and each feature of ``jobs.extensions`` its own
+# (``bench run --help-all`` shows every one).
+REVIEW_PANEL = "Review and integrity (feature)"
+PANELS: dict[str, tuple[object, ...]] = {
+    "Agent and prompts": (Agent, Model, Effort, Harness, AgentEnv, Prompt, ExtraInstruction, Config, ConfigOverride,
+                          TasksDir, Matrix, Trials, Seeds),
+    "Tasks": (Include, Exclude, Limit, SampleSeed, Dataset, Registry, Hub, IgnoreBenchVersion, SourceRepo,
+              SourcePath, SourceRef, ExpectedTasks),
+    "Sandbox and job folder": (Sandbox, Concurrency, WarmPool, BuildConcurrency, JobsDir, JobName, Fresh,
+                               RestartChanged, SandboxUser, BaseImageOverride, CaBundle, FreshInstall, KeepSandbox,
+                               DryRun, Quiet),
+    "Time, budgets and retries": (TimeoutMultiplier, IdleTimeout, MaxCostUsd, MaxTokens, MaxSandboxSeconds,
+                                  MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts),
+    "Verifier": (VerifierSandbox, SeparateVerifier, SeparateVerifierInclude, FreezeWorkspace),
+    "Trust": (AllowTaskEnv, AllowCloudMetadata, HostLogin, CaptureTokens, UsageTracking),
+    "Gates and outputs": (FailUnder, FailOn, SummaryOut, TaskManifestOut, RunConfigOut, AcceptDeviations),
+    "Publishing to Hugging Face": (PublishHf, PublishBucket, HfPrefix, HfPublicReadCheck, EvalResultsModel,
+                                   EvalResultsDataset, EvalResultsTask),
+    "Skills (feature)": (TaskSkills, SkillsDir, SkillMode, SkillCreatorDir),
+    "Checkpoints (feature)": (Checkpoints, CheckpointKeep, RetryFromCheckpoint, RetryPrompt, RetryResumeSession),
+    "Executors and worker shards (feature)": (Executor, WorkerConcurrency, WorkerRetries, WorkerStartStagger),
+    REVIEW_PANEL: (Integrity,),
+}
+for _panel, _aliases in PANELS.items():
+    for _alias in _aliases:
+        get_args(_alias)[1].rich_help_panel = _panel
