@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from benchflow.jobs.layout import TrialPaths
 from benchflow.util import atomic
 
 from .gateway_link import LinkAddress, RemoteModelAccess
@@ -220,7 +221,7 @@ def _note_node(folder: Path, work: NodeWork, node: dict[str, Any]) -> None:
     (not this node's scratch copy)."""
     from benchflow.records import TrialConfig, Unreadable, read_record, write_record
 
-    path = folder / "config.json"
+    path = TrialPaths(folder).config
     try:
         config = read_record(TrialConfig, path)
     except Unreadable:

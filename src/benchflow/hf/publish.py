@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from benchflow.errors import ConfigError
+from benchflow.jobs.layout import JobPaths
 
 from . import client
 
@@ -173,7 +174,7 @@ def _propose_eval_results(job: Path, request: PublishRequest, report: PublishRep
 
     target = request.eval_results
     assert target is not None
-    summary = json.loads((job / "summary.json").read_text())
+    summary = json.loads(JobPaths(job).summary.read_text())
     value = summary.get("score_ratio")
     if value is None:
         value = summary.get("mean_reward")

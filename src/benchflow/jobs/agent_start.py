@@ -16,6 +16,7 @@ from typing import Any
 
 from benchflow.errors import BenchError, ConfigError
 
+from .layout import TrialPaths
 from .stages import Stage, finish
 
 LAUNCH_FAILURES = ("pipe_closed",)
@@ -63,7 +64,7 @@ async def agent_start(name: str, *, sandbox: str = "docker", ca_bundle: Path | N
             async with sandbox_session(backend, spec, prepare=with_layer if layered else None) as session:
                 box = session.sandbox
                 ctx = AgentContext(task_name="hello-world", workdir=box.workdir, prompts=[], trial_dir=trial,
-                                   trajectory=AcpTrajectoryFile(trial / "trajectory" / "acp_trajectory.jsonl"),
+                                   trajectory=AcpTrajectoryFile(TrialPaths(trial).acp_trajectory),
                                    user=spec.sandbox_user)
                 if not layered:
                     await agent.install(box, ctx)

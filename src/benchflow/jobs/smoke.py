@@ -18,6 +18,7 @@ from pathlib import Path
 
 from benchflow.errors import ConfigError, SandboxUnavailable
 
+from .layout import TrialPaths
 from .stages import Stage, finish
 
 
@@ -95,7 +96,7 @@ def run_smoke(agents: list[str], *, sandbox: str, jobs_dir: Path, timeout_sec: f
             trial = next(outcome.job_dir.glob("hello-world__*"), None)
             reward = ((outcome.summary.get("mean_reward")) if outcome.summary["total"] else None)
             row = SmokeRow(name, model, reward, time.monotonic() - started,
-                           str(trial / "trajectory") if trial else None,
+                           str(TrialPaths(trial).trajectory_dir) if trial else None,
                            None if outcome.summary["passed"] else _why(outcome))
             model_call = _model_call(trial, time.monotonic() - run_started)
         except TimeoutError:
@@ -127,7 +128,7 @@ def _start_stages(name: str, sandbox: str, timeout_sec: float) -> list[Stage]:
 
 def _model_call(trial: Path | None, seconds: float) -> Stage:
     """The first-model-call stage from the trial's result.json."""
-    path = trial / "result.json" if trial else None
+    path = TrialPaths(trial).result if trial else None
     if path is None or not path.is_file():
         return Stage("first model call", "FAIL", detail="the run left no result.json")
     result = json.loads(path.read_text())

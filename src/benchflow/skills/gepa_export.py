@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from benchflow.jobs.layout import TrialPaths
 from benchflow.util import atomic
 
 from .discover import skill_md
@@ -37,7 +38,7 @@ def _read(path: Path, limit: int) -> str | None:
 
 def _events(trial: Path) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    text = _read(trial / "trajectory" / "acp_trajectory.jsonl", 10_000_000) or ""
+    text = _read(TrialPaths(trial).acp_trajectory, 10_000_000) or ""
     for line in text.splitlines()[:MAX_EVENTS]:
         try:
             out.append(json.loads(line))
@@ -66,7 +67,7 @@ def export(report: dict[str, Any], evals: EvalSet) -> Path:
                     "prompt": case.prompt, "expected_output": case.expected_output,
                     "expectations": [c.to_json() for c in case.checks] + case.sentences,
                     "score": entry[key], "passed": entry[key] == 1.0 if entry[key] is not None else None,
-                    "feedback": _read(Path(trial) / "verifier" / "test-stdout.txt", MAX_FEEDBACK) if trial else None,
+                    "feedback": _read(TrialPaths(Path(trial)).verifier_dir / "test-stdout.txt", MAX_FEEDBACK) if trial else None,
                     "trajectory": _events(Path(trial)) if trial else [],
                     "trial_dir": trial, "skill_text": skill_text})
     atomic.write_json(out / "summary.json", {

@@ -70,7 +70,7 @@ class Rollout:
 
 
 def _is_trial(path: Path) -> bool:
-    return "__" in path.name and ((path / "result.json").is_file() or (path / "config.json").is_file())
+    return "__" in path.name and (TrialPaths(path).result.is_file() or TrialPaths(path).config.is_file())
 
 
 def _job_dirs(root: Path, depth: int = 0) -> Iterator[Path]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import UserError
+from benchflow.jobs.layout import TrialPaths
 from benchflow.records import TrialResult, Unreadable, read_record
 from benchflow.records.branch import Observation
 
@@ -188,7 +189,7 @@ def _source_problems(row: dict[str, Any], o: ValidateOptions, selected: set[str]
     if trial is None:
         return problems
     try:
-        result = read_record(TrialResult, trial / "result.json", name=trial.name)
+        result = read_record(TrialResult, TrialPaths(trial).result, name=trial.name)
     except Unreadable as exc:
         return problems + [f"source: {exc}"]
     if result is None:
@@ -196,7 +197,7 @@ def _source_problems(row: dict[str, Any], o: ValidateOptions, selected: set[str]
     if row.get("reward") != result.reward:
         problems.append(f"reward {row.get('reward')!r} differs from the source's {result.reward!r}")
     if o.require_llm_trajectory:
-        path = trial / "trajectory" / "llm_trajectory.jsonl"
+        path = TrialPaths(trial).llm_trajectory
         if not path.is_file():
             return problems + [f"source {path}: missing"]
         exchanges = dict(read_exchanges(path))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchflow.errors import UserError
+from benchflow.jobs.layout import TrialPaths
 
 MAX_FILES = 200
 
@@ -34,7 +35,8 @@ def find_sources(path: Path) -> list[Source]:
         if path.suffix != ".jsonl":
             raise UserError(f"{path}: not a trajectory .jsonl file; give a .jsonl file, a folder or a trial folder")
         return [Source(path, path.name)]
-    root = path / "trajectory" if (path / "result.json").is_file() and (path / "trajectory").is_dir() else path
+    trial = TrialPaths(path)
+    root = trial.trajectory_dir if trial.result.is_file() and trial.trajectory_dir.is_dir() else path
     found = sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not p.is_symlink())
     if not found:
         raise UserError(f"{path}: holds no trajectory .jsonl file")
