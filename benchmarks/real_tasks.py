@@ -45,10 +45,13 @@ from benchflow.sandbox import dockerfile_lines  # noqa: E402  (instructions as b
 from benchflow.sandbox.docker_build import _FROM  # noqa: E402  (the FROM line as bench's build reads it)
 from tests.compat import byhand  # noqa: E402
 
-STANDIN = "benchflow/standin:uv"
-STANDIN_BASE = "benchflow/standin:trixie"
-"""Debian 13 (Python 3.13, pip, venv, curl; from ``scripts/docker-engine.sh --standins``)."""
-STANDIN_DOCKERFILE = f"""FROM {STANDIN_BASE}
+STANDINS = {"benchflow/standin:uv": "benchflow/standin:trixie",
+            "benchflow/standin:uv-bookworm": "benchflow/standin:bookworm"}
+"""Offline stand-ins (tag -> its debootstrap base from ``scripts/docker-engine.sh --standins``), tried in
+this order: Debian 13 (Python 3.13), then, for a Dockerfile that does not build on it (pins without a
+3.13 wheel, such as numpy 1.26), Debian 12 (Python 3.11). Each has pip, venv, curl, git and uv."""
+STANDIN = next(iter(STANDINS))
+STANDIN_DOCKERFILE = """FROM {base}
 # What the published verifiers fetch from hosts this machine cannot reach (astral.sh's uv installer,
 # uv's Python downloads from GitHub), here ahead of time; everything else they still fetch.
 RUN pip install --no-cache-dir uv==0.9.5
@@ -72,6 +75,8 @@ class Row:
     cannot_run: str = ""
     differs: str = ""
     repeats: list[str] = field(default_factory=list)
+    standin: str = ""
+    """The stand-in base image the task ran on."""
     seconds: float = 0.0
 
     @property
@@ -93,15 +98,20 @@ def host_ca() -> Path:
     raise SystemExit("no host CA bundle (/etc/ssl/certs/ca-certificates.crt)")
 
 
+def _have(*images: str) -> bool:
+    return subprocess.run(["docker", "image", "inspect", *images], capture_output=True).returncode == 0
+
+
 def ensure_standin() -> None:
-    if subprocess.run(["docker", "image", "inspect", STANDIN, *UV_IMAGE_TAGS], capture_output=True).returncode == 0:
+    if _have(*STANDINS, *UV_IMAGE_TAGS):
         return
-    if subprocess.run(["docker", "image", "inspect", STANDIN_BASE], capture_output=True).returncode != 0:
+    if not _have(*STANDINS.values()):
         subprocess.run(["bash", str(ROOT / "scripts" / "docker-engine.sh"), "--standins"], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "environment").mkdir()
-        (Path(tmp) / "environment" / "Dockerfile").write_text(STANDIN_DOCKERFILE)
-        byhand.build(Path(tmp), STANDIN, host_ca())
+        for tag, base in STANDINS.items():
+            (Path(tmp) / "environment" / "Dockerfile").write_text(STANDIN_DOCKERFILE.format(base=base))
+            byhand.build(Path(tmp), tag, host_ca())
         (Path(tmp) / "environment" / "Dockerfile").write_text(UV_IMAGE_DOCKERFILE)
         byhand.build(Path(tmp), UV_IMAGE_TAGS[0], host_ca())
     for tag in UV_IMAGE_TAGS[1:]:
@@ -136,8 +146,8 @@ def why_not_here(task: Path, missing: set[str]) -> str:
     return ""
 
 
-def stage(task: Path, out: Path) -> Path:
-    """A copy of ``task`` whose public base images are the stand-in (nothing else changed)."""
+def stage(task: Path, out: Path, standin: str = STANDIN) -> Path:
+    """A copy of ``task`` whose public base images are ``standin`` (nothing else changed)."""
     copy = out / "tasks" / task.parent.name / task.name
     if copy.exists():
         shutil.rmtree(copy)
@@ -147,18 +157,19 @@ def stage(task: Path, out: Path) -> Path:
     for group in dockerfile_lines.instructions(dockerfile.read_text()):
         match = _FROM.match(group[0])
         if match and STANDS_IN.match(match.group(3)):
-            group = [f"{match.group(1)}{STANDIN}{match.group(4)}", *group[1:]]
+            group = [f"{match.group(1)}{standin}{match.group(4)}", *group[1:]]
         lines.extend(group)
     dockerfile.write_text("\n".join(lines) + "\n")
     return copy
 
 
-def by_hand(task: Path, tag: str) -> str:
+def by_hand(task: Path, tag: str) -> tuple[str, bool]:
+    """(reward text or error, whether the image built)."""
     try:
         byhand.build(task, tag, host_ca())
-        return byhand.oracle_reward(task, tag, network="host")
-    except Exception as exc:  # noqa: BLE001 - a task's build or run failing is a row, not a crash
-        return f"error: {_first_line(exc)}"
+    except Exception as exc:  # noqa: BLE001 - a task's build failing is a row, not a crash
+        return f"error: {_first_line(exc)}", False
+    return _oracle_again(task, tag), True
 
 
 def _oracle_again(task: Path, tag: str) -> str:
@@ -218,8 +229,10 @@ def facts(trial: Path, result: dict) -> str:
 def _earlier_rows(table: Path) -> dict[tuple[str, str], Row]:
     if not table.is_file():
         return {}
+    last = list(STANDINS)[-1]  # a build that failed before every stand-in was tried is tried again
     return {(r["suite"], r["task"]): Row(**r) for r in json.loads(table.read_text())
-            if r.get("by_hand") or r.get("through_bench")}
+            if (r.get("by_hand") or r.get("through_bench"))
+            and not (r.get("by_hand", "").startswith("error:") and r.get("standin", "") != last)}
 
 
 def _write_table(table: Path, rows: list[Row]) -> None:
@@ -266,9 +279,13 @@ def main() -> int:
 
     def one(task: Path, row: Row) -> None:
         started = time.monotonic()
-        copy = stage(task, args.out)
         tag = f"real-byhand/{task.name.lower()}:latest"
-        row.by_hand = by_hand(copy, tag)
+        for standin in STANDINS:  # the next stand-in only for a Dockerfile the one before cannot build
+            copy = stage(task, args.out, standin)
+            row.by_hand, built = by_hand(copy, tag)
+            row.standin = standin
+            if built:
+                break
         row.through_bench, found = through_bench(copy, args.out / "jobs" / task.parent.name / task.name,
                                                  args.bench_arg)
         if not row.agree:
@@ -297,6 +314,8 @@ def main() -> int:
         if not r.cannot_run and r.by_hand.startswith("error:") and r.agree:
             r.cannot_run = f"fails by hand too: {r.by_hand[7:]}"
         note = f"cannot run here: {r.cannot_run}" if r.cannot_run else (r.differs + flaky if not r.agree else flaky)
+        if r.standin and r.standin != STANDIN:
+            note += f" (on {STANDINS[r.standin]}: the first stand-in did not build it)"
         print(f"| {r.suite} | {r.task} | {r.by_hand or '-'} | {r.through_bench or '-'} | {note.strip()} |")
     ran = [r for r in rows if not r.cannot_run]  # (after the loop above: a hand run's failed build counts)
     print(f"\n{len(rows)} tasks: {len(ran)} run, {sum(r.agree for r in ran)} agree, "

@@ -16,7 +16,8 @@
 # unix:///run/benchflow-remote-docker.sock (own data, exec root and pidfile)
 # and loads the base images into it, to test --sandbox remote-docker:
 #   BENCHFLOW_REMOTE_DOCKER_HOST=unix:///run/benchflow-remote-docker.sock
-# --standins also makes benchflow/standin:trixie (Debian 13: Python 3.13, pip, venv, curl), the base of
+# --standins also makes benchflow/standin:trixie (Debian 13: Python 3.13, pip, venv, curl) and :bookworm
+# (Debian 12: Python 3.11, for pins with no 3.13 wheel), the bases of
 # the offline stand-ins that benchmarks/real_tasks.py puts in the FROM of published tasks.
 # Usage: scripts/docker-engine.sh [--no-images] [--remote] [--standins]
 set -euo pipefail
@@ -158,6 +159,7 @@ if [ $with_images = 1 ]; then
 fi
 if [ $with_standins = 1 ]; then
   make_image benchflow/standin:trixie trixie python3,python3-pip,python3-venv,python-is-python3,curl,ca-certificates,git,procps
+  make_image benchflow/standin:bookworm bookworm python3,python3-pip,python3-venv,python-is-python3,curl,ca-certificates,git,procps
 fi
 log "engine ready: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
 if [ $with_remote = 1 ]; then
