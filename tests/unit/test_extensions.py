@@ -61,3 +61,19 @@ def test_bench_run_help_all_shows_each_feature_s_options_in_a_panel_of_its_own()
     general = done.stdout.split("╭─ Options ─", 1)[1].split("╰", 1)[0]
     assert re.findall(r"^│ (--[\w-]+)", general, re.M) == ["--help-all", "--help"]  # every run setting has its panel
     assert "--reviewer-model" in done.stdout.split("╭─ Review and integrity (feature) ─", 1)[1].split("╰", 1)[0]
+
+
+def test_one_runner_picks_one_mode_per_trial():
+    from types import SimpleNamespace
+
+    from benchflow.jobs.modes import PlainMode, ScenesMode, StepsMode, trial_mode
+
+    def req(steps=(), scenes=(), control=False):
+        task = SimpleNamespace(config=SimpleNamespace(steps=list(steps)), scenes=list(scenes))
+        return SimpleNamespace(task=task, spec=RunSpec(), agent=SimpleNamespace(is_control=control))
+
+    assert type(trial_mode(req(), None, ["p"])) is PlainMode
+    steps = trial_mode(req(steps=["a"]), None, [])
+    assert type(steps) is StepsMode and not steps.verifier_runs  # each step is verified as it goes
+    assert type(trial_mode(req(scenes=["s"]), None, [])) is ScenesMode
+    assert type(trial_mode(req(scenes=["s"], control=True), None, [])) is PlainMode  # the oracle solves it whole

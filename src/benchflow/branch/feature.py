@@ -24,10 +24,15 @@ class CheckpointsFeature:
             raise ValueError(str(exc)) from None
 
     def plan_refusals(self, plan: Any) -> list[str]:
-        if plan.spec.checkpoints and not plan.backend.capabilities.retained_snapshots:
-            return [f"--checkpoints: sandbox {plan.sandbox} cannot keep a snapshot past its sandbox; use "
-                    "one that can (bench doctor lists what each can do) or leave --checkpoints out"]
-        return []
+        if not plan.spec.checkpoints:
+            return []
+        out = [f"{planned.name}: --checkpoints: a multi-step task's steps are verified one by one, which "
+               "checkpoints do not follow; leave --checkpoints out" for planned in plan.tasks
+               if planned.task.config.steps]
+        if not plan.backend.capabilities.retained_snapshots:
+            out.insert(0, f"--checkpoints: sandbox {plan.sandbox} cannot keep a snapshot past its sandbox; use "
+                          "one that can (bench doctor lists what each can do) or leave --checkpoints out")
+        return out
 
     def trial_mode(self, req: Any, paths: Any, prompts: list[str]) -> Any:
         if not req.spec.checkpoints:

@@ -39,7 +39,9 @@ FEEDBACK_TAIL = 2000
 
 @dataclass
 class RunCheckpoints:
-    """The checkpoints (and the retry) of one ``bench run`` trial."""
+    """The checkpoints (and the retry) of one ``bench run`` trial: its mode (``jobs.extensions.TrialMode``)."""
+
+    verifier_runs = True
 
     req: Any
     paths: TrialPaths

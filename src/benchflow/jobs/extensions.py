@@ -37,7 +37,10 @@ __all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active",
 
 
 class TrialMode(Protocol):
-    """How a feature runs a trial's agent phase in place of the plain one (``checkpoints``)."""
+    """How a trial's agent phase runs (``jobs/modes.py`` has the engine's own; ``checkpoints`` is a feature's)."""
+
+    verifier_runs: bool
+    """False for a mode that verifies as it goes: the runner's verifier phase is left out."""
 
     async def agent_phase(self, sandbox: Any, sink: Any, state: Any, timing: dict[str, float]) -> None:
         """Run the agent; the outcome goes on ``state`` as the plain agent phase's does."""

@@ -28,7 +28,7 @@ from benchflow.util.scrub import scrub_folder
 
 from . import ahead
 from .agent_layer import wants_layer
-from .extensions import TrialMode, hooks
+from .extensions import hooks
 from .layout import trial_name
 from .phases import (
     TrialState,
@@ -39,7 +39,8 @@ from .phases import (
     verifier_phase,
 )
 from .record import build_config
-from .scene_plan import role_agents, scene_record, wants_scenes, with_run_scenes
+from .modes import trial_mode
+from .scene_plan import role_agents, scene_record, with_run_scenes
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
 __all__ = ["TrialRequest", "run_trial", "unexpected_category"]
@@ -68,7 +69,7 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = TrialState()
-    checkpoints = feature_mode(req, paths, prompts)  # --checkpoints, --retry-from-checkpoint
+    mode = trial_mode(req, paths, prompts)  # steps, --checkpoints, scenes, or the plain agent phase
     spec = sandbox_spec(req, name)
 
     layered = [a for a in (req.agent, *role_agents(req)) if wants_layer(a, req.backend)]
@@ -92,35 +93,24 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                                    ) as session:
             await ahead.ready()
             from .agent_network import agent_network  # what runs in a started sandbox: imported by now
-            from .scenes import run_scenes
             from .separate_verifier import separate_verifier_phase, wants_separate
-            from .sim_user import converse
-            from .steps import run_steps
 
             await environment_phase(req, session.sandbox, paths, state)
             timing["environment_setup"] = time.monotonic() - t
             try:
                 async with req.run_slot or contextlib.nullcontext():
                     async with agent_network(req, session.sandbox, paths, state):  # metadata block, allowlist proxy
-                        if state.error is None and req.task.config.steps:
-                            await run_steps(req, session.sandbox, paths, sink, state, timing)
-                        elif state.error is None and checkpoints is not None:
-                            await checkpoints.agent_phase(session.sandbox, sink, state, timing)
-                        elif state.error is None and wants_scenes(req):
-                            await run_scenes(req, session.sandbox, paths, sink, state, timing)
-                        elif state.error is None:  # the agent phase, with the task's simulated user if any
-                            await converse(req, session.sandbox, paths, prompts, sink, state, timing)
-                    if state.verifier_allowed and not req.task.config.steps:
+                        if state.error is None:
+                            await mode.agent_phase(session.sandbox, sink, state, timing)
+                    if state.verifier_allowed and mode.verifier_runs:
                         verify = separate_verifier_phase if wants_separate(req) else verifier_phase
                         await verify(req, session.sandbox, paths, state, timing)
-                    if checkpoints is not None:
-                        await checkpoints.after_verifier(session.sandbox, state)
+                    await mode.after_verifier(session.sandbox, state)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down
                 _unexpected(name, exc, state)
             timing["total"] = time.monotonic() - t0
             result = await record_phase(req, paths, started_at, timing, sink, state)
-            if checkpoints is not None:
-                checkpoints.annotate(result)
+            mode.annotate(result)
             if session.sandbox.capabilities.keep and _keep(req.spec.keep_sandbox, result):
                 kept = await session.keep()  # renamed so `bench sandbox cleanup` leaves it to `release`
                 atomic.write_json(paths.kept_sandbox, {**kept, "trial": name,
@@ -149,11 +139,6 @@ def _feature_records(req: TrialRequest) -> dict[str, Any]:
     for trial_record in hooks(req.spec, "trial_record"):
         record.update(trial_record(req))
     return record
-
-
-def feature_mode(req: TrialRequest, paths: Any, prompts: list[str]) -> TrialMode | None:
-    """The mode a feature runs the trial's agent phase in (``--checkpoints`` and their retry), or None."""
-    return next((m for m in (mode(req, paths, prompts) for mode in hooks(req.spec, "trial_mode")) if m), None)
 
 
 def _unexpected(trial: str, exc: BaseException, state: TrialState) -> None:
