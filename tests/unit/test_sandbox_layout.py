@@ -48,7 +48,7 @@ def _backend_of(module: str) -> str | None:
 
 
 def test_there_are_backend_packages():
-    assert {"docker", "daytona", "modal", "agentcore", "apple_container"} <= set(BACKEND_PACKAGES)
+    assert {"docker", "local", "daytona", "modal", "agentcore", "apple_container"} <= set(BACKEND_PACKAGES)
 
 
 def test_no_backend_package_imports_another():

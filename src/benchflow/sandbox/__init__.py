@@ -33,7 +33,7 @@ ENTRY_POINT_GROUP = "benchflow.sandboxes"
 BACKENDS: dict[str, str] = {
     "docker": "benchflow.sandbox.docker.backend:BACKEND",
     "remote-docker": "benchflow.sandbox.docker.backend:REMOTE_BACKEND",
-    "local": "benchflow.sandbox.local:BACKEND",
+    "local": "benchflow.sandbox.local.backend:BACKEND",
     "podman": "benchflow.sandbox.docker.backend:PODMAN_BACKEND",
     "docker+runsc": "benchflow.sandbox.docker.backend:GVISOR_BACKEND",
     "apple-container": "benchflow.sandbox.apple_container.backend:BACKEND",
