@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchflow.sandbox.base import Capabilities
-from benchflow.sandbox.docker_backend import DockerBackend
+from benchflow.sandbox.docker.backend import DockerBackend
 
 PLUGIN_PATH = Path(__file__).parent / "sandbox_plugin"
 """The folder that, on ``sys.path``, makes this backend an installed package's."""

@@ -16,7 +16,7 @@ import pytest
 from benchflow.sandbox import SandboxSpec, get_backend
 from benchflow.sandbox import docker_engine as eng
 from benchflow.sandbox.base import room_to_start
-from benchflow.sandbox.docker_room import headroom
+from benchflow.sandbox.docker.room import headroom
 from benchflow.sandbox.docker_setup import (
     DEFAULT_PIDS_LIMIT,
     KEPT_CAPABILITIES,

@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 
 from benchflow.sandbox import SandboxSpec
-from benchflow.sandbox import docker as docker_sandbox
+from benchflow.sandbox.docker import sandbox as docker_sandbox
 from benchflow.sandbox.base import Capabilities, enforce_metadata_block
-from benchflow.sandbox.docker import DockerSandbox
-from benchflow.sandbox.docker_metadata import NO_PYTHON
+from benchflow.sandbox.docker.sandbox import DockerSandbox
+from benchflow.sandbox.docker.metadata import NO_PYTHON
 
 pytestmark = pytest.mark.docker
 
 WITH_PYTHON = "benchflow/python-slim:3.11-bookworm"
 WITHOUT_PYTHON = "debian:bookworm-slim"
-BLOCK_SOURCE = (Path(docker_sandbox.__file__).with_name("netns_block.py")).read_text()
+BLOCK_SOURCE = (Path(docker_sandbox.__file__).parent.parent / "netns_block.py").read_text()
 
 AGENT = r"""
 import json, socket, struct, sys

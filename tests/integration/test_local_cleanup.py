@@ -52,7 +52,7 @@ def cache(tmp_path, monkeypatch):
     root = tmp_path / "cache"
     monkeypatch.setenv("BENCHFLOW_CACHE", str(root))
     yield root
-    from benchflow.sandbox.local_state import sweep
+    from benchflow.sandbox.local.state import sweep
 
     for state in (root / "local" / "sandboxes").glob("*"):
         sweep(state)  # what a test left on purpose (another job's leftover) must not outlive it

@@ -9,7 +9,7 @@ import pytest
 
 from benchflow.errors import BuildError, CapabilityError
 from benchflow.sandbox import SandboxSpec, get_backend
-from benchflow.sandbox.local_layer import images_dir
+from benchflow.sandbox.local.layer import images_dir
 
 pytestmark = pytest.mark.local_sandbox
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from benchflow.errors import BuildError, SandboxError
-from benchflow.sandbox import SandboxSpec, get_backend, local_ns
+from benchflow.sandbox import SandboxSpec, get_backend
+from benchflow.sandbox.local import ns as local_ns
 from tests.conftest import EXAMPLE_TASKS, run_bench
 
 pytestmark = pytest.mark.local_sandbox

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchflow.sandbox import SandboxSpec, get_backend
-from benchflow.sandbox.local_state import list_sandboxes, remove_sandbox
+from benchflow.sandbox.local.state import list_sandboxes, remove_sandbox
 from tests.conftest import host_processes_with
 
 pytestmark = pytest.mark.local_sandbox

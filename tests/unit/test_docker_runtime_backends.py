@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchflow.errors import ConfigError
-from benchflow.sandbox import docker_backend as db
+from benchflow.sandbox.docker import backend as db
 from benchflow.sandbox import docker_engine as eng
 from benchflow.sandbox import get_backend
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchflow.sandbox.engine_api import EngineClient, EngineError, EngineUnreachable, NotFound
-from benchflow.sandbox.docker_leftovers import removal_in_progress
+from benchflow.sandbox.docker.leftovers import removal_in_progress
 from tests.doubles.eager_engine_double import EagerEngine
 from tests.waiting import wait_until
 

@@ -8,7 +8,7 @@ import io
 from types import SimpleNamespace
 
 from benchflow.sandbox import docker_exec
-from benchflow.sandbox.docker_stream import open_process
+from benchflow.sandbox.docker.stream import open_process
 from benchflow.sandbox.engine_api import EngineClient
 from benchflow.sandbox.engine_stream import EngineStream, attach_stream
 from tests.doubles.eager_engine_double import EagerEngine, frame

@@ -27,7 +27,7 @@ NOT_BENCH_ERRORS = {
     "benchflow.sandbox.engine_api.NotFound",            # an EngineError
     "benchflow.sandbox.engine_api.ImageNotFound",       # an EngineError
     "benchflow.sandbox.engine_api.EngineUnreachable",   # an EngineError
-    "benchflow.sandbox.local_holder.MissingTool",       # an OSError in the holder process
+    "benchflow.sandbox.local.holder.MissingTool",       # an OSError in the holder process
     "benchflow.sandbox.netns_block.BlockError",         # caught beside OSError in its module
     "benchflow.sandbox.session.SessionSetupError",      # wrapper whose cause the trial classifies
     "benchflow.util.nofollow.UnsafeFile",               # an OSError for every reader

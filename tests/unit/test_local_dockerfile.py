@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchflow.errors import CapabilityError
-from benchflow.sandbox.local_dockerfile import (
+from benchflow.sandbox.local.dockerfile import (
     DEFAULT_SHELL,
     CopyStep,
     MkdirStep,

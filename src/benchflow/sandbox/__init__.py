@@ -31,11 +31,11 @@ ENTRY_POINT_GROUP = "benchflow.sandboxes"
 
 # The built-in backends: name -> "module:attribute" of its Backend object. Imported lazily.
 BACKENDS: dict[str, str] = {
-    "docker": "benchflow.sandbox.docker_backend:BACKEND",
-    "remote-docker": "benchflow.sandbox.docker_backend:REMOTE_BACKEND",
-    "local": "benchflow.sandbox.local:BACKEND",
-    "podman": "benchflow.sandbox.docker_backend:PODMAN_BACKEND",
-    "docker+runsc": "benchflow.sandbox.docker_backend:GVISOR_BACKEND",
+    "docker": "benchflow.sandbox.docker.backend:BACKEND",
+    "remote-docker": "benchflow.sandbox.docker.backend:REMOTE_BACKEND",
+    "local": "benchflow.sandbox.local.backend:BACKEND",
+    "podman": "benchflow.sandbox.docker.backend:PODMAN_BACKEND",
+    "docker+runsc": "benchflow.sandbox.docker.backend:GVISOR_BACKEND",
     "apple-container": "benchflow.sandbox.apple_container.backend:BACKEND",
     "modal": "benchflow.sandbox.modal.backend:BACKEND",
     "agentcore": "benchflow.sandbox.agentcore.backend:BACKEND",

@@ -1,4 +1,4 @@
-"""A task's ``environment/docker-compose.yaml``, read into the services a pod runs (:mod:`.docker_pod`).
+"""A task's ``environment/docker-compose.yaml``, read into the services a pod runs (:mod:`.docker.pod`).
 
 Only the part of the Compose format a sandbox can honour is accepted; the rest is refused with one
 line naming the file and the key, never silently dropped when it matters:

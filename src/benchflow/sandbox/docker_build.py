@@ -88,7 +88,7 @@ def rewrite_from(dockerfile: str, image: str) -> str:
 
 
 def check_environment(spec: SandboxSpec) -> Path:
-    """The Dockerfile path (a compose file beside it is run by :mod:`.docker_pod`).
+    """The Dockerfile path (a compose file beside it is run by :mod:`.docker.pod`).
 
     Raises:
         TaskError: no Dockerfile.

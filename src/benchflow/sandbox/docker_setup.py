@@ -2,7 +2,7 @@
 
 The container's command runs the setup script as root, prints a marker line
 with the script's exit status (and its output when it failed), then becomes
-the keep-alive loop. :func:`benchflow.sandbox.docker.DockerSandbox.start`
+the keep-alive loop. :func:`benchflow.sandbox.docker.sandbox.DockerSandbox.start`
 attaches to the container before starting it and reads up to the marker, so
 setup costs no extra exec round trip.
 

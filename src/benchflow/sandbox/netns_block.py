@@ -2,8 +2,8 @@
 
 Whoever runs it needs ``CAP_NET_ADMIN`` over the namespace, and the sandbox's processes must not
 have it, so that they cannot undo it. Two callers: the local sandbox's namespace holder, in the
-sandbox's network namespace before ``slirp4netns`` attaches (:mod:`.local_holder`), and a
-short-lived helper container that joins a docker sandbox's network (:mod:`.docker_metadata`),
+sandbox's network namespace before ``slirp4netns`` attaches (:mod:`.local.holder`), and a
+short-lived helper container that joins a docker sandbox's network (:mod:`.docker.metadata`),
 where this file runs as ``python3 -c`` on the task image's interpreter (so it is written for any
 python 3, without f-strings or annotations). It puts in place
 

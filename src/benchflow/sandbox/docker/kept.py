@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from benchflow.errors import SandboxError
 
-from . import docker_engine as eng
+from .. import docker_engine as eng
 
 
 async def create_kept(sandbox) -> dict[str, object]:
@@ -25,7 +25,7 @@ async def create_kept(sandbox) -> dict[str, object]:
 
 
 def _container(record: Mapping[str, object]) -> dict:
-    from .engine_api import NotFound
+    from ..engine_api import NotFound
 
     sandbox_id = str(record["sandbox_id"])
     try:
@@ -60,7 +60,7 @@ def attach(record: Mapping[str, object], command: list[str]) -> int:
 
 
 async def _run_live(api, container: str, command: list[str]) -> int:
-    from .docker_stream import open_process
+    from .stream import open_process
 
     process = await open_process(api, container, command, user="root", env=None, cwd=None)
     process.stdin.close()
@@ -77,7 +77,7 @@ async def _run_live(api, container: str, command: list[str]) -> int:
 def release(record: Mapping[str, object]) -> None:
     """Force-remove the kept container (with the rest of its multi-service pod); nothing happens when
     it is already gone."""
-    from .docker_leftovers import remove
+    from .leftovers import remove
 
     failed = remove(record.get("docker_host"), [str(record["sandbox_id"])])  # type: ignore[arg-type]
     if failed:

@@ -1,6 +1,6 @@
 """The namespaces a ``local`` sandbox (or build) lives in, seen from the owner's side.
 
-One holder process per sandbox (:mod:`local_holder`) keeps a user namespace,
+One holder process per sandbox (:mod:`.local.holder`) keeps a user namespace,
 a network namespace, IPC and UTS namespaces and a mount namespace with the
 system view; :meth:`Namespaces.prefix` is the ``nsenter`` argv every sandbox
 process starts with, so all of a sandbox's processes share one network (a
@@ -42,7 +42,7 @@ ROOT_CAPS = ("CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_K
 """What root in a sandbox keeps, inside its user namespace only: the Docker backend's set plus SETPCAP
 (``setpriv`` needs it to drop to the sandbox user); notably no SYS_ADMIN (nothing can be mounted or
 remounted), no MKNOD, no NET_RAW."""
-HOLDER = Path(__file__).with_name("local_holder.py")
+HOLDER = Path(__file__).with_name("holder.py")
 VIEW = Path("/tmp")
 """Where, in a holder's own mount namespace only, the view folder is (a tmpfs covering the host's
 ``/tmp`` there): every path a sandbox process binds is below it."""

@@ -11,15 +11,15 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
-from .base import to_the_end
-from .docker_container import State
-from .docker_engine import call
-from .docker_leftovers import KEPT_PREFIX
-from .docker_snapshots import forget_snapshot, is_snapshot
-from .engine_api import NotFound
+from ..base import to_the_end
+from ..docker_engine import call
+from ..engine_api import NotFound
+from .container import State
+from .leftovers import KEPT_PREFIX
+from .snapshots import forget_snapshot, is_snapshot
 
 if TYPE_CHECKING:
-    from .docker import DockerSandbox
+    from .sandbox import DockerSandbox
 
 log = logging.getLogger(__name__)
 

@@ -26,15 +26,15 @@ import secrets
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import docker_engine as eng
-from .base import REMEDY, MetadataBlock
-from .docker_build import image_exists, image_tag
-from .docker_engine import call
-from .engine_api import EngineError, container_config, host_config
-from .engine_stream import attach_stream
+from .. import docker_engine as eng
+from ..base import REMEDY, MetadataBlock
+from ..docker_build import image_exists, image_tag
+from ..docker_engine import call
+from ..engine_api import EngineError, container_config, host_config
+from ..engine_stream import attach_stream
 
 if TYPE_CHECKING:
-    from .docker import DockerSandbox
+    from .sandbox import DockerSandbox
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ REMEDY_HOST = (f"unset {eng.PUBLIC_NETWORK_ENV} (on a bridge network the docker 
 HELPER_TIMEOUT_SEC = 60.0
 LAUNCH = (f'command -v python3 >/dev/null 2>&1 || {{ echo "error {NO_PYTHON}"; exit 0; }}; '
           'exec python3 -I -c "$0" "$@"')
-SCRIPT = Path(__file__).with_name("netns_block.py")
+SCRIPT = Path(__file__).parent.parent / "netns_block.py"
 
 
 async def enforce(box: DockerSandbox) -> MetadataBlock:

@@ -1,24 +1,24 @@
 """The embedded ``local`` sandbox: Linux namespaces through bubblewrap, no daemon.
 
 A sandbox is a folder on the host (``<cache>/local/sandboxes/<id>``) holding
-its writable state, and a holder process (:mod:`local_ns`) keeping its user,
+its writable state, and a holder process (:mod:`.local.ns`) keeping its user,
 network, IPC and UTS namespaces and the mount namespace with its system view.
 Every ``exec`` enters those namespaces (``nsenter``) and runs one ``bwrap``
-(or, without bubblewrap, ``unshare`` — see :mod:`local_unshare`) with a fresh
-PID namespace and the view of :mod:`local_view`: the host's system folders
+(or, without bubblewrap, ``unshare`` — see :mod:`.local.unshare`) with a fresh
+PID namespace and the view of :mod:`.local.view`: the host's system folders
 read-only, and the workspace, ``/logs``, ``/tmp``, ``/root``, ``/home``,
 ``/opt``, ``/var`` and whatever ``put()`` creates private and writable.
 
 Running as root, root in the sandbox is an unprivileged id range on the host
-(:data:`local_ns.HOST_BASE`), keeps a Docker-like capability set inside its
+(:data:`.local.ns.HOST_BASE`), keeps a Docker-like capability set inside its
 user namespace only (no ``CAP_SYS_ADMIN``), and other users drop to their uid
 with ``setpriv``. ``no-network`` has loopback only; ``public`` goes out
 through ``slirp4netns`` (never the host's network namespace, never its
 loopback; where it is missing, ``public`` runs as ``no-network``:
-:func:`local_probe.capabilities`). All execs of one sandbox share its
+:func:`.local.probe.capabilities`). All execs of one sandbox share its
 network, so a forwarder one exec starts answers the next. Environment values
 reach the process through its environment, never a command line. The image's
-``RUN`` layer comes from :mod:`local_layer`.
+``RUN`` layer comes from :mod:`.local.layer`.
 
 Honest limits: no cpu/memory limits, no GPUs, no multi-service tasks, no
 ``allowlist`` network, and the host's system folders stay read-only (a task
@@ -41,33 +41,25 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError, SandboxError
-from benchflow.sandbox import (
-    bundled_skills,
-    ca,
-    local_exec,
-    local_leftovers,
-    local_ns,
-    local_probe,
-)
+from benchflow.sandbox import bundled_skills, ca, local_exec
 from benchflow.sandbox.base import (
     DEFAULT_OUTPUT_CAP_BYTES,
-    Backend,
     ExecResult,
     MetadataBlock,
-    OwnedSandbox,
     SandboxSpec,
 )
 from benchflow.sandbox.copyout import CopyReport, copy_out_tree
 from benchflow.sandbox.docker_setup import pids_limit
-from benchflow.sandbox.local_cache import LocalCache
-from benchflow.sandbox.local_dockerfile import (
+from benchflow.sandbox.local import ns as local_ns
+from benchflow.sandbox.local import probe as local_probe
+from benchflow.sandbox.local.dockerfile import (
     DEFAULT_PATH,
     SUGGESTION,
     ImagePlan,
     parse_dockerfile,
 )
-from benchflow.sandbox.local_layer import LocalImage, cap_args, ensure_image
-from benchflow.sandbox.local_setup import (
+from benchflow.sandbox.local.layer import LocalImage, cap_args, ensure_image
+from benchflow.sandbox.local.setup import (
     ROOT,
     User,
     copy_argv,
@@ -79,9 +71,9 @@ from benchflow.sandbox.local_setup import (
     resolve_workdir,
     write_private,
 )
-from benchflow.sandbox.local_state import cache_root, sandboxes_dir, start_ticks, sweep
-from benchflow.sandbox.local_unshare import wrap
-from benchflow.sandbox.local_view import (
+from benchflow.sandbox.local.state import cache_root, sandboxes_dir, start_ticks, sweep
+from benchflow.sandbox.local.unshare import wrap
+from benchflow.sandbox.local.view import (
     Layout,
     filesystem_args,
     new_root,
@@ -441,30 +433,3 @@ class LocalSandbox:
                                  "restore")
         layout.roots[:] = json.loads((source / "roots.json").read_text())
         self._fs_args = None
-
-
-class LocalBackend(Backend):
-    name = "local"
-    capabilities = CAPABILITIES
-
-    def available(self) -> tuple[bool, str]:
-        return local_probe.probe(CAPABILITIES)
-
-    def create(self, spec: SandboxSpec) -> LocalSandbox:
-        return LocalSandbox(spec)
-
-    def exists(self, sandbox_id: str) -> bool:
-        return local_leftovers.exists(sandbox_id)
-
-    def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
-        return local_leftovers.list_owned(self.name, owner)
-
-    def remove(self, ids: list[str]) -> dict[str, str]:
-        return local_leftovers.remove(ids)
-
-    @property
-    def cache(self) -> LocalCache:
-        return LocalCache()
-
-
-BACKEND = LocalBackend()

@@ -8,11 +8,12 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchflow.sandbox import local_exec, local_ns
+from benchflow.sandbox import local_exec
 from benchflow.sandbox.base import Capabilities, ExecResult
-from benchflow.sandbox.local_dockerfile import DEFAULT_PATH
-from benchflow.sandbox.local_layer import cap_args
-from benchflow.sandbox.local_unshare import tool, wrap
+from benchflow.sandbox.local import ns as local_ns
+from benchflow.sandbox.local.dockerfile import DEFAULT_PATH
+from benchflow.sandbox.local.layer import cap_args
+from benchflow.sandbox.local.unshare import tool, wrap
 
 
 def capabilities() -> Capabilities:

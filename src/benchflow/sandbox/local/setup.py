@@ -4,7 +4,7 @@ Mirrors what the Docker backend's setup script does inside a container
 (``/logs/*`` 0777, ``/tmp`` 1777, the sandbox user created with the next free
 uid from 1000 and owning the workspace), but from the host side, on the
 sandbox's private folders. Owners are sandbox ids, stored as the host ids
-they map to (:func:`local_ns.host_id`).
+they map to (:func:`.local.ns.host_id`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchflow.sandbox import local_ns
-from benchflow.sandbox.local_layer import LocalImage
-from benchflow.sandbox.local_view import Layout, is_whiteout
+from benchflow.sandbox.local import ns as local_ns
+from benchflow.sandbox.local.layer import LocalImage
+from benchflow.sandbox.local.view import Layout, is_whiteout
 
 STANDARD_ROOTS = ("/tmp", "/root", "/home", "/logs", "/opt", "/var")
 VAR_DIRS = ("/var/tmp", "/var/log", "/var/cache", "/var/lib")
@@ -53,7 +53,7 @@ def initial_roots(image: LocalImage, workdir: str) -> list[str]:
 
 
 def holder_mounts(layout: Layout, image: LocalImage, filter_dir: Path | None) -> tuple[list, list[dict]]:
-    """The holder's binds and overlays for ``layout`` (see :func:`local_ns.start`): each system folder
+    """The holder's binds and overlays for ``layout`` (see :func:`.local.ns.start`): each system folder
     id-mapped, under the image layer's changes and the filter where there are any."""
     filtered = set(os.listdir(filter_dir)) if filter_dir is not None else set()
     binds: list[tuple[str, str, str]] = []

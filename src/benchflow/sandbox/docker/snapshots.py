@@ -13,12 +13,12 @@ import logging
 import secrets
 from typing import TYPE_CHECKING
 
-from .docker_container import State, slug
-from .docker_engine import call
-from .docker_leftovers import RETAINED
+from ..docker_engine import call
+from .container import State, slug
+from .leftovers import RETAINED
 
 if TYPE_CHECKING:
-    from .docker import DockerSandbox
+    from .sandbox import DockerSandbox
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The sandboxes the ``local`` backend made: its ``leftovers``, ``remove`` and ``exists``.
 
-One per state folder under ``<cache>/local/sandboxes`` (:mod:`.local_state`);
+One per state folder under ``<cache>/local/sandboxes`` (:mod:`.local.state`);
 its ``owner.json`` names the owning process. A ``kill -9`` of the owner leaves
 the folder (and, if the kill landed as an exec started, its namespace init,
 which removal sweeps). A folder without a readable ``owner.json`` has no known
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import local_state
-from .base import OwnedSandbox
-from .docker_engine import JOB, TASK, TRIAL  # the ownership label names every backend records
+from ..base import OwnedSandbox
+from ..docker_engine import JOB, TASK, TRIAL  # the ownership label names every backend records
+from . import state as local_state
 
 ENGINE = "local"
 

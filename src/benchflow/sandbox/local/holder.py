@@ -1,6 +1,6 @@
 """The namespace holder of one ``local`` sandox (or one image build), run as its own process.
 
-Started with ``python -I -S local_holder.py <config json>`` (standard library
+Started with ``python -I -S holder.py <config json>`` (standard library
 only, so it starts fast and imports nothing of the caller's environment). It
 
 1. (as root) takes a new mount namespace of its own, owned by the host's user
@@ -140,8 +140,8 @@ def _lo_up() -> None:
 
 
 def _metadata_block() -> dict:
-    """:mod:`netns_block` (beside this file), loaded by path: this process imports nothing."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "netns_block.py")
+    """:mod:`netns_block` (in the folder above this one), loaded by path: this process imports nothing."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "netns_block.py")
     namespace = {"__name__": "netns_block"}
     with open(path) as source:
         exec(compile(source.read(), path, "exec"), namespace)  # noqa: S102 - BenchFlow's own file

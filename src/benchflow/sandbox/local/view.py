@@ -1,6 +1,6 @@
 """The filesystem a ``local`` sandbox process sees, as bubblewrap arguments.
 
-Nothing of the host is in the view but its system folders (:data:`local_ns.SYSTEM`:
+Nothing of the host is in the view but its system folders (:data:`.local.ns.SYSTEM`:
 ``/usr``, ``/etc``, the ``/bin``/``/lib`` links) and the host folders a spec
 mounts on purpose (the model bridge). The view is assembled per exec on
 bubblewrap's empty tmpfs root from
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchflow.errors import CapabilityError, InfraError
-from benchflow.sandbox.local_dockerfile import SUGGESTION
+from benchflow.sandbox.local.dockerfile import SUGGESTION
 
 # Top-level names never taken from the host or the layer: mounted fresh.
 SPECIAL = frozenset({"proc", "dev", "sys"})
@@ -53,7 +53,7 @@ class Layout:
     fs: Path
     """Host folder holding the private roots (``fs/app`` is ``/app``)."""
     view: Path = Path("/nonexistent")
-    """The holder's view folder (:data:`local_ns.VIEW`): ``fs``, ``sys/<name>`` and ``ext/<n>`` below it are
+    """The holder's view folder (:data:`.local.ns.VIEW`): ``fs``, ``sys/<name>`` and ``ext/<n>`` below it are
     what bubblewrap binds, seen inside the holder's mount namespace."""
     system: dict[str, str | None] = field(default_factory=dict)
     """System folder name -> symlink target, or None for a folder mounted from ``sysroot``."""

@@ -1,10 +1,10 @@
 """The ``local`` sandbox's image: a copy-on-write layer over the host's system folders, cached.
 
-``RUN`` steps execute in the same view a sandbox gets (:mod:`local_view`),
+``RUN`` steps execute in the same view a sandbox gets (:mod:`.local.view`),
 never the host's ``/``: the layer folder is the root, and each host system
 folder is an overlay (lower: the host folder, id-mapped and filtered as in a
 sandbox; upper: the layer's folder of that name) mounted by a build holder
-(:mod:`local_ns`), inside the same unprivileged user namespace, with a network
+(:mod:`.local.ns`), inside the same unprivileged user namespace, with a network
 namespace of its own (``slirp4netns`` for a build network of ``host``; where
 slirp4netns is missing, loopback only, and a ``RUN`` step that fails then says
 it may need network and names the package).
@@ -31,16 +31,17 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchflow.errors import BuildError, CapabilityError
-from benchflow.sandbox import ca, local_exec, local_ns
-from benchflow.sandbox.local_dockerfile import (
+from benchflow.sandbox import ca, local_exec
+from benchflow.sandbox.local import ns as local_ns
+from benchflow.sandbox.local.dockerfile import (
     SUGGESTION,
     CopyStep,
     ImagePlan,
     MkdirStep,
     RunStep,
 )
-from benchflow.sandbox.local_unshare import wrap
-from benchflow.sandbox.local_view import SPECIAL, is_whiteout
+from benchflow.sandbox.local.unshare import wrap
+from benchflow.sandbox.local.view import SPECIAL, is_whiteout
 from benchflow.util import atomic
 from benchflow.util.tarfile_filters import tarfile
 
@@ -327,7 +328,7 @@ def _summarise(upper: Path) -> dict[str, tuple[str, ...]]:
 
 
 def cap_args() -> list[str]:
-    """bubblewrap arguments keeping only :data:`local_ns.ROOT_CAPS` (inside the user namespace)."""
+    """bubblewrap arguments keeping only :data:`.local.ns.ROOT_CAPS` (inside the user namespace)."""
     args = ["--cap-drop", "ALL"]
     for cap in local_ns.ROOT_CAPS:
         args += ["--cap-add", cap]

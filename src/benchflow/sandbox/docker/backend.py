@@ -18,10 +18,10 @@ from collections.abc import Mapping
 
 from benchflow.errors import SandboxUnavailable
 
-from . import docker_engine as eng
-from . import docker_kept, docker_leftovers
-from .base import Backend, Capabilities, CacheStore, OwnedSandbox, SandboxSpec
-from .docker import DockerSandbox
+from .. import docker_engine as eng
+from ..base import Backend, Capabilities, CacheStore, OwnedSandbox, SandboxSpec
+from . import kept, leftovers
+from .sandbox import DockerSandbox
 
 DOCKER = "docker"
 REMOTE_DOCKER = "remote-docker"
@@ -100,55 +100,55 @@ class DockerBackend(Backend):
 
     def exists(self, sandbox_id: str) -> bool:
         place = self._place()
-        return place is not False and docker_leftovers.exists(place, sandbox_id)
+        return place is not False and leftovers.exists(place, sandbox_id)
 
     def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
         """Its containers; none for ``remote-docker`` without a URL (there is nowhere to look)."""
         place = self._place()
-        return [] if place is False else docker_leftovers.list_owned(place, self.name, self.unlabelled, owner)
+        return [] if place is False else leftovers.list_owned(place, self.name, self.unlabelled, owner)
 
     def remove(self, ids: list[str]) -> dict[str, str]:
-        return docker_leftovers.remove(self.url(), ids)
+        return leftovers.remove(self.url(), ids)
 
     def stale_snapshots(self, owner: str | None = None) -> list[str]:
         place = self._place()
-        return [] if place is False else docker_leftovers.stale_snapshots(place, owner)
+        return [] if place is False else leftovers.stale_snapshots(place, owner)
 
     def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
-        return docker_leftovers.remove_images(self.url(), refs)
+        return leftovers.remove_images(self.url(), refs)
 
     @property
     def cache(self) -> CacheStore | None:
-        from .docker_cache import DockerCache
+        from .cache import DockerCache
 
         place = self._place()
         return None if place is False else DockerCache(place)
 
     def image_status(self, ref: str, *, pull: bool = True) -> tuple[bool | None, str]:
         """On the engine, or pulled now (asked once per process)."""
-        from .docker_resources import image_status
+        from .resources import image_status
 
         return image_status(self.url(), ref, pull=pull)
 
     def host_resources(self) -> tuple[float | None, int | None]:
         """The engine machine's CPUs and memory: the most a container can be given."""
-        from .docker_resources import engine_resources
+        from .resources import engine_resources
 
         return engine_resources(self.url())
 
     def set_build_concurrency(self, n: int) -> None:
-        from .docker_build import set_build_concurrency
+        from ..docker_build import set_build_concurrency
 
         set_build_concurrency(n)
 
     async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
-        return await docker_kept.create_kept(self.create(spec, detached=True))
+        return await kept.create_kept(self.create(spec, detached=True))
 
     def attach(self, record: Mapping[str, object], command: list[str]) -> int:
-        return docker_kept.attach(record, command)
+        return kept.attach(record, command)
 
     def release(self, record: Mapping[str, object]) -> None:
-        docker_kept.release(record)
+        kept.release(record)
 
 
 def runtime_available(url: str | None, runtime: str, engine: str) -> tuple[bool, str]:

@@ -24,8 +24,8 @@ from pathlib import Path
 from benchflow.errors import SandboxUnavailable
 from benchflow.util.atomic import write_json
 
-from . import docker_engine as eng
-from .base import CacheEntry
+from .. import docker_engine as eng
+from ..base import CacheEntry
 
 KINDS = ("images", "build-cache", "pulled-images")
 
@@ -74,7 +74,7 @@ class DockerCache:
         Raises:
             SandboxUnavailable: the engine does not answer.
         """
-        from .engine_api import ImageNotFound
+        from ..engine_api import ImageNotFound
 
         answers, why = eng.ping(self.url)
         if not answers:

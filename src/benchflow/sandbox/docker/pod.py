@@ -12,7 +12,7 @@ services on one port would clash, so the compose file is refused when its ports 
 Siblings get the sandbox's hardening (no-new-privileges, the small capability set, the pids
 limit), its cpu/memory limits, and the owner labels plus ``benchflow.pod`` / ``benchflow.service``,
 so the group is removed as one unit: by :meth:`DockerPod.remove` when the sandbox stops, and by
-:func:`.docker_leftovers.remove` (any member's id takes the whole pod, with its named volumes)
+:func:`.docker.leftovers.remove` (any member's id takes the whole pod, with its named volumes)
 after a ``kill -9``. They start in ``depends_on`` order; each waits for its dependencies'
 conditions (started, healthy by the engine's health check, or exited 0), and the sandbox is ready
 only once ``main``'s own conditions hold.
@@ -33,18 +33,18 @@ from typing import TYPE_CHECKING, Any
 
 from benchflow.errors import InfraError, SandboxError
 
-from . import compose_file
-from . import docker_engine as eng
-from .base import DEFAULT_OUTPUT_CAP_BYTES, ExecResult
-from .compose_file import MAIN, ComposeFile, Service
-from .docker_engine import call
-from .docker_leftovers import POD
-from .docker_setup import hardening
+from .. import compose_file
+from .. import docker_engine as eng
+from ..base import DEFAULT_OUTPUT_CAP_BYTES, ExecResult
+from ..compose_file import MAIN, ComposeFile, Service
+from ..docker_engine import call
+from ..docker_setup import hardening
+from .leftovers import POD
 
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from .docker import DockerSandbox
+    from .sandbox import DockerSandbox
 
 SERVICE = "benchflow.service"
 """Label on a pod's containers: the compose service it runs."""
@@ -82,7 +82,7 @@ class DockerPod:
 
     async def build(self) -> None:
         """Build or find every sibling's image (idempotent)."""
-        from .docker_build import build_image
+        from ..docker_build import build_image
 
         for svc in self.compose.siblings:
             if svc.name in self.images:
@@ -207,7 +207,7 @@ class DockerPod:
     def remove(self) -> None:
         """Force-remove every sibling and the pod's volumes (blocking; never raises): what is
         labelled with the pod's id, so a sibling whose creation was cut short goes too."""
-        from .docker_leftovers import remove_pod
+        from .leftovers import remove_pod
 
         try:
             stayed = remove_pod(self.api, self.id)
@@ -271,19 +271,19 @@ class ServiceSandbox:
     async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
                    cwd: str | None = None, timeout: float | None = None, stdin: bytes | None = None,
                    output_cap: int = DEFAULT_OUTPUT_CAP_BYTES) -> ExecResult:
-        from .docker_exec import run
+        from ..docker_exec import run
 
         return await run(self.box.api, self._live(), cmd, user=user, env=env, cwd=cwd, timeout=timeout,
                          stdin=stdin, output_cap=output_cap)
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
                           cwd: str | None = None):
-        from .docker_stream import open_process
+        from .stream import open_process
 
         return await open_process(self.box.api, self._live(), cmd, user=user, env=env, cwd=cwd)
 
     async def put(self, local: Path, remote: str) -> None:
-        from .tarstream import pack
+        from ..tarstream import pack
 
         local = Path(local)
         if not local.exists() and not local.is_symlink():
@@ -297,9 +297,9 @@ class ServiceSandbox:
             raise InfraError(f"put {local} -> {remote} ({self.service_name}): the engine refused the archive")
 
     async def get(self, remote: str, local: Path):
-        from .engine_api import NotFound
+        from ..engine_api import NotFound
 
-        from .copyout import copy_out_tar
+        from ..copyout import copy_out_tar
 
         container = self._live()
 

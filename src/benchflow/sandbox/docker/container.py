@@ -17,7 +17,7 @@ network a container could use other than the host's, and sharing the host's
 network stack is not isolation, so there ``public`` runs as ``none``, with a note logged and
 kept in ``network_note`` for the trial record; set
 ``BENCHFLOW_DOCKER_PUBLIC_NETWORK=host`` to opt into the host network instead.
-:attr:`.docker_backend.DockerBackend.capabilities` reports exactly this: ``public`` is listed
+:attr:`.docker.backend.DockerBackend.capabilities` reports exactly this: ``public`` is listed
 in ``network_modes`` only when it is really delivered, and in
 ``network_fallbacks`` (``public -> no-network``) when it is run stricter.
 ``allowlist`` gets ``none`` too: the trial's egress proxy (:mod:`benchflow.jobs.egress`), reached
@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING
 
 from benchflow.errors import CapabilityError
 
-from . import ca
-from . import docker_engine as eng
-from .base import SandboxSpec
-from .docker_setup import hardening, main_command
-from .engine_api import container_config, host_config
+from .. import ca
+from .. import docker_engine as eng
+from ..base import SandboxSpec
+from ..docker_setup import hardening, main_command
+from ..engine_api import container_config, host_config
 
 if TYPE_CHECKING:
-    from .docker_pod import DockerPod
+    from .pod import DockerPod
 
 
 class State(enum.Enum):

@@ -3,13 +3,13 @@ its machine's CPUs and memory (the most a container can be given). See :mod:`ben
 
 from __future__ import annotations
 
-from . import docker_engine as eng
+from .. import docker_engine as eng
 
 _image_status: dict[tuple[str | None, str], tuple[bool, str]] = {}
 
 
 def image_status(url: str | None, ref: str, *, pull: bool) -> tuple[bool | None, str]:
-    from .engine_api import EngineError, ImageNotFound
+    from ..engine_api import EngineError, ImageNotFound
 
     known = _image_status.get((url, ref))
     if known is not None:
@@ -27,7 +27,7 @@ def image_status(url: str | None, ref: str, *, pull: bool) -> tuple[bool | None,
             why = str(getattr(exc, "explanation", None) or exc).strip().splitlines()[0][:200]
             status = (False, f"cannot be pulled ({why})")
         else:
-            from .docker_cache import record_pull
+            from .cache import record_pull
 
             record_pull(url, ref)
             status = (True, "was pulled")

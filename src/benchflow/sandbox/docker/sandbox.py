@@ -1,4 +1,4 @@
-"""The sandbox of the ``docker`` and ``remote-docker`` backends (:mod:`.docker_backend`), on the
+"""The sandbox of the ``docker`` and ``remote-docker`` backends (:mod:`.docker.backend`), on the
 Docker Engine API.
 
 Every call goes to the Engine API (:mod:`.engine_api`; no ``docker`` CLI process per
@@ -6,9 +6,9 @@ call); blocking calls run in a worker pool. ``remote-docker`` is
 the same class pointed at ``BENCHFLOW_REMOTE_DOCKER_HOST``.
 
 This module builds (or pulls) the image, creates and starts the container, and runs commands
-and copies files in it. The container's shape and network are :mod:`.docker_container`'s;
-snapshots and restores :mod:`.docker_snapshots`'; keeping, stopping and discarding
-:mod:`.docker_teardown`'s.
+and copies files in it. The container's shape and network are :mod:`.docker.container`'s;
+snapshots and restores :mod:`.docker.snapshots`'; keeping, stopping and discarding
+:mod:`.docker.teardown`'s.
 """
 
 from __future__ import annotations
@@ -25,28 +25,28 @@ from benchflow.errors import (
     SandboxError,
 )
 
-from . import ca
-from . import docker_engine as eng
-from .base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, MetadataBlock, SandboxSpec
-from .docker_build import build_image
-from .docker_container import State, container_network, container_request
-from .docker_engine import call
-from .docker_exec import run as run_exec
-from .docker_room import room_to_start
-from .docker_setup import parse_ready, resolve_workdir
-from .docker_snapshots import Snapshots, image_workdir
-from .docker_stream import DockerProcess, open_process
-from .docker_teardown import Teardown
-from .engine_api import (
+from .. import ca
+from .. import docker_engine as eng
+from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, MetadataBlock, SandboxSpec
+from ..docker_build import build_image
+from ..docker_engine import call
+from ..docker_exec import run as run_exec
+from ..docker_setup import parse_ready, resolve_workdir
+from ..engine_api import (
     EngineError,
     ImageNotFound,
     NotFound,
 )
-from .engine_stream import attach_stream
+from ..engine_stream import attach_stream
+from .container import State, container_network, container_request
+from .room import room_to_start
+from .snapshots import Snapshots, image_workdir
+from .stream import DockerProcess, open_process
+from .teardown import Teardown
 
 if TYPE_CHECKING:
-    from .copyout import CopyReport
-    from .docker_pod import DockerPod
+    from ..copyout import CopyReport
+    from .pod import DockerPod
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class DockerSandbox(Snapshots, Teardown):
         self._stop_task: asyncio.Future | None = None
         self._kept = False
         self.pod: DockerPod | None = None
-        """The task's other compose services, pod-style in this container's network (:mod:`.docker_pod`)."""
+        """The task's other compose services, pod-style in this container's network (:mod:`.docker.pod`)."""
         self.metadata_block: tuple[str, MetadataBlock] | None = None
         """(container, its cloud-metadata block) once :meth:`enforce_metadata_block` put it in place."""
 
@@ -118,15 +118,15 @@ class DockerSandbox(Snapshots, Teardown):
 
     async def _build_pod(self) -> None:
         if self.pod is None and self.spec.compose_file is not None:
-            from . import docker_pod  # only a task with compose services loads it
+            from . import pod  # only a task with compose services loads it
 
-            self.pod = docker_pod.DockerPod(docker_pod.load(self.spec.compose_file, self.spec.compose_variables), self)
+            self.pod = pod.DockerPod(pod.load(self.spec.compose_file, self.spec.compose_variables), self)
         if self.pod is not None:
             await self.pod.build()
 
     def service(self, name: str):
         """The compose service ``name`` as a sandbox view (``main`` is this sandbox)."""
-        from .compose_file import MAIN
+        from ..compose_file import MAIN
 
         if name == MAIN:
             return self
@@ -143,7 +143,7 @@ class DockerSandbox(Snapshots, Teardown):
             except EngineError as exc:
                 raise SandboxError(f"sandbox.docker_image {image!r}: not on the engine and the pull "
                                    f"failed ({exc.explanation or exc}); load or build it first") from exc
-            from .docker_cache import record_pull
+            from .cache import record_pull
 
             record_pull(self.url, image)
 
@@ -198,7 +198,7 @@ class DockerSandbox(Snapshots, Teardown):
         try:
             await self.create()  # inside: a cancelled create has learnt its container's id, and it goes
             if self.spec.image and self.spec.ca_bundle is not None:
-                from .tarstream import pack_members
+                from ..tarstream import pack_members
 
                 bundle = ca.read_bundle(self.spec.ca_bundle)
                 await call(self.api.put_archive, self._container, "/",
@@ -258,14 +258,14 @@ class DockerSandbox(Snapshots, Teardown):
         return await open_process(self.api, self._require_container(), cmd, user=user, env=env, cwd=cwd)
 
     async def enforce_metadata_block(self) -> MetadataBlock:
-        """See :func:`benchflow.sandbox.base.enforce_metadata_block` (:mod:`.docker_metadata`: routes and
+        """See :func:`benchflow.sandbox.base.enforce_metadata_block` (:mod:`.docker.metadata`: routes and
         neighbour entries put into the container's network namespace by a helper container)."""
-        from .docker_metadata import enforce
+        from .metadata import enforce
 
         return await enforce(self)
 
     def room_to_start(self):
-        """See :func:`benchflow.sandbox.base.room_to_start` (:mod:`.docker_room`: the pids limit is
+        """See :func:`benchflow.sandbox.base.room_to_start` (:mod:`.docker.room`: the pids limit is
         raised through the engine while the block runs)."""
         return room_to_start(self.api, self._require_container())
 
@@ -278,7 +278,7 @@ class DockerSandbox(Snapshots, Teardown):
             if not Path(local).exists() and not Path(local).is_symlink():
                 raise FileNotFoundError(f"put: {local} does not exist")
         container = self._require_container()
-        from .tarstream import pack_many  # tarfile: loaded while the first sandbox started (jobs.ahead)
+        from ..tarstream import pack_many  # tarfile: loaded while the first sandbox started (jobs.ahead)
 
         archive = await call(pack_many, [(Path(local), remote) for local, remote in items])
         try:
@@ -292,7 +292,7 @@ class DockerSandbox(Snapshots, Teardown):
     async def get(self, remote: str, local: Path) -> CopyReport:
         container = self._require_container()
 
-        from .copyout import copy_out_tar
+        from ..copyout import copy_out_tar
 
         def fetch() -> CopyReport:
             try:
@@ -307,14 +307,14 @@ class DockerSandbox(Snapshots, Teardown):
         """:meth:`get` of folders side by side (``/logs/agent``, ``/logs/artifacts``) in one archive read of
         their parent (:func:`~.copyout.copy_out_tar_split`); each item's report, or the error its own
         :meth:`get` raises. Anything else, or an archive the split cannot take, is copied item by item."""
-        from .downloads import one_by_one, siblings
+        from ..downloads import one_by_one, siblings
 
         shared = siblings([remote for remote, _ in items])
         if shared is None:
             return await one_by_one(self, items)
         parent, names = shared
         container = self._require_container()
-        from .copyout import copy_out_tar_split
+        from ..copyout import copy_out_tar_split
 
         def fetch() -> dict[str, CopyReport | None] | None:
             try:

@@ -1,6 +1,6 @@
 """What the ``local`` backend keeps on disk (``bench cache list|clean`` with the ``local`` target).
 
-Under ``<cache>/local/images`` (:func:`local_layer.images_dir`):
+Under ``<cache>/local/images`` (:func:`.local.layer.images_dir`):
 
 - ``<key>/`` with ``image.json``, ``build.log`` and ``layer/``: a built RUN
   layer, kind ``images``; a live local sandbox whose ``owner.json`` names the
@@ -24,8 +24,8 @@ import stat
 import time
 from pathlib import Path
 
-from . import local_state
-from .base import CacheEntry
+from ..base import CacheEntry
+from . import state as local_state
 
 ENGINE = "local"
 _TMP = ".tmp-"
@@ -77,7 +77,7 @@ def _build_running(images: Path, key: str) -> bool:
 def list_local(cache_root: Path | None = None, *, kinds=("images", "build-cache"),
                older_than_sec: float | None = None) -> list[CacheEntry]:
     """The local images and unfinished builds of ``kinds`` under ``cache_root``, oldest first."""
-    from .local_layer import images_dir
+    from .layer import images_dir
 
     images = images_dir(cache_root or local_state.cache_root())
     if not images.is_dir():
@@ -113,7 +113,7 @@ def remove_local(entry: CacheEntry, cache_root: Path | None = None) -> None:
     Raises:
         RuntimeError: a live sandbox or a builder uses it now (the message says which).
     """
-    from .local_layer import images_dir
+    from .layer import images_dir
 
     images = images_dir(cache_root or local_state.cache_root())
     folder = images / entry.id

@@ -19,8 +19,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from .docker_engine import call
-from .engine_api import EngineError, NotFound
+from ..docker_engine import call
+from ..engine_api import EngineError, NotFound
 
 log = logging.getLogger(__name__)
 

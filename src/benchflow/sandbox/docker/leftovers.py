@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from benchflow.errors import SandboxUnavailable
 
-from . import docker_engine as eng
-from .base import OwnedSandbox
+from .. import docker_engine as eng
+from ..base import OwnedSandbox
 
 KEPT_PREFIX = "bf-kept-"
 """Name prefix of containers kept with --keep-sandbox: cleanup leaves them to ``release`` (with the
 other containers of its pod)."""
 POD = "benchflow.pod"
-"""Label of every container and volume of one multi-service pod (:mod:`.docker_pod`)."""
+"""Label of every container and volume of one multi-service pod (:mod:`.docker.pod`)."""
 VOLUME = "volume:"
 """Id prefix of a leftover row that is a pod's named volume whose containers are already gone."""
 
@@ -90,7 +90,7 @@ def _row(ident: str, name: str, labels: dict[str, str], backend: str, url: str |
 def remove(url: str | None, ids: list[str]) -> dict[str, str]:
     """Force-remove containers (and their anonymous volumes); a member of a multi-service pod takes
     the whole pod with it (its other containers and named volumes). id -> reason for those that stay."""
-    from .engine_api import NotFound
+    from ..engine_api import NotFound
 
     failed = {}
     api = eng.client(url)
@@ -120,7 +120,7 @@ def removal_in_progress(exc: Exception) -> bool:
 def remove_pod(api, pod: str) -> str:
     """Force-remove every container, then every volume, labelled as pod ``pod``; '' when all went,
     else what stayed and why."""
-    from .engine_api import NotFound
+    from ..engine_api import NotFound
 
     stayed = []
     for item in api.containers(all=True, filters={"label": f"{POD}={pod}"}):
@@ -141,7 +141,7 @@ def remove_pod(api, pod: str) -> str:
 
 
 def exists(url: str | None, container: str) -> bool:
-    from .engine_api import NotFound
+    from ..engine_api import NotFound
 
     try:
         eng.client(url).inspect_container(container)
@@ -169,7 +169,7 @@ def stale_snapshots(url: str | None, owner: str | None) -> list[str]:
 
 def remove_images(url: str | None, refs: list[str]) -> dict[str, str]:
     """Remove these images; ref -> reason for each that stays (one already gone counts as removed)."""
-    from .engine_api import ImageNotFound
+    from ..engine_api import ImageNotFound
 
     failed = {}
     api = eng.client(url)

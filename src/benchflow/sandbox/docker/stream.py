@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import secrets
 
-from . import docker_exec as dx
-from .docker_engine import POOL, call
-from .engine_stream import EngineStream
+from .. import docker_exec as dx
+from ..docker_engine import POOL, call
+from ..engine_stream import EngineStream
 
 READ_LIMIT = 64 << 20
 """Longest line ``readline`` accepts: ACP messages can carry whole files."""

@@ -1,0 +1,1 @@
+"""The docker sandbox backend (also remote-docker, podman and docker+runsc)."""

@@ -1,0 +1,1 @@
+"""The local sandbox backend (Linux namespaces on this machine, no daemon)."""
