@@ -231,7 +231,7 @@ def _earlier_rows(table: Path) -> dict[tuple[str, str], Row]:
         return {}
     last = list(STANDINS)[-1]  # a build that failed before every stand-in was tried is tried again
     return {(r["suite"], r["task"]): Row(**r) for r in json.loads(table.read_text())
-            if (r.get("by_hand") or r.get("through_bench"))
+            if r.get("seconds")  # finished: a row another task's write saved half-way has none
             and not (r.get("by_hand", "").startswith("error:") and r.get("standin", "") != last)}
 
 
