@@ -11,13 +11,18 @@ same whatever the SDK, so it is written once:
 - **files as one tar**: ``put`` unpacks an uploaded tar at ``/`` and deletes it
   (:func:`put_by_upload`); ``get`` tars the path, or exits :data:`GONE_RC`
   when it is not there (:func:`tar_of`, :func:`gone`, :func:`file_chunks`);
+- **a streamed process**: its stdin's writes queued in order and sent by one
+  task (:class:`QueuedStdin`); the end of the task that follows its output
+  (:func:`following`);
 - **an SDK error in a message**: its first line (:func:`first_line`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import secrets
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
@@ -134,3 +139,73 @@ def file_chunks(path: Path) -> Iterator[bytes]:
     """The file ``path``, in chunks of :data:`CHUNK` bytes (opened when the first is asked for)."""
     with path.open("rb") as handle:
         yield from chunks_of(handle)
+
+
+# a streamed process's stdin
+
+_END = object()
+
+
+class QueuedStdin:
+    """The stdin of a process streamed from a remote sandbox (the ``Process`` protocol of base.py).
+
+    ``write``/``close`` are not coroutines there, so what they are given becomes items queued in order
+    and sent by one task: ``items(data)`` for a write (the items of an empty write: none), ``eof`` for
+    the close. ``drain`` waits until everything queued so far was sent. A send that fails is dropped:
+    the process ended, and what it was sent is moot.
+    """
+
+    def __init__(self, send: Callable[[Any], Awaitable[None]], *, eof: Any,
+                 items: Callable[[bytes], Iterable[Any]] = lambda data: [bytes(data)] if data else []) -> None:
+        self._send = send
+        self._items = items
+        self._eof = eof
+        self._queue: asyncio.Queue = asyncio.Queue()
+        self._closed = False
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        while (item := await self._queue.get()) is not _END:
+            try:
+                await self._send(item)
+            except Exception:  # noqa: BLE001, S110 - the process ended; what it was sent is moot
+                pass
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            raise BrokenPipeError("stdin is closed")
+        for item in self._items(data):
+            self._queue.put_nowait(item)
+
+    async def drain(self) -> None:
+        await self._queue.join()
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._queue.put_nowait(self._eof)
+            self._queue.put_nowait(_END)
+
+    def abandon(self) -> None:
+        """Stop sending (the process is over)."""
+        self._task.cancel()
+
+
+@contextlib.asynccontextmanager
+async def following(process):
+    """Around the task that follows the output of a streamed ``process`` (with ``stdout`` and ``stderr``
+    stream readers, a :class:`QueuedStdin` and ``_code``): an error means the sandbox went away, so the
+    process is over with exit code -1; however it ends, both readers get end of file and stdin stops."""
+    try:
+        yield
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # noqa: BLE001 - the sandbox went away: the process is over
+        process._code = -1
+    finally:
+        process.stdout.feed_eof()
+        process.stderr.feed_eof()
+        process.stdin.abandon()
