@@ -264,26 +264,9 @@ def create_rating_app(store_path: Path) -> Starlette:
 
 def serve_rating(store_path: Path, *, port: int = 8888, open_browser: bool | None = None) -> int:
     """Serve the rating page for ``store_path`` on loopback until Ctrl-C; returns the exit code (0)."""
-    import uvicorn
-
-    from .server import HOST, bind_port, display_available
+    from .server import run_app
 
     app = create_rating_app(store_path)
-    sock = bind_port(port)
-    actual = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
-    url = f"http://{HOST}:{actual}/"
-    if port not in (0, actual):
-        print(f"Port {port} is in use; using {actual}.", flush=True)
     rating: Rating = app.state.rating
-    print(f"Rating {len(rating.pairs)} blind pairs of {rating.db}", flush=True)
-    print(f"Open {url} in a browser (Ctrl-C to stop).", flush=True)
-    if open_browser if open_browser is not None else display_available():
-        import webbrowser
-
-        threading.Timer(0.5, webbrowser.open, args=[url]).start()
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+    run_app(app, port, f"Rating {len(rating.pairs)} blind pairs of {rating.db}", open_browser=open_browser)
     return 0

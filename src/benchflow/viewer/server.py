@@ -11,6 +11,7 @@ import socket
 import sys
 import threading
 import webbrowser
+from collections.abc import Callable, Sequence
 
 from benchflow.errors import UserError
 
@@ -66,6 +67,42 @@ def display_available() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def run_app(app, port: int, heading: str, *, open_browser: bool | None, notes: Sequence[str] = (),
+            on_server: Callable[[object], None] | None = None,
+            before_serve: Callable[[], None] | None = None) -> None:
+    """Serve ``app`` on loopback ``port`` (or the next free one) until it stops.
+
+    Prints a note when ``port`` was taken, then ``heading``, the URL to open and ``notes``; opens
+    a browser when one can show (``open_browser`` forces it either way). ``on_server`` is given the
+    ``uvicorn.Server`` before anything is printed, ``before_serve`` runs just before the browser opens.
+
+    Raises:
+        UserError: no port is free (:func:`bind_port`).
+    """
+    import uvicorn
+
+    sock = bind_port(port)
+    actual = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
+    if on_server is not None:
+        on_server(server)
+    url = f"http://{HOST}:{actual}/"
+    if port not in (0, actual):
+        print(f"Port {port} is in use; using {actual}.", flush=True)
+    print(heading, flush=True)
+    print(f"Open {url} in a browser (Ctrl-C to stop).", flush=True)
+    for note in notes:
+        print(note, flush=True)
+    if before_serve is not None:
+        before_serve()
+    if open_browser if open_browser is not None else display_available():
+        threading.Timer(0.5, webbrowser.open, args=[url]).start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
 def serve(target: str, *, port: int = 8888, confirm: bool = False, redaction_summary: str | None = None,
           open_browser: bool | None = None) -> int:
     """Serve ROLLOUT_DIR ``target`` until Ctrl-C, or until the --confirm bar is answered.
@@ -84,32 +121,20 @@ def serve(target: str, *, port: int = 8888, confirm: bool = False, redaction_sum
     Raises:
         UserError: ``target`` is not something the viewer can show, or no port is free.
     """
-    import uvicorn
-
     source = resolve_source(target)
     state = ConfirmState(redaction_summary=redaction_summary) if confirm else None
     app = create_app(source, confirm=state)
-    sock = bind_port(port)
-    actual = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
-    if state is not None:
-        state.on_decision = lambda _choice: setattr(server, "should_exit", True)
 
-    url = f"http://{HOST}:{actual}/"
-    if port not in (0, actual):
-        print(f"Port {port} is in use; using {actual}.", flush=True)
-    print(f"Viewing {source.kind} {source.root}", flush=True)
-    print(f"Open {url} in a browser (Ctrl-C to stop).", flush=True)
-    if state is not None:
-        print("Waiting for a decision on the page: Approve & submit, or Not this one.", flush=True)
-    threading.Thread(target=_warm, args=(app.state.viewer,), daemon=True, name="viewer-warm").start()
-    if open_browser if open_browser is not None else display_available():
-        threading.Timer(0.5, webbrowser.open, args=[url]).start()
+    def stop_on_decision(server) -> None:
+        if state is not None:
+            state.on_decision = lambda _choice: setattr(server, "should_exit", True)
 
-    try:
-        server.run(sockets=[sock])
-    finally:
-        sock.close()
+    def warm_ahead() -> None:
+        threading.Thread(target=_warm, args=(app.state.viewer,), daemon=True, name="viewer-warm").start()
+
+    notes = ["Waiting for a decision on the page: Approve & submit, or Not this one."] if state is not None else []
+    run_app(app, port, f"Viewing {source.kind} {source.root}", notes=notes, open_browser=open_browser,
+            on_server=stop_on_decision, before_serve=warm_ahead)
     if state is None:
         return 0
     if state.decision is None:

@@ -33,6 +33,7 @@ from benchflow.errors import SandboxUnavailable
 
 from .. import docker_engine as eng
 from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from ..remote_common import carries, first_line, owned_row, owner_labels, wanted_labels
 
 NAME = "agentcore"
 ROLE_ENV = "BENCHFLOW_AGENTCORE_ROLE_ARN"
@@ -125,7 +126,7 @@ class AgentCoreBackend(Backend):
         except SandboxUnavailable as exc:
             return False, str(exc)
         except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
-            return False, f"AgentCore in {os.environ.get('AWS_REGION') or '?'} does not answer: {_why(exc)}"
+            return False, f"AgentCore in {os.environ.get('AWS_REGION') or '?'} does not answer: {first_line(exc)}"
         return True, f"AgentCore in {region}"
 
     def configured(self) -> bool:
@@ -134,8 +135,7 @@ class AgentCoreBackend(Backend):
     def create(self, spec: SandboxSpec):
         from .sandbox import AgentCoreSandbox
 
-        labels = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
-        return AgentCoreSandbox(spec, capabilities=self.capabilities, labels=labels)
+        return AgentCoreSandbox(spec, capabilities=self.capabilities, labels=owner_labels(spec, NAME))
 
     def exists(self, sandbox_id: str) -> bool:
         try:
@@ -147,7 +147,7 @@ class AgentCoreBackend(Backend):
         return found["status"] not in GONE
 
     def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
-        wanted = aws_tags({eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {}))
+        wanted = aws_tags(wanted_labels(NAME, owner))
         try:
             api = client("bedrock-agentcore-control")
         except SandboxUnavailable:
@@ -159,10 +159,10 @@ class AgentCoreBackend(Backend):
                     if item["status"] in GONE or not item["agentRuntimeName"].startswith("bf_"):
                         continue
                     tags = api.list_tags_for_resource(resourceArn=item["agentRuntimeArn"]).get("tags", {})
-                    if all(tags.get(k) == v for k, v in wanted.items()):
+                    if carries(tags, wanted):
                         rows.append(_row(item, tags))
         except Exception as exc:
-            raise SandboxUnavailable(f"AgentCore runtimes cannot be listed: {_why(exc)}") from exc
+            raise SandboxUnavailable(f"AgentCore runtimes cannot be listed: {first_line(exc)}") from exc
         return rows
 
     def remove(self, ids: list[str]) -> dict[str, str]:
@@ -176,7 +176,7 @@ class AgentCoreBackend(Backend):
                 api.delete_agent_runtime(agentRuntimeId=runtime)
             except Exception as exc:  # noqa: BLE001
                 if _code(exc) != "ResourceNotFoundException":
-                    stayed[runtime] = _why(exc)
+                    stayed[runtime] = first_line(exc)
         return stayed
 
 
@@ -184,22 +184,13 @@ def _code(exc: Exception) -> str | None:
     return getattr(exc, "response", {}).get("Error", {}).get("Code")
 
 
-def _why(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-
-
 def _row(item: dict, tags: dict[str, str]) -> OwnedSandbox:
-    alive = eng.owner_alive(tags)
-    pid = tags.get(eng.PID)
-    who = (f"live pid {pid}" if alive else f"gone (pid {pid})" if alive is False
-           else f"other host {tags.get(eng.HOST, '?')}" if pid else "none")
     updated = item.get("lastUpdatedAt")
     fallback = updated.timestamp() if hasattr(updated, "timestamp") else time.time()
-    return OwnedSandbox(id=item["agentRuntimeId"], name=item["agentRuntimeName"], sandbox=NAME,
-                        engine=f"agentcore {item['agentRuntimeArn'].split(':')[3]}", state=item["status"].lower(),
-                        image="ecr", created=eng.created_at(tags, fallback) or 0.0, job=tags.get(eng.JOB),
-                        trial=tags.get(eng.TRIAL), task=tags.get(eng.TASK), owner=who, owner_alive=alive,
-                        kept=False)
+    return owned_row(tags, alive=eng.owner_alive(tags), id=item["agentRuntimeId"], name=item["agentRuntimeName"],
+                     sandbox=NAME, engine=f"agentcore {item['agentRuntimeArn'].split(':')[3]}",
+                     state=item["status"].lower(), image="ecr", created=eng.created_at(tags, fallback) or 0.0,
+                     kept=False)
 
 
 BACKEND = AgentCoreBackend()

@@ -25,14 +25,23 @@ import time
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from benchflow.errors import BuildError, CapabilityError, InfraError, SandboxError
+from benchflow.errors import BuildError, CapabilityError, InfraError
 
 from . import commands as ac
 from .. import marked_commands as cmds
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..copyout import CopyReport, copy_out_tar
-from ..docker_setup import SETUP, resolve_workdir
 from ..one_container import OneContainerSandbox
+from ..remote_common import (
+    DRAIN_AFTER_KILL_SEC,
+    GONE_RC,
+    capped_result,
+    chunks_of,
+    gone,
+    put_by_upload,
+    stdin_file,
+    tar_of,
+)
 from ..tarstream import pack
 
 log = logging.getLogger(__name__)
@@ -40,8 +49,6 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_SEC = 600.0
 POLL_SEC = 0.2
 POLL_MAX_SEC = 5.0
-TIMEOUT_RC = 124
-DRAIN_AFTER_KILL_SEC = 5.0
 
 
 class AgentCoreSandbox(OneContainerSandbox):
@@ -52,18 +59,13 @@ class AgentCoreSandbox(OneContainerSandbox):
     NO_MOUNTS = "it runs in AWS"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
-        self.spec = spec
-        self.capabilities = capabilities
+        super().__init__(spec, capabilities=capabilities)
         self.labels = dict(labels)
         self._uri: str | None = None
-        self._id: str | None = None
         self._arn: str | None = None
         self._session = ac.session_id()
         self._data = None
         self._ready = False
-        self._workdir: str | None = None
-        self._stopped = False
-        self._stop_task: asyncio.Future | None = None
         slug = re.sub(r"[^a-zA-Z0-9]+", "_", spec.name)[:30]
         self.name = f"bf_{slug}_{secrets.token_hex(4)}"
 
@@ -85,18 +87,8 @@ class AgentCoreSandbox(OneContainerSandbox):
 
         self._uri = await container_uri(self.spec)
 
-    async def start(self) -> None:
-        if self._ready:
-            return
-        if self._stopped:
-            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
-        try:
-            await self.build()
-            await self._create()
-            await self._setup()
-        except BaseException:
-            await self.stop()
-            raise
+    def _started(self) -> bool:
+        return self._ready
 
     def _request(self) -> dict:
         """The CreateAgentRuntime request (without the id the call returns)."""
@@ -138,19 +130,13 @@ class AgentCoreSandbox(OneContainerSandbox):
             delay = min(delay * 1.5, POLL_MAX_SEC)
         self._ready = True
 
-    async def _setup(self) -> None:
-        image_wd = None
-        if self.spec.workdir is None:  # a command starts in the image's WORKDIR
-            image_wd = (await ac.run_line(self, "pwd < /dev/null", timeout=60))[1].strip() or None
-        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
-        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/")
-        if not done.success:
-            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
-                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+    async def _image_workdir(self) -> str | None:
+        """Where a command starts: the image's WORKDIR."""
+        return (await ac.run_line(self, "pwd < /dev/null", timeout=60))[1].strip() or None
 
     def _require(self) -> None:
         if not self._ready or self._stopped:
-            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+            raise self._not_running()
 
     async def kill(self, marker: str) -> None:
         """Kill every process of the exec ``marker`` (its whole tree, setsid children too)."""
@@ -162,10 +148,7 @@ class AgentCoreSandbox(OneContainerSandbox):
         self._require()
         marker = secrets.token_hex(8)
         words = cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user)
-        stdin_path = None
-        if stdin is not None:
-            stdin_path = f"/tmp/.bf-stdin-{marker}"
-            await ac.upload(self, stdin, stdin_path)
+        stdin_path = await stdin_file(stdin, marker, lambda data, path: ac.upload(self, data, path))
         out: list[str] = []
         err: list[str] = []
         line = cmds.command_line(words, marker, stdin_path=stdin_path)
@@ -187,12 +170,8 @@ class AgentCoreSandbox(OneContainerSandbox):
             command.close()
             raise
         await asyncio.sleep(0)
-        stdout, cut_out = cmds.capped("".join(out), output_cap)
-        stderr, cut_err = cmds.capped("".join(err), output_cap)
-        if code is None or command.status == "TIMED_OUT":
-            stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
-            return ExecResult(TIMEOUT_RC, stdout, stderr, timed_out=True, truncated=cut_out or cut_err)
-        return ExecResult(code, stdout, stderr, truncated=cut_out or cut_err)
+        return capped_result(None if command.status == "TIMED_OUT" else code, "".join(out), "".join(err),
+                             cap=output_cap, timeout=timeout)
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None):
@@ -202,24 +181,20 @@ class AgentCoreSandbox(OneContainerSandbox):
         return await open_process(self, cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user))
 
     async def put(self, local: Path, remote: str) -> None:
-        local = Path(local)
-        if not local.exists() and not local.is_symlink():
-            raise FileNotFoundError(f"put: {local} does not exist")
+        local = self._put_source(local)
         self._require()
-        path = f"/tmp/.bf-put-{secrets.token_hex(8)}.tar"
-        with pack(local, remote) as archive:
-            data = await asyncio.to_thread(archive.read)
-        await ac.upload(self, data, path)
-        result = await self.exec(["sh", "-c", 'tar -xpf "$1" -C / && rm -f "$1"', "sh", path], cwd="/")
-        if not result.success:
-            raise InfraError(f"put {local} -> {remote}: {result.stderr.strip()[-300:]}")
+
+        async def upload(path: str) -> None:
+            with pack(local, remote) as archive:
+                data = await asyncio.to_thread(archive.read)
+            await ac.upload(self, data, path)
+
+        await put_by_upload(self, local, remote, upload)
 
     async def get(self, remote: str, local: Path) -> CopyReport:
         self._require()
         name = PurePosixPath(remote)
-        script = 'test -e "$1" || test -L "$1" || exit 44; tar -cf - -C "$2" "$3" | base64'
-        line = cmds.command_line(["sh", "-c", script, "sh", str(name), str(name.parent), name.name],
-                                 secrets.token_hex(8))
+        line = cmds.command_line(tar_of(name, 'tar -cf - -C "$2" "$3" | base64'), secrets.token_hex(8))
         with tempfile.TemporaryFile() as spool:
             pending = [""]
 
@@ -232,13 +207,13 @@ class AgentCoreSandbox(OneContainerSandbox):
 
             code = await ac.Command(self, line, timeout=None, on_output=feed).run()
             await asyncio.sleep(0)
-            if code == 44:
-                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+            if code == GONE_RC:
+                raise gone(remote)
             if code != 0:
                 raise InfraError(f"get {remote} from AgentCore runtime {self._id}: exit {code}")
             spool.write(base64.b64decode(pending[0]))
             spool.seek(0)
-            return await asyncio.to_thread(lambda: copy_out_tar(_chunks(spool), name.name, Path(local)))
+            return await asyncio.to_thread(lambda: copy_out_tar(chunks_of(spool), name.name, Path(local)))
 
     async def snapshot(self, *, retain: bool = False) -> str:
         raise CapabilityError("the AgentCore sandbox has no snapshots")
@@ -255,8 +230,3 @@ class AgentCoreSandbox(OneContainerSandbox):
             if stayed:
                 log.warning("could not delete AgentCore runtime %s: %s (bench sandbox cleanup removes it)",
                             self._id, stayed[self._id])
-
-
-def _chunks(handle):
-    while chunk := handle.read(1 << 20):
-        yield chunk

@@ -34,6 +34,7 @@ from benchflow.errors import InfraError
 
 from . import commands as ac
 from .. import marked_commands as cmds
+from ..remote_common import QueuedStdin, following
 
 FOLLOW_SEC = 3300
 """A follower stops itself after this long (under AgentCore's 3,600 s) and is started again."""
@@ -80,44 +81,11 @@ def start_line(words: list[str], marker: str, folder: str) -> str:
             f"(setsid sh -c {q(run)} < /dev/null > /dev/null 2>&1 &)")
 
 
-class _Stdin:
-    """Writes sent in order by one task (``write``/``close`` are not coroutines)."""
-
-    def __init__(self, process: AgentCoreProcess) -> None:
-        self._process = process
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
-        self._closed = False
-        self._task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        while (line := await self._queue.get()) is not None:
-            try:
-                await ac.run_line(self._process._sandbox, line, timeout=60)
-            except Exception:  # noqa: BLE001, S110 - the process ended; what it was sent is moot
-                pass
-            finally:
-                self._queue.task_done()
-        self._queue.task_done()
-
-    def write(self, data: bytes) -> None:
-        if self._closed:
-            raise BrokenPipeError("stdin is closed")
-        fifo = shlex.quote(self._process._folder + "/in")
-        for start in range(0, len(data), ac.CHUNK_BYTES):
-            encoded = base64.b64encode(data[start:start + ac.CHUNK_BYTES]).decode("ascii")
-            self._queue.put_nowait(f"printf %s {encoded} | base64 -d >> {fifo}")
-
-    async def drain(self) -> None:
-        await self._queue.join()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._queue.put_nowait(f"touch {shlex.quote(self._process._folder + '/closed')}")
-            self._queue.put_nowait(None)
-
-    def abandon(self) -> None:
-        self._task.cancel()
+def write_lines(data: bytes, folder: str) -> list[str]:
+    """The commands that append ``data`` to the FIFO in ``folder``, a chunk each."""
+    fifo = shlex.quote(folder + "/in")
+    return [f"printf %s {base64.b64encode(data[start:start + ac.CHUNK_BYTES]).decode('ascii')} | base64 -d >> {fifo}"
+            for start in range(0, len(data), ac.CHUNK_BYTES)]
 
 
 class AgentCoreProcess:
@@ -129,7 +97,9 @@ class AgentCoreProcess:
         self._folder = folder
         self.stdout = asyncio.StreamReader()
         self.stderr = asyncio.StreamReader()
-        self.stdin = _Stdin(self)
+        self.stdin = QueuedStdin(lambda line: ac.run_line(sandbox, line, timeout=60),
+                                 items=lambda data: write_lines(data, folder),
+                                 eof=f"touch {shlex.quote(folder + '/closed')}")
         self._code: int | None = None
         self._offsets = {"o": 0, "e": 0}
         self._reader = asyncio.ensure_future(self._follow())
@@ -145,30 +115,24 @@ class AgentCoreProcess:
 
     async def _follow(self) -> None:
         try:
-            while self._code is None:
-                pending = [""]
+            async with following(self):
+                while self._code is None:
+                    pending = [""]
 
-                def feed(stream: str, text: str, pending=pending) -> None:
-                    if stream != "stdout":
-                        return
-                    lines = (pending[0] + text).split("\n")
-                    pending[0] = lines.pop()
-                    for line in lines:
-                        self._line(line)
+                    def feed(stream: str, text: str, pending=pending) -> None:
+                        if stream != "stdout":
+                            return
+                        lines = (pending[0] + text).split("\n")
+                        pending[0] = lines.pop()
+                        for line in lines:
+                            self._line(line)
 
-                words = ["python3", "-c", FOLLOW, self._folder, str(self._offsets["o"]), str(self._offsets["e"]),
-                         str(FOLLOW_SEC)]
-                await ac.Command(self._sandbox, shlex.join(words) + " < /dev/null", timeout=FOLLOW_SEC + 60,
-                                 on_output=feed).run()
-                await asyncio.sleep(0)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - the sandbox went away: the process is over
-            self._code = -1
+                    words = ["python3", "-c", FOLLOW, self._folder, str(self._offsets["o"]),
+                             str(self._offsets["e"]), str(FOLLOW_SEC)]
+                    await ac.Command(self._sandbox, shlex.join(words) + " < /dev/null", timeout=FOLLOW_SEC + 60,
+                                     on_output=feed).run()
+                    await asyncio.sleep(0)
         finally:
-            self.stdout.feed_eof()
-            self.stderr.feed_eof()
-            self.stdin.abandon()
             if not self._sandbox._stopped:
                 with contextlib.suppress(Exception):
                     await ac.run_line(self._sandbox, f"rm -rf {shlex.quote(self._folder)}", timeout=60)

@@ -31,6 +31,7 @@ from benchflow.errors import SandboxUnavailable
 from . import cli as cli
 from .. import docker_engine as eng
 from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from ..remote_common import carries, owned_row, wanted_labels
 
 NAME = "apple-container"
 PULL_TIMEOUT_SEC = 600
@@ -98,9 +99,8 @@ class AppleContainerBackend(Backend):
             cli.executable()
         except SandboxUnavailable:
             return []
-        wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
-        return [_row(item) for item in cli.snapshots()
-                if all(cli.labels(item).get(key) == value for key, value in wanted.items())]
+        wanted = wanted_labels(NAME, owner)
+        return [_row(item) for item in cli.snapshots() if carries(cli.labels(item), wanted)]
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         stayed: dict[str, str] = {}
@@ -116,15 +116,10 @@ class AppleContainerBackend(Backend):
 
 def _row(item: dict) -> OwnedSandbox:
     marks = cli.labels(item)
-    alive = cli.owner_alive(marks)
-    pid = marks.get(eng.PID)
-    who = (f"live pid {pid}" if alive else f"gone (pid {pid})" if alive is False
-           else f"other host {marks.get(eng.HOST, '?')}" if pid else "none")
     created = eng.created_at(marks, cli.started(item)) or time.time()
-    return OwnedSandbox(id=cli.container_id(item), name=cli.container_id(item), sandbox=NAME, engine="apple container",
-                        state=cli.state(item), image=cli.image(item), created=created, job=marks.get(eng.JOB),
-                        trial=marks.get(eng.TRIAL), task=marks.get(eng.TASK), owner=who, owner_alive=alive,
-                        kept=False)
+    return owned_row(marks, alive=cli.owner_alive(marks), id=cli.container_id(item), name=cli.container_id(item),
+                     sandbox=NAME, engine="apple container", state=cli.state(item), image=cli.image(item),
+                     created=created, kept=False)
 
 
 BACKEND = AppleContainerBackend()

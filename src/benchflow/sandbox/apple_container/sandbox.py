@@ -51,16 +51,16 @@ from .. import docker_engine as eng
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..copyout import CopyReport, copy_out_tar
 from ..docker_build import BUILD_SLOTS_ENV, build_slots, context_tar, image_tag
-from ..docker_setup import KEEPALIVE, SETUP, resolve_workdir
+from ..docker_setup import KEEPALIVE
 from ..local_exec import kill, spawn
 from ..one_container import OneContainerSandbox
+from ..remote_common import GONE_RC, gone, tar_of
 from ..tarstream import pack
 
 log = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 40
 SETUP_TIMEOUT_SEC = 120
-GONE_RC = 44
 HOME_OF = ('while IFS=: read -r name _ uid _ _ home _; do '
            'if [ "$name" = "$1" ] || [ "$uid" = "$1" ]; then echo "$home"; exit 0; fi; done < /etc/passwd')
 _tag_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -103,19 +103,15 @@ class AppleContainerSandbox(OneContainerSandbox):
     KIND = "the apple-container sandbox"
     DOC = "docs/apple-container.md"
     NO_MOUNTS = "a unix socket does not cross into its VM"
+    SETUP_TIMEOUT_SEC = SETUP_TIMEOUT_SEC
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
-        self.spec = spec
-        self.capabilities = capabilities
+        super().__init__(spec, capabilities=capabilities)
         self.labels = dict(labels)
         self.image: str | None = None
         self.build_log = ""
         self.name = f"bf-{_slug(spec.name)[:40]}-{secrets.token_hex(4)}"
-        self._id: str | None = None
         self._running = False
-        self._stopped = False
-        self._workdir: str | None = None
-        self._stop_task: asyncio.Future | None = None
         self._homes: dict[str, str] = {}
 
     def _check_network(self) -> None:
@@ -177,20 +173,10 @@ class AppleContainerSandbox(OneContainerSandbox):
             raise BuildError(f"{self.spec.name}: image build failed: {last.strip()[:300]}", log_tail=_tail(out + err))
         return text
 
-    async def start(self) -> None:
-        if self._running:
-            return
-        if self._stopped:
-            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
-        try:
-            await self.build()
-            await self._run()
-            await self._setup()
-        except BaseException:
-            await self.stop()
-            raise
+    def _started(self) -> bool:
+        return self._running
 
-    async def _run(self) -> None:
+    async def _create(self) -> None:
         args = run_args(self.name, self.image or "", self.spec, self.labels)
         env = {**os.environ, **self.spec.env}
         self._id = self.name  # known before the CLI is asked, so a failure or cancel deletes what it made
@@ -204,22 +190,15 @@ class AppleContainerSandbox(OneContainerSandbox):
             raise SandboxError(f"{self.spec.name}: `container run` failed: {cli.error_line(done)}")
         self._running = True
 
-    async def _setup(self) -> None:
-        image_wd = None
-        if self.spec.workdir is None:  # an exec without --workdir starts in the image's WORKDIR
-            found = await ex.run(self._require(), ["pwd"], user=None, env=None, cwd=None, timeout=SETUP_TIMEOUT_SEC,
-                                 stdin=None, output_cap=DEFAULT_OUTPUT_CAP_BYTES)
-            image_wd = found.stdout.strip() if found.success else None
-        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
-        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/",
-                               timeout=SETUP_TIMEOUT_SEC)
-        if not done.success:
-            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
-                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+    async def _image_workdir(self) -> str | None:
+        """Where an exec without --workdir starts: the image's WORKDIR."""
+        found = await ex.run(self._require(), ["pwd"], user=None, env=None, cwd=None, timeout=SETUP_TIMEOUT_SEC,
+                             stdin=None, output_cap=DEFAULT_OUTPUT_CAP_BYTES)
+        return found.stdout.strip() if found.success else None
 
     def _require(self) -> str:
         if not self._running or self._stopped or self._id is None:
-            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+            raise self._not_running()
         return self._id
 
     async def exec(self, cmd: list[str], *, user: str | None = None, env: Mapping[str, str] | None = None,
@@ -260,9 +239,7 @@ class AppleContainerSandbox(OneContainerSandbox):
         return {**(env or {}), "HOME": home} if home else env
 
     async def put(self, local: Path, remote: str) -> None:
-        local = Path(local)
-        if not local.exists() and not local.is_symlink():
-            raise FileNotFoundError(f"put: {local} does not exist")
+        local = self._put_source(local)
         sandbox_id = self._require()
         archive = await asyncio.to_thread(pack, local, remote)
         try:
@@ -322,9 +299,7 @@ def _pipe_in(sandbox_id: str, archive) -> tuple[int, str]:
 
 def _pipe_out(sandbox_id: str, remote: PurePosixPath, local: Path) -> CopyReport:
     """``remote`` as a tar on an exec's stdout, through :func:`.copyout.copy_out_tar` to ``local``."""
-    script = f'test -e "$1" || test -L "$1" || exit {GONE_RC}; exec tar -cf - -C "$2" "$3"'
-    argv, env = ex.command(sandbox_id, ["sh", "-c", script, "sh", str(remote), str(remote.parent), remote.name],
-                           cwd="/")
+    argv, env = ex.command(sandbox_id, tar_of(remote), cwd="/")
     with tempfile.TemporaryFile() as err, subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
                                                            stdout=subprocess.PIPE, stderr=err) as proc:
         first = proc.stdout.read(1 << 16)
@@ -342,6 +317,6 @@ def _pipe_out(sandbox_id: str, remote: PurePosixPath, local: Path) -> CopyReport
             code = proc.wait()
             err.seek(0)
             if code == GONE_RC:
-                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+                raise gone(remote)
             raise InfraError(f"get {remote}: {err.read().decode(errors='replace').strip()[-300:] or f'exit {code}'}")
         return copy_out_tar(chunks(), remote.name, local)

@@ -29,6 +29,7 @@ from benchflow.errors import SandboxUnavailable
 
 from .. import docker_engine as eng
 from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from ..remote_common import carries, first_line, owned_row, owner_labels, wanted_labels
 from .kept import KEPT
 
 NAME = "daytona"
@@ -83,7 +84,7 @@ class DaytonaBackend(Backend):
         except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
             if getattr(exc, "status", None) in (401, 403):
                 return False, f"Daytona at {url} refused {KEY_ENV} (HTTP {exc.status})"
-            return False, f"Daytona at {os.environ.get(URL_ENV) or DEFAULT_URL} does not answer: {_why(exc)}"
+            return False, f"Daytona at {os.environ.get(URL_ENV) or DEFAULT_URL} does not answer: {first_line(exc)}"
         return True, f"Daytona at {url}"
 
     def configured(self) -> bool:
@@ -92,8 +93,7 @@ class DaytonaBackend(Backend):
     def create(self, spec: SandboxSpec):
         from .sandbox import DaytonaSandbox
 
-        labels = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
-        return DaytonaSandbox(spec, capabilities=self.capabilities, labels=labels)
+        return DaytonaSandbox(spec, capabilities=self.capabilities, labels=owner_labels(spec, NAME))
 
     def _items(self, labels: dict[str, str]) -> list:
         import json
@@ -117,16 +117,16 @@ class DaytonaBackend(Backend):
         return str(getattr(box.state, "value", box.state)) not in ("destroyed", "destroying")
 
     def leftovers(self, owner: str | None = None) -> list[OwnedSandbox]:
-        wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
+        wanted = wanted_labels(NAME, owner)
         try:
             items = self._items(wanted)
         except SandboxUnavailable:
             return []
         except Exception as exc:
-            raise SandboxUnavailable(f"Daytona sandboxes cannot be listed: {_why(exc)}") from exc
+            raise SandboxUnavailable(f"Daytona sandboxes cannot be listed: {first_line(exc)}") from exc
         return [_row(item) for item in items
                 if str(getattr(item.state, "value", item.state)) not in ("destroyed", "destroying")
-                and all(item.labels.get(k) == v for k, v in wanted.items())]
+                and carries(item.labels, wanted)]
 
     def stale_snapshots(self, owner: str | None = None) -> list[str]:
         """Snapshots whose owning process is gone; none for one job (the job is not in the name)."""
@@ -139,7 +139,7 @@ class DaytonaBackend(Backend):
         except SandboxUnavailable:
             return []
         except Exception as exc:
-            raise SandboxUnavailable(f"Daytona snapshots cannot be listed: {_why(exc)}") from exc
+            raise SandboxUnavailable(f"Daytona snapshots cannot be listed: {first_line(exc)}") from exc
 
     def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
         from .snapshots import remove
@@ -178,31 +178,22 @@ class DaytonaBackend(Backend):
             except NotFoundException:
                 continue
             except Exception as exc:  # noqa: BLE001
-                stayed[sandbox_id] = _why(exc)
+                stayed[sandbox_id] = first_line(exc)
         return stayed
-
-
-def _why(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def _row(item) -> OwnedSandbox:
     labels = dict(item.labels or {})
-    alive = eng.owner_alive(labels)
-    pid = labels.get(eng.PID)
-    who = (f"live pid {pid}" if alive else f"gone (pid {pid})" if alive is False
-           else f"other host {labels.get(eng.HOST, '?')}" if pid else "none")
     created = None
     if item.created_at:
         try:
             created = datetime.fromisoformat(item.created_at).timestamp()
         except ValueError:
             created = None
-    return OwnedSandbox(id=item.id, name=item.name, sandbox=NAME, engine=f"daytona {item.target}",
-                        state=str(getattr(item.state, "value", item.state)), image=item.snapshot or "built",
-                        created=eng.created_at(labels, created or time.time()) or 0.0, job=labels.get(eng.JOB),
-                        trial=labels.get(eng.TRIAL), task=labels.get(eng.TASK), owner=who, owner_alive=alive,
-                        kept=labels.get(KEPT) == "true")
+    return owned_row(labels, alive=eng.owner_alive(labels), id=item.id, name=item.name, sandbox=NAME,
+                     engine=f"daytona {item.target}", state=str(getattr(item.state, "value", item.state)),
+                     image=item.snapshot or "built", created=eng.created_at(labels, created or time.time()) or 0.0,
+                     kept=labels.get(KEPT) == "true")
 
 
 BACKEND = DaytonaBackend()

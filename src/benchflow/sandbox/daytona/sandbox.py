@@ -25,8 +25,17 @@ from benchflow.errors import BuildError, InfraError, SandboxError
 from .. import marked_commands as cmds
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..copyout import CopyReport, copy_out_tar
-from ..docker_setup import SETUP, resolve_workdir
 from ..one_container import OneContainerSandbox
+from ..remote_common import (
+    DRAIN_AFTER_KILL_SEC,
+    GONE_RC,
+    capped_result,
+    file_chunks,
+    gone,
+    put_by_upload,
+    stdin_file,
+    tar_of,
+)
 from ..remote_dockerfile import dockerfile_text
 from ..tarstream import pack
 from .build import upload_context, write_context
@@ -38,8 +47,6 @@ POLL_SEC = 0.05
 POLL_MAX_SEC = 1.0
 """Polls of a running command start every 50 ms and slow down to once a second (a long command
 costs Daytona's API one request a second, a short one answers at once)."""
-TIMEOUT_RC = 124
-DRAIN_AFTER_KILL_SEC = 5.0
 
 
 class DaytonaSandbox(OneContainerSandbox):
@@ -50,18 +57,13 @@ class DaytonaSandbox(OneContainerSandbox):
     NO_MOUNTS = "it runs in Daytona's cloud"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
-        self.spec = spec
-        self.capabilities = capabilities
+        super().__init__(spec, capabilities=capabilities)
         self.labels = dict(labels)
-        self._id: str | None = None
         self._client = None
         self._box = None
         self._context: list[str] | None = None
-        self._workdir: str | None = None
-        self._stopped = False
         self._kept = False
         self._snapshots: list[str] = []
-        self._stop_task: asyncio.Future | None = None
         self.name = f"bf-{spec.name[:40]}-{secrets.token_hex(4)}"
 
     @classmethod
@@ -106,18 +108,8 @@ class DaytonaSandbox(OneContainerSandbox):
         except Exception as exc:  # any transport or storage failure is a build failure
             raise BuildError(f"{self.spec.name}: uploading the build context to Daytona failed: {exc}") from exc
 
-    async def start(self) -> None:
-        if self._box is not None:
-            return
-        if self._stopped:
-            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
-        try:
-            await self.build()
-            await self._create()
-            await self._setup()
-        except BaseException:
-            await self.stop()
-            raise
+    def _started(self) -> bool:
+        return self._box is not None
 
     async def _create(self, snapshot: str | None = None) -> None:
         """Create the sandbox (from ``snapshot`` when given, else from the build) and wait until it runs."""
@@ -150,19 +142,13 @@ class DaytonaSandbox(OneContainerSandbox):
             raise BuildError(f"{self.spec.name}: the Daytona sandbox did not start ({state}): {exc}",
                              log_tail=str(getattr(self._box, "error_reason", "") or "")) from exc
 
-    async def _setup(self) -> None:
-        image_wd = None
-        if self.spec.workdir is None:  # a session's shell starts in the image's WORKDIR
-            image_wd = (await self._run_line("pwd < /dev/null", timeout=60))[1].strip() or None
-        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
-        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/")
-        if not done.success:
-            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
-                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+    async def _image_workdir(self) -> str | None:
+        """Where a session's shell starts: the image's WORKDIR."""
+        return (await self._run_line("pwd < /dev/null", timeout=60))[1].strip() or None
 
     def _require(self):
         if self._box is None or self._stopped:
-            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+            raise self._not_running()
         return self._box
 
     async def _run_line(self, line: str, *, timeout: float | None,
@@ -218,22 +204,14 @@ class DaytonaSandbox(OneContainerSandbox):
         self._require()
         marker = secrets.token_hex(8)
         words = cmds.argv(cmd, cwd=cwd or self.workdir, env=env, user=user)
-        stdin_path = None
-        if stdin is not None:
-            stdin_path = f"/tmp/.bf-stdin-{marker}"
-            await self._upload(stdin, stdin_path)
+        stdin_path = await stdin_file(stdin, marker, self._upload)
         try:
             code, out, err = await self._run_line(cmds.command_line(words, marker, stdin_path=stdin_path),
                                                   timeout=timeout, marker=marker)
         finally:
             if stdin_path is not None and not self._stopped:
                 await self._run_line(f"rm -f {stdin_path}", timeout=30)
-        stdout, cut_out = cmds.capped(out, output_cap)
-        stderr, cut_err = cmds.capped(err, output_cap)
-        if code is None:
-            stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
-            return ExecResult(TIMEOUT_RC, stdout, stderr, timed_out=True, truncated=cut_out or cut_err)
-        return ExecResult(code, stdout, stderr, truncated=cut_out or cut_err)
+        return capped_result(code, out, err, cap=output_cap, timeout=timeout)
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None):
@@ -250,25 +228,22 @@ class DaytonaSandbox(OneContainerSandbox):
             raise InfraError(f"upload to Daytona sandbox {self._id}: {exc}") from exc
 
     async def put(self, local: Path, remote: str) -> None:
-        local = Path(local)
-        if not local.exists() and not local.is_symlink():
-            raise FileNotFoundError(f"put: {local} does not exist")
-        path = f"/tmp/.bf-put-{secrets.token_hex(8)}.tar"
-        with tempfile.TemporaryDirectory() as spool:
-            archive = Path(spool) / "put.tar"
-            await asyncio.to_thread(_spool, pack(local, remote), archive)
-            await self._upload(archive, path)
-        result = await self.exec(["sh", "-c", 'tar -xpf "$1" -C / && rm -f "$1"', "sh", path], cwd="/")
-        if not result.success:
-            raise InfraError(f"put {local} -> {remote}: {result.stderr.strip()[-300:]}")
+        local = self._put_source(local)
+
+        async def upload(path: str) -> None:
+            with tempfile.TemporaryDirectory() as spool:
+                archive = Path(spool) / "put.tar"
+                await asyncio.to_thread(_spool, pack(local, remote), archive)
+                await self._upload(archive, path)
+
+        await put_by_upload(self, local, remote, upload)
 
     async def get(self, remote: str, local: Path) -> CopyReport:
         name = PurePosixPath(remote)
         path = f"/tmp/.bf-get-{secrets.token_hex(8)}.tar"
-        script = 'test -e "$2" || test -L "$2" || exit 44; tar -cf "$1" -C "$3" "$4"'
-        made = await self.exec(["sh", "-c", script, "sh", path, str(name), str(name.parent), name.name], cwd="/")
-        if made.return_code == 44:
-            raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+        made = await self.exec(tar_of(name, 'tar -cf "$4" -C "$2" "$3"', path), cwd="/")
+        if made.return_code == GONE_RC:
+            raise gone(remote)
         if not made.success:
             raise InfraError(f"get {remote}: {made.stderr.strip()[-300:]}")
         try:
@@ -276,7 +251,7 @@ class DaytonaSandbox(OneContainerSandbox):
                 target = Path(spool) / "archive.tar"
                 await self._require().fs.download_file(path, str(target))
                 return await asyncio.to_thread(
-                    lambda: copy_out_tar(_chunks(target), name.name, Path(local)))
+                    lambda: copy_out_tar(file_chunks(target), name.name, Path(local)))
         except (FileNotFoundError, InfraError):
             raise
         except Exception as exc:
@@ -301,16 +276,10 @@ class DaytonaSandbox(OneContainerSandbox):
     async def restore(self, ref: str) -> None:
         """A new sandbox started from the snapshot ``ref`` takes this one's place (which is deleted);
         before ``start()``, the sandbox starts straight from it."""
-        if self._stopped:
-            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        self._refuse_if_stopped()
         old = self._id if self._box is not None else None
         self._box = None
-        try:
-            await self._create(snapshot=ref)
-            await self._setup()
-        except BaseException:
-            await self.stop()
-            raise
+        await self._bring_up(lambda: self._create(snapshot=ref), self._setup)
         if old is not None:
             from .backend import BACKEND
 
@@ -358,9 +327,3 @@ def _spool(handle, target: Path) -> None:
     """Write the file object ``handle`` to ``target`` and close it."""
     with handle, target.open("wb") as out:
         shutil.copyfileobj(handle, out, 1 << 20)
-
-
-def _chunks(path: Path):
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            yield chunk

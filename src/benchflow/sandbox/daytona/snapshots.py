@@ -16,6 +16,7 @@ import secrets
 import socket
 
 from .. import docker_engine as eng
+from ..remote_common import first_line
 
 PREFIX = "bf-snap-"
 
@@ -79,5 +80,5 @@ def remove(client, names: list[str]) -> dict[str, str]:
         except NotFoundException:
             continue
         except Exception as exc:  # noqa: BLE001
-            stayed[name] = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            stayed[name] = first_line(exc)
     return stayed

@@ -18,48 +18,11 @@ import secrets
 from benchflow.errors import InfraError
 
 from .. import marked_commands as cmds
+from ..remote_common import QueuedStdin, following
 
 POLL_SEC = 0.05
 IDLE_POLL_SEC = 0.5
 """Polls start every 50 ms after output or a write, and slow down to twice a second while idle."""
-
-
-class _Stdin:
-    """Writes queued in order and sent by one task (``write``/``close`` are not coroutines)."""
-
-    def __init__(self, send) -> None:
-        self._send = send
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
-        self._closed = False
-        self._task = asyncio.ensure_future(self._run())
-
-    async def _run(self) -> None:
-        while (item := await self._queue.get()) is not None:
-            try:
-                await self._send(item)
-            except Exception:  # noqa: BLE001, S110 - the process ended; what it was sent is moot
-                pass
-            finally:
-                self._queue.task_done()
-        self._queue.task_done()
-
-    def write(self, data: bytes) -> None:
-        if self._closed:
-            raise BrokenPipeError("stdin is closed")
-        if data:
-            self._queue.put_nowait(cmds.relay_chunk(data))
-
-    async def drain(self) -> None:
-        await self._queue.join()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._queue.put_nowait(cmds.EOF_LINE.decode())
-            self._queue.put_nowait(None)
-
-    def abandon(self) -> None:
-        self._task.cancel()
 
 
 class DaytonaProcess:
@@ -72,7 +35,8 @@ class DaytonaProcess:
         self._marker = marker
         self.stdout = asyncio.StreamReader()
         self.stderr = asyncio.StreamReader()
-        self.stdin = _Stdin(self._send)
+        self.stdin = QueuedStdin(self._send, items=lambda data: [cmds.relay_chunk(data)] if data else [],
+                                 eof=cmds.EOF_LINE.decode())
         self._code: int | None = None
         self._wake = asyncio.Event()
         """Set by each write: an answer is likely, so the next poll comes at once."""
@@ -88,37 +52,31 @@ class DaytonaProcess:
         decoder = cmds.Decoder()
         delay = POLL_SEC
         try:
-            while True:
-                data_seen = False
-                self._wake.clear()
-                command = await process.get_session_command(self._session, self._command)
-                logs = await process.get_session_command_logs(self._session, self._command)
-                out, err = logs.stdout or "", (logs.stderr or "").encode()
-                if len(out) > seen_out:
-                    data = decoder.feed(out[seen_out:])
-                    seen_out = len(out)
-                    if data:
-                        self.stdout.feed_data(data)
+            async with following(self):
+                while True:
+                    data_seen = False
+                    self._wake.clear()
+                    command = await process.get_session_command(self._session, self._command)
+                    logs = await process.get_session_command_logs(self._session, self._command)
+                    out, err = logs.stdout or "", (logs.stderr or "").encode()
+                    if len(out) > seen_out:
+                        data = decoder.feed(out[seen_out:])
+                        seen_out = len(out)
+                        if data:
+                            self.stdout.feed_data(data)
+                            data_seen = True
+                    if len(err) > seen_err:
+                        self.stderr.feed_data(err[seen_err:])
+                        seen_err = len(err)
                         data_seen = True
-                if len(err) > seen_err:
-                    self.stderr.feed_data(err[seen_err:])
-                    seen_err = len(err)
-                    data_seen = True
-                if command.exit_code is not None:
-                    self._code = command.exit_code
-                    return
-                delay = POLL_SEC if data_seen else min(delay * 1.5, IDLE_POLL_SEC)
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
-                    delay = POLL_SEC
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - the sandbox went away: the process is over
-            self._code = -1
+                    if command.exit_code is not None:
+                        self._code = command.exit_code
+                        return
+                    delay = POLL_SEC if data_seen else min(delay * 1.5, IDLE_POLL_SEC)
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._wake.wait(), delay)
+                        delay = POLL_SEC
         finally:
-            self.stdout.feed_eof()
-            self.stderr.feed_eof()
-            self.stdin.abandon()
             if not self._sandbox._stopped and self._code is not None:
                 await self._sandbox._forget(self._session)
 

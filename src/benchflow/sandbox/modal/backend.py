@@ -33,6 +33,7 @@ from benchflow.errors import SandboxUnavailable
 
 from .. import docker_engine as eng
 from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from ..remote_common import carries, first_line, owned_row, owner_labels, wanted_labels
 
 T = TypeVar("T")
 
@@ -144,8 +145,8 @@ class ModalBackend(Backend):
             return False, str(exc)
         except Exception as exc:  # noqa: BLE001 - any failure means it does not work from here
             if type(exc).__name__ == "AuthError":
-                return False, f"Modal at {where} refused {ID_ENV}/{SECRET_ENV}: {_why(exc)}"
-            return False, f"Modal at {where} does not answer: {_why(exc)}"
+                return False, f"Modal at {where} refused {ID_ENV}/{SECRET_ENV}: {first_line(exc)}"
+            return False, f"Modal at {where} does not answer: {first_line(exc)}"
         return True, f"Modal at {where} (app {app_name()})"
 
     def configured(self) -> bool:
@@ -154,8 +155,7 @@ class ModalBackend(Backend):
     def create(self, spec: SandboxSpec):
         from .sandbox import ModalSandbox
 
-        tags = eng.owner_labels(dict(spec.labels)) | {eng.BACKEND: NAME}
-        return ModalSandbox(spec, capabilities=self.capabilities, tags=tags)
+        return ModalSandbox(spec, capabilities=self.capabilities, tags=owner_labels(spec, NAME))
 
     def exists(self, sandbox_id: str) -> bool:
         return off_loop(lambda: self._exists(sandbox_id))
@@ -173,7 +173,7 @@ class ModalBackend(Backend):
         return off_loop(lambda: self._leftovers(owner))
 
     def _leftovers(self, owner: str | None) -> list[OwnedSandbox]:
-        wanted = {eng.OWNED: "true", eng.BACKEND: NAME} | ({eng.JOB: owner} if owner else {})
+        wanted = wanted_labels(NAME, owner)
         try:
             with client() as modal_client:
                 import modal
@@ -183,13 +183,13 @@ class ModalBackend(Backend):
                     return []  # no sandbox was ever made in this app
                 for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=modal_client):
                     tags = box.get_tags()
-                    if all(tags.get(k) == v for k, v in wanted.items()):
+                    if carries(tags, wanted):
                         rows.append(_row(box.object_id, tags))
                 return rows
         except SandboxUnavailable:
             return []
         except Exception as exc:
-            raise SandboxUnavailable(f"Modal sandboxes cannot be listed: {_why(exc)}") from exc
+            raise SandboxUnavailable(f"Modal sandboxes cannot be listed: {first_line(exc)}") from exc
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         return off_loop(lambda: self._remove(ids))
@@ -209,7 +209,7 @@ class ModalBackend(Backend):
                 except modal.exception.NotFoundError:
                     continue
                 except Exception as exc:  # noqa: BLE001
-                    stayed[sandbox_id] = _why(exc)
+                    stayed[sandbox_id] = first_line(exc)
         return stayed
 
 
@@ -224,19 +224,10 @@ def _app(modal_client):
         return None
 
 
-def _why(exc: Exception) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-
-
 def _row(sandbox_id: str, tags: dict[str, str]) -> OwnedSandbox:
-    alive = eng.owner_alive(tags)
-    pid = tags.get(eng.PID)
-    who = (f"live pid {pid}" if alive else f"gone (pid {pid})" if alive is False
-           else f"other host {tags.get(eng.HOST, '?')}" if pid else "none")
-    return OwnedSandbox(id=sandbox_id, name=sandbox_id, sandbox=NAME, engine=f"modal app {app_name()}",
-                        state="running", image="built", created=eng.created_at(tags, time.time()) or 0.0,
-                        job=tags.get(eng.JOB), trial=tags.get(eng.TRIAL), task=tags.get(eng.TASK), owner=who,
-                        owner_alive=alive, kept=False)
+    return owned_row(tags, alive=eng.owner_alive(tags), id=sandbox_id, name=sandbox_id, sandbox=NAME,
+                     engine=f"modal app {app_name()}", state="running", image="built",
+                     created=eng.created_at(tags, time.time()) or 0.0, kept=False)
 
 
 BACKEND = ModalBackend()

@@ -30,9 +30,18 @@ from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSp
 from ..bundled_skills import in_folder
 from ..copyout import CopyReport, copy_out_tar
 from ..marked_commands import MARKER, argv
+from ..remote_common import (
+    CHUNK,
+    DRAIN_AFTER_KILL_SEC,
+    GONE_RC,
+    exec_result,
+    file_chunks,
+    first_line,
+    gone,
+    tar_of,
+)
 from ..remote_dockerfile import dockerfile_text
 from ..docker_exec import KILL_TREE
-from ..docker_setup import SETUP, resolve_workdir
 from ..one_container import OneContainerSandbox
 from ..tarstream import pack
 
@@ -40,9 +49,6 @@ log = logging.getLogger(__name__)
 
 LIFETIME_SEC = 24 * 3600
 """Modal's longest sandbox lifetime: what a killed run leaves ends by itself after it."""
-TIMEOUT_RC = 124
-DRAIN_AFTER_KILL_SEC = 5.0
-CHUNK = 1 << 20
 
 
 class ModalSandbox(OneContainerSandbox):
@@ -53,19 +59,14 @@ class ModalSandbox(OneContainerSandbox):
     NO_MOUNTS = "it runs in Modal's cloud"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, tags: Mapping[str, str]) -> None:
-        self.spec = spec
-        self.capabilities = capabilities
+        super().__init__(spec, capabilities=capabilities)
         self.tags = dict(tags)
         self._client = None
         self._app = None
         self._image = None
         self._box = None
         self._replaced: list = []
-        self._id: str | None = None
-        self._workdir: str | None = None
-        self._stopped = False
         self._scratch: Path | None = None
-        self._stop_task: asyncio.Future | None = None
 
     async def _connect(self) -> None:
         import modal
@@ -107,49 +108,35 @@ class ModalSandbox(OneContainerSandbox):
             raise BuildError(f"{self.spec.name}: the Modal image build took longer than "
                              f"{self.spec.build_timeout_sec:g}s") from exc
         except Exception as exc:  # the SDK names what failed; the build log is Modal's
-            raise BuildError(f"{self.spec.name}: Modal could not build the image: {_first_line(exc)}",
+            raise BuildError(f"{self.spec.name}: Modal could not build the image: {first_line(exc)}",
                              log_tail=str(exc)[-4000:]) from exc
 
-    async def start(self) -> None:
-        if self._box is not None:
-            return
-        if self._stopped:
-            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
-        try:
-            await self.build()
-            await self._create(self._image)
-            await self._setup()
-        except BaseException:
-            await self.stop()
-            raise
+    def _started(self) -> bool:
+        return self._box is not None
 
-    async def _create(self, image) -> None:
+    async def _create(self, image=None) -> None:
+        """Create the sandbox from ``image`` (None: the one ``build`` made)."""
         import modal
 
         from .backend import create_kwargs
 
+        image = self._image if image is None else image
         await self._connect()
         try:
             self._box = await modal.Sandbox.create.aio(
                 app=self._app, image=image, client=self._client,
                 **create_kwargs(self.spec, self.tags, timeout_sec=LIFETIME_SEC))
         except Exception as exc:
-            raise SandboxError(f"{self.spec.name}: Modal did not create the sandbox: {_first_line(exc)}") from exc
+            raise SandboxError(f"{self.spec.name}: Modal did not create the sandbox: {first_line(exc)}") from exc
         self._id = self._box.object_id
 
-    async def _setup(self) -> None:
-        image_wd = None
-        if self.spec.workdir is None:  # an exec starts in the image's WORKDIR
-            image_wd = (await self._run(["pwd"], timeout=120))[1].text().strip() or None
-        self._workdir = resolve_workdir(self.spec.workdir, image_wd)
-        done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/")
-        if not done.success:
-            raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
-                               f"{(done.stdout + done.stderr).strip()[-500:]}")
+    async def _image_workdir(self) -> str | None:
+        """Where an exec starts: the image's WORKDIR."""
+        return (await self._run(["pwd"], timeout=120))[1].text().strip() or None
 
     def _require(self):
         if self._box is None or self._stopped:
-            raise InfraError(f"{self.spec.name}: the sandbox is not running (start it first)")
+            raise self._not_running()
         return self._box
 
     async def open(self, words: list[str]):
@@ -159,7 +146,7 @@ class ModalSandbox(OneContainerSandbox):
         except InfraError:
             raise
         except Exception as exc:
-            raise InfraError(f"exec in Modal sandbox {self._id}: {_first_line(exc)}") from exc
+            raise InfraError(f"exec in Modal sandbox {self._id}: {first_line(exc)}") from exc
 
     async def _run(self, words: list[str], *, timeout: float | None, stdin: bytes | None = None,
                    marker: str | None = None, cap: int = DEFAULT_OUTPUT_CAP_BYTES * 64
@@ -193,7 +180,7 @@ class ModalSandbox(OneContainerSandbox):
             task.cancel()
             raise
         except Exception as exc:
-            raise InfraError(f"exec in Modal sandbox {self._id}: {_first_line(exc)}") from exc
+            raise InfraError(f"exec in Modal sandbox {self._id}: {first_line(exc)}") from exc
         return code, out, err
 
     async def kill(self, marker: str) -> None:
@@ -207,11 +194,7 @@ class ModalSandbox(OneContainerSandbox):
         marker = secrets.token_hex(8)
         words = argv(cmd, cwd=cwd or self.workdir, env={MARKER: marker, **(env or {})}, user=user)
         code, out, err = await self._run(words, timeout=timeout, stdin=stdin, marker=marker, cap=output_cap)
-        stdout, stderr, cut = out.text(), err.text(), out.cut or err.cut
-        if code is None:
-            stderr += f"\n[timed out after {timeout:g}s; the process tree was killed]\n"
-            return ExecResult(TIMEOUT_RC, stdout, stderr, timed_out=True, truncated=cut)
-        return ExecResult(code, stdout, stderr, truncated=cut)
+        return exec_result(code, out.text(), err.text(), truncated=out.cut or err.cut, timeout=timeout)
 
     async def exec_stream(self, cmd: list[str], *, user: str | None = None,
                           env: Mapping[str, str] | None = None, cwd: str | None = None):
@@ -223,9 +206,7 @@ class ModalSandbox(OneContainerSandbox):
         return ModalProcess(self, await self.open(words), marker)
 
     async def put(self, local: Path, remote: str) -> None:
-        local = Path(local)
-        if not local.exists() and not local.is_symlink():
-            raise FileNotFoundError(f"put: {local} does not exist")
+        local = self._put_source(local)
         process = await self.open(["tar", "-xpf", "-", "-C", "/"])
         err = _Collector(64 << 10)
         reading = asyncio.ensure_future(asyncio.gather(_Collector(0).read(process.stdout), err.read(process.stderr)))
@@ -240,16 +221,15 @@ class ModalSandbox(OneContainerSandbox):
             code = await process.wait.aio()
         except Exception as exc:
             reading.cancel()
-            raise InfraError(f"put {local} -> {remote} in Modal sandbox {self._id}: {_first_line(exc)}") from exc
+            raise InfraError(f"put {local} -> {remote} in Modal sandbox {self._id}: {first_line(exc)}") from exc
         if code != 0:
             raise InfraError(f"put {local} -> {remote}: {bytes(err.data).decode(errors='replace').strip()[-300:]}")
 
     async def get(self, remote: str, local: Path) -> CopyReport:
         name = PurePosixPath(remote)
-        script = 'test -e "$1" || test -L "$1" || exit 44; exec tar -cf - -C "$2" "$3"'
         with tempfile.TemporaryDirectory() as spool:
             target = Path(spool) / "archive.tar"
-            process = await self.open(["sh", "-c", script, "sh", str(name), str(name.parent), name.name])
+            process = await self.open(tar_of(name))
             err = _Collector(64 << 10)
             try:
                 await feed(process.stdin, b"")
@@ -257,12 +237,12 @@ class ModalSandbox(OneContainerSandbox):
                     await asyncio.gather(_write_to(process.stdout, handle), err.read(process.stderr))
                 code = await process.wait.aio()
             except Exception as exc:
-                raise InfraError(f"get {remote} from Modal sandbox {self._id}: {_first_line(exc)}") from exc
-            if code == 44:
-                raise FileNotFoundError(f"get: {remote} does not exist in the sandbox")
+                raise InfraError(f"get {remote} from Modal sandbox {self._id}: {first_line(exc)}") from exc
+            if code == GONE_RC:
+                raise gone(remote)
             if code != 0:
                 raise InfraError(f"get {remote}: {bytes(err.data).decode(errors='replace').strip()[-300:]}")
-            return await asyncio.to_thread(lambda: copy_out_tar(_chunks(target), name.name, Path(local)))
+            return await asyncio.to_thread(lambda: copy_out_tar(file_chunks(target), name.name, Path(local)))
 
     async def snapshot(self, *, retain: bool = False) -> str:
         """A Modal filesystem snapshot (an image id); Modal keeps it for a day and has no call to delete it."""
@@ -275,7 +255,7 @@ class ModalSandbox(OneContainerSandbox):
         try:
             image = await box.snapshot_filesystem.aio(timeout=600, ttl=SNAPSHOT_TTL_SEC)
         except Exception as exc:
-            raise InfraError(f"snapshot of Modal sandbox {self._id}: {_first_line(exc)}") from exc
+            raise InfraError(f"snapshot of Modal sandbox {self._id}: {first_line(exc)}") from exc
         return image.object_id
 
     async def restore(self, ref: str) -> None:
@@ -283,18 +263,16 @@ class ModalSandbox(OneContainerSandbox):
         terminated); before ``start()``, the sandbox starts straight from it."""
         import modal
 
-        if self._stopped:
-            raise SandboxError(f"{self.spec.name}: this sandbox was stopped; create a new one")
+        self._refuse_if_stopped()
         if self._box is not None:
             self._replaced.append(self._box)  # terminated below, or by stop() when the restore fails
         self._box = None
-        try:
+
+        async def create() -> None:
             await self._connect()
             await self._create(modal.Image.from_id(ref, client=self._client))
-            await self._setup()
-        except BaseException:
-            await self.stop()
-            raise
+
+        await self._bring_up(create, self._setup)
         while self._replaced:
             await _terminate(self._replaced.pop())
 
@@ -318,7 +296,7 @@ async def _terminate(box) -> None:
         await box.terminate.aio()
     except Exception as exc:  # noqa: BLE001
         log.warning("could not terminate Modal sandbox %s: %s (bench sandbox cleanup removes it)",
-                    box.object_id, _first_line(exc))
+                    box.object_id, first_line(exc))
 
 
 class _Collector:
@@ -358,13 +336,3 @@ async def feed(writer, data: bytes) -> None:
 async def _write_to(stream, handle) -> None:
     async for chunk in stream:
         await asyncio.to_thread(handle.write, chunk)
-
-
-def _chunks(path: Path):
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            yield chunk
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]

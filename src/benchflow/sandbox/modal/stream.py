@@ -13,50 +13,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
+from ..remote_common import QueuedStdin
+
 KILL_WAIT_SEC = 10
+_EOF = object()
+"""What closing stdin queues: the exec's stdin gets its end of file."""
 
 
-class _Stdin:
-    """Writes queued in order and sent by one task; ``None`` in the queue is end-of-file."""
+def _sender(writer):
+    """Send a queued write (bytes) or :data:`_EOF` to a Modal exec's stdin."""
 
-    def __init__(self, writer) -> None:
-        self._writer = writer
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self._closed = False
-        self._task = asyncio.ensure_future(self._run())
+    async def send(item) -> None:
+        if item is _EOF:
+            writer.write_eof()
+        else:
+            writer.write(item)
+        await writer.drain.aio()
 
-    async def _run(self) -> None:
-        while True:
-            item = await self._queue.get()
-            try:
-                if item is None:
-                    self._writer.write_eof()
-                else:
-                    self._writer.write(item)
-                await self._writer.drain.aio()
-            except Exception:  # noqa: BLE001, S110 - the process ended; what it was sent is moot
-                pass
-            finally:
-                self._queue.task_done()
-            if item is None:
-                return
-
-    def write(self, data: bytes) -> None:
-        if self._closed:
-            raise BrokenPipeError("stdin is closed")
-        if data:
-            self._queue.put_nowait(bytes(data))
-
-    async def drain(self) -> None:
-        await self._queue.join()
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._queue.put_nowait(None)
-
-    def abandon(self) -> None:
-        self._task.cancel()
+    return send
 
 
 class ModalProcess:
@@ -66,7 +40,7 @@ class ModalProcess:
         self._sandbox = sandbox
         self._process = process
         self._marker = marker
-        self.stdin = _Stdin(process.stdin)
+        self.stdin = QueuedStdin(_sender(process.stdin), eof=_EOF)
         self.stdout = asyncio.StreamReader()
         self.stderr = asyncio.StreamReader()
         self._pumps = [asyncio.ensure_future(_pump(process.stdout, self.stdout)),
