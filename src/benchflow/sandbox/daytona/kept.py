@@ -12,12 +12,12 @@ An interactive shell is refused: Daytona's terminal is a websocket PTY, so
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Mapping
 
 from benchflow.errors import SandboxError
 
 from .. import docker_engine as eng
+from ..live_output import relay
 
 KEPT = "benchflow.kept"
 
@@ -53,16 +53,7 @@ async def _run_live(sandbox_id: str, command: list[str]) -> int:
 
     sandbox = await DaytonaSandbox.attached(sandbox_id)
     try:
-        process = await sandbox.exec_stream(command)
-        process.stdin.close()
-
-        async def copy(reader, out) -> None:
-            while chunk := await reader.read(65536):
-                out.write(chunk)
-                out.flush()
-
-        await asyncio.gather(copy(process.stdout, sys.stdout.buffer), copy(process.stderr, sys.stderr.buffer))
-        return await process.wait()
+        return await relay(await sandbox.exec_stream(command))
     finally:
         await sandbox.stop()
 

@@ -7,7 +7,6 @@ A kept sandbox is named by its ``kept-sandbox.json`` record (``sandbox_id`` and
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Mapping
 
 from benchflow.errors import SandboxError
@@ -62,16 +61,9 @@ def attach(record: Mapping[str, object], command: list[str]) -> int:
 async def _run_live(api, container: str, command: list[str]) -> int:
     from .stream import open_process
 
-    process = await open_process(api, container, command, user="root", env=None, cwd=None)
-    process.stdin.close()
+    from ..live_output import relay
 
-    async def copy(reader, out) -> None:
-        while chunk := await reader.read(65536):
-            out.write(chunk)
-            out.flush()
-
-    await asyncio.gather(copy(process.stdout, sys.stdout.buffer), copy(process.stderr, sys.stderr.buffer))
-    return await process.wait()
+    return await relay(await open_process(api, container, command, user="root", env=None, cwd=None))
 
 
 def release(record: Mapping[str, object]) -> None:
