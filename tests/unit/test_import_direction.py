@@ -56,3 +56,10 @@ def test_nothing_the_engine_stands_on_imports_the_engine():
     wrong = {package: sorted(module for module, names in _imported_packages(package).items() if "jobs" in names)
              for package in sorted(below) if (SRC / package).is_dir()}
     assert {package: modules for package, modules in wrong.items() if modules} == {}
+
+
+def test_no_two_packages_import_each_other():
+    imports = {package.name: set().union(*_imported_packages(package.name).values()) - {package.name}
+               for package in SRC.iterdir() if package.is_dir() and (package / "__init__.py").is_file()}
+    both = sorted((a, b) for a in imports for b in imports[a] if a < b and a in imports.get(b, set()))
+    assert both == []

@@ -15,7 +15,8 @@ from benchflow.records import (
     read_record,
     schemas,
 )
-from benchflow.review import integrity, revisions
+from benchflow.results.review import revisions
+from benchflow.review import integrity
 from tests.fixtures import reviewed_job
 
 
@@ -26,7 +27,7 @@ def _validator(name: str) -> Draft202012Validator:
 def test_written_revisions_verdicts_and_reports_validate(tmp_path) -> None:
     job = reviewed_job.write(tmp_path / "job")
     for trial in job.trials():
-        for _, path in revisions.revisions(trial):
+        for _, path in revisions(trial):
             data = json.loads(path.read_text())
             _validator("scoring-revision").validate(data)
             assert ScoringRevision.model_validate(data).attempt == int(path.stem)

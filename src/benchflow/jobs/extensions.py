@@ -24,6 +24,9 @@ The points, in the order a run meets them:
   feature that returns one wins), or None.
 - ``before_agent(req, sandbox, user)``: after the agent's install, before it runs (as root).
 - ``after_trials(spec, paths, results, tasks, emit)``: after the run's trials, before the summary.
+- ``after_regrade(job_root, pairs, changes, rows)``: after ``bench regrade --review``'s regrades (the
+  ``review`` feature, asked for by name with :func:`feature`): each summary row's ``review``; returns
+  the summary's review counts.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active", "hooks", "parse_field"]
+__all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active", "feature", "hooks", "parse_field"]
 
 
 class TrialMode(Protocol):
@@ -95,6 +98,18 @@ def _load(row: Row) -> Any:
         module, _, attribute = row.target.partition(":")
         _loaded[row.name] = getattr(importlib.import_module(module), attribute)
     return _loaded[row.name]
+
+
+def feature(name: str) -> Any:
+    """The feature named ``name`` (a row of :data:`FEATURES`), imported on first use.
+
+    Raises:
+        KeyError: no such feature.
+    """
+    for row in FEATURES:
+        if row.name == name:
+            return _load(row)
+    raise KeyError(f"no feature {name!r}")
 
 
 def active(spec: Any) -> Iterator[Any]:

@@ -60,7 +60,7 @@ def regrade(path: str | Path, *, tasks_dir: str | Path | None = None, sandbox: s
 
     ``allow_task_env`` names the host variables the current tasks may read, as for ``bench run``.
     ``review`` (``--review``: the ``--reviewer-*`` changes, possibly empty) also reruns each regraded trial's
-    rubric review gated by the new test (:mod:`.regrade_review`).
+    rubric review gated by the new test (:mod:`benchflow.review.regrade`, the review feature's ``after_regrade``).
 
     Raises:
         JobFolderError: ``path`` is not a job or trial folder, or the job is locked (running or regrading).
@@ -138,17 +138,16 @@ async def _regrade_locked(root: Path, trials: list[TrialPaths], index: dict[str,
         async with asyncio.TaskGroup() as group:  # a failure or Ctrl-C cancels the rest; each stops its sandbox
             running = [group.create_task(one(c)) for c in candidates]
         rows = [task.result() for task in running]
-        if review is not None:
-            from . import regrade_review
+        review_counts: dict[str, int] = {}
+        if review is not None:  # the review feature (jobs.extensions), as a run's review runs
+            from benchflow.jobs.extensions import feature
 
             job_root = root.parent if is_trial_dir(root) else root
-            blocks = await regrade_review.review_regraded(job_root, regraded, review)
-            for row in rows:
-                row["review"] = regrade_review.row_review(blocks.get(row["trial"]))
+            review_counts = await feature("review").after_regrade(job_root, regraded, review, rows)
     summary = _summary(root, rows, reason=reason, tasks_dir=tasks_dir, sandbox=sandbox,
                        elapsed=time.monotonic() - started)
     if review is not None:
-        summary["counts"].update(regrade_review.counts(rows))
+        summary["counts"].update(review_counts)
         summary["exit_code"] = exit_code(summary)
     atomic.write_json(JobPaths(root).regrade_summary, summary)
     return summary

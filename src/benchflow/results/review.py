@@ -8,10 +8,32 @@ beside the verifier's reward, which they never change.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
 from benchflow.records import TrialResult
+
+
+def revisions(trial: TrialPaths) -> list[tuple[int, Path]]:
+    """(attempt, file) of every scoring revision (``<trial>/scoring/<attempt>.json``), oldest first."""
+    folder = trial.scoring_dir
+    if not folder.is_dir():
+        return []
+    found = [(int(p.stem), p) for p in folder.glob("*.json") if p.stem.isdigit()]
+    return sorted(found)
+
+
+def latest(trial: TrialPaths) -> dict[str, Any] | None:
+    """The current (newest) scoring revision's document, or None (none, or unreadable)."""
+    found = revisions(trial)
+    if not found:
+        return None
+    try:
+        data = json.loads(found[-1][1].read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def review_of(result: TrialResult | None) -> dict[str, Any] | None:
@@ -72,8 +94,6 @@ def review_detail(trial: TrialPaths) -> dict[str, Any] | None:
 
     ``{"review": {status, decision, rubric_reward, raw_quality, gated_quality, gates, criteria, error, attempt},
     "integrity": {verdict, mode, flags}}`` (either may be None); None when the trial has neither."""
-    from benchflow.review.revisions import latest
-
     revision = latest(trial)
     review = None if revision is None else {k: revision.get(k) for k in (
         "attempt", "status", "decision", "rubric_reward", "raw_quality", "gated_quality", "verifier_reward",

@@ -1,5 +1,5 @@
 """Integrity audit and rubric review as a run feature (``jobs.extensions``): after the run's trials,
-before its summary; rewards never change."""
+before its summary, and after ``bench regrade --review``'s regrades; rewards never change."""
 
 from __future__ import annotations
 
@@ -14,6 +14,13 @@ class ReviewFeature:
         from .after_run import after_trials
 
         await after_trials(spec, paths, results, tasks, emit)
+
+
+    async def after_regrade(self, job_root: Any, pairs: list[Any], changes: dict[str, Any],
+                            rows: list[dict[str, Any]]) -> dict[str, int]:
+        from .regrade import after_regrade
+
+        return await after_regrade(job_root, pairs, changes, rows)
 
 
 REVIEW = ReviewFeature()

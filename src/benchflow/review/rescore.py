@@ -15,9 +15,10 @@ from typing import Any
 
 from benchflow.errors import ConfigError, JobFolderError
 from benchflow.jobs.layout import TrialPaths
+from benchflow.results.review import latest
 
-from . import revisions
 from .after_run import has_rubric
+from .revisions import add_revision
 from .runner import review_targets, select_targets, task_index
 from .settings import from_record
 
@@ -45,7 +46,7 @@ async def score_async(path: Path, *, tasks_root: Path, force: bool = False,
         raise JobFolderError(f"{path}: not a finished rollout folder (no result.json); give one trial folder")
     target = select_targets(path)[0]
     trial = target.trial
-    current = revisions.latest(trial)
+    current = latest(trial)
     if current is not None and current.get("status") == "completed" and not force:
         return {"status": "already_scored", "revision": current, "exit_code": 0}
     task = _trusted_task(tasks_root.expanduser(), target.result.task_name, target.result.task_digest)
@@ -53,7 +54,7 @@ async def score_async(path: Path, *, tasks_root: Path, force: bool = False,
     out_dir = (trial.root.parent / ".review" / f"score-{dt.datetime.now():%Y-%m-%d__%H-%M-%S-%f}").resolve()
     report = (await review_targets([target], settings, out_dir=out_dir,
                                    tasks={target.result.task_name: task}))[0]
-    revision = revisions.add_revision(trial, report, trigger="eval score")
+    revision = add_revision(trial, report, trigger="eval score")
     return {"status": revision["status"], "revision": revision,
             "exit_code": 0 if revision["status"] == "completed" else 1}
 

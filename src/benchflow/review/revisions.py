@@ -11,37 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from pathlib import Path
 from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
+from benchflow.results.review import revisions
 from benchflow.util import atomic
 
 KIND = "benchflow.scoring-revision"
-
-
-def scoring_dir(trial: TrialPaths) -> Path:
-    return trial.scoring_dir
-
-
-def revisions(trial: TrialPaths) -> list[tuple[int, Path]]:
-    """(attempt, file) of every revision, oldest first."""
-    folder = scoring_dir(trial)
-    if not folder.is_dir():
-        return []
-    found = [(int(p.stem), p) for p in folder.glob("*.json") if p.stem.isdigit()]
-    return sorted(found)
-
-
-def latest(trial: TrialPaths) -> dict[str, Any] | None:
-    found = revisions(trial)
-    if not found:
-        return None
-    try:
-        data = json.loads(found[-1][1].read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def add_revision(trial: TrialPaths, report: dict[str, Any], *, trigger: str) -> dict[str, Any]:

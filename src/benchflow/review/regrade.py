@@ -21,14 +21,14 @@ from benchflow.jobs.layout import TrialPaths
 from benchflow.records import TrialResult
 from benchflow.util import atomic
 
-from .regrade_trial import Candidate
+from benchflow.results.regrade_trial import Candidate
 
 REVIEW_JOB = Path(".review")
 
 
 def _before(trial: TrialPaths) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """(the recorded reviewer, the current revision's combined score) of ``trial``."""
-    from benchflow.review.revisions import latest
+    from benchflow.results.review import latest
 
     current = latest(trial)
     if current is None:
@@ -54,9 +54,9 @@ def _changed(before: dict[str, Any], after: dict[str, Any]) -> bool:
 async def review_regraded(job_root: Path, pairs: list[tuple[Candidate, dict[str, Any]]],
                           changes: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Review each (candidate, regrade document); trial name -> its ``review`` block (also added to regrade.json)."""
-    from benchflow.review.after_run import has_rubric
-    from benchflow.review.runner import Target, review_targets
-    from benchflow.review.settings import from_record
+    from .after_run import has_rubric
+    from .runner import Target, review_targets
+    from .settings import from_record
 
     blocks: dict[str, dict[str, Any]] = {}
     groups: dict[str, tuple[Any, list[tuple[Candidate, Target, dict[str, Any]]]]] = {}
@@ -118,3 +118,12 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
             "review_errored": sum(1 for r in reviews if r["status"] == "reviewer_error"),
             "review_skipped": sum(1 for r in reviews if r["status"] == "skipped"),
             "review_changed": sum(1 for r in reviews if r["changed"])}
+
+
+async def after_regrade(job_root: Path, pairs: list[tuple[Candidate, dict[str, Any]]], changes: dict[str, Any],
+                        rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Review the regraded trials, put each summary row's ``review``; the summary's review counts."""
+    blocks = await review_regraded(job_root, pairs, changes)
+    for row in rows:
+        row["review"] = row_review(blocks.get(row["trial"]))
+    return counts(rows)
