@@ -4,7 +4,14 @@ refused on a sandbox that cannot keep a snapshot, and the trial's agent phase ru
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchflow.jobs.layout import TrialPaths
+    from benchflow.jobs.plan import Plan
+    from benchflow.jobs.trial_request import TrialRequest
+
+    from .retry import RunCheckpoints
 
 
 class CheckpointsFeature:
@@ -23,7 +30,7 @@ class CheckpointsFeature:
         except UserError as exc:
             raise ValueError(str(exc)) from None
 
-    def plan_refusals(self, plan: Any) -> list[str]:
+    def plan_refusals(self, plan: Plan) -> list[str]:
         if not plan.spec.checkpoints:
             return []
         out = [f"{planned.name}: --checkpoints: a multi-step task's steps are verified one by one, which "
@@ -34,7 +41,7 @@ class CheckpointsFeature:
                           "one that can (bench doctor lists what each can do) or leave --checkpoints out")
         return out
 
-    def trial_mode(self, req: Any, paths: Any, prompts: list[str]) -> Any:
+    def trial_mode(self, req: TrialRequest, paths: TrialPaths, prompts: list[str]) -> RunCheckpoints | None:
         if not req.spec.checkpoints:
             return None
         from .retry import RunCheckpoints

@@ -3,7 +3,12 @@ has its attempts run by :func:`~benchflow.executors.open_executor` (a Ray cluste
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchflow.jobs.model_access import ModelAccess
+    from benchflow.jobs.plan import PlannedTask
+    from benchflow.jobs.spec import RunSpec
 
 from . import check_executor, open_executor, preflight
 
@@ -14,10 +19,10 @@ class ExecutorsFeature:
     def parse_field(self, name: str, value: Any) -> Any:
         return check_executor(value) if name == "executor" and isinstance(value, str) else value
 
-    def preflight(self, spec: Any) -> None:
+    def preflight(self, spec: RunSpec) -> None:
         preflight(spec)
 
-    def executor(self, spec: Any, models: Any, tasks: list[Any]) -> Any:
+    def executor(self, spec: RunSpec, models: ModelAccess | None, tasks: list[PlannedTask]) -> Any:
         return open_executor(spec, models=models, tasks=tasks)
 
 

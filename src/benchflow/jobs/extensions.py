@@ -34,7 +34,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from benchflow.agents.trajectory import AcpTrajectoryFile
+    from benchflow.sandbox.base import Sandbox
+
+    from .phases import TrialState
 
 __all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active", "feature", "hooks", "parse_field"]
 
@@ -45,10 +51,11 @@ class TrialMode(Protocol):
     verifier_runs: bool
     """False for a mode that verifies as it goes: the runner's verifier phase is left out."""
 
-    async def agent_phase(self, sandbox: Any, sink: Any, state: Any, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
+                          timing: dict[str, float]) -> None:
         """Run the agent; the outcome goes on ``state`` as the plain agent phase's does."""
 
-    async def after_verifier(self, sandbox: Any, state: Any) -> None:
+    async def after_verifier(self, sandbox: Sandbox, state: TrialState) -> None:
         """After the verifier scored the trial (a retry from a snapshot)."""
 
     def annotate(self, result: dict[str, Any]) -> None:

@@ -17,7 +17,11 @@ from .extensions import TrialMode, hooks
 from .scene_plan import wants_scenes
 
 if TYPE_CHECKING:
+    from benchflow.agents.trajectory import AcpTrajectoryFile
+    from benchflow.sandbox.base import Sandbox
+
     from .layout import TrialPaths
+    from .phases import TrialState
     from .trial_request import TrialRequest
 
 __all__ = ["PlainMode", "trial_mode"]
@@ -34,12 +38,12 @@ class PlainMode:
     verifier_runs = True
     """False for a mode that verifies as it goes (steps): the runner's verifier phase is left out."""
 
-    async def agent_phase(self, sandbox: Any, sink: Any, state: Any, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
         from .sim_user import converse
 
         await converse(self.req, sandbox, self.paths, self.prompts, sink, state, timing)
 
-    async def after_verifier(self, sandbox: Any, state: Any) -> None:
+    async def after_verifier(self, sandbox: Sandbox, state: TrialState) -> None:
         return None
 
     def annotate(self, result: dict[str, Any]) -> None:
@@ -51,7 +55,7 @@ class StepsMode(PlainMode):
 
     verifier_runs = False
 
-    async def agent_phase(self, sandbox: Any, sink: Any, state: Any, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
         from .steps import run_steps
 
         await run_steps(self.req, sandbox, self.paths, sink, state, timing)
@@ -60,7 +64,7 @@ class StepsMode(PlainMode):
 class ScenesMode(PlainMode):
     """A scene task run by a real agent: every turn of every scene, each a session of its role's agent."""
 
-    async def agent_phase(self, sandbox: Any, sink: Any, state: Any, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
         from .scenes import run_scenes
 
         await run_scenes(self.req, sandbox, self.paths, sink, state, timing)

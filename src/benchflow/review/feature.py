@@ -3,20 +3,26 @@ before its summary, and after ``bench regrade --review``'s regrades; rewards nev
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from benchflow.jobs.layout import JobPaths
+    from benchflow.jobs.spec import RunSpec
 
 
 class ReviewFeature:
     name = "review"
 
-    async def after_trials(self, spec: Any, paths: Any, results: dict[str, Any], tasks: dict[str, Any],
+    async def after_trials(self, spec: RunSpec, paths: JobPaths, results: dict[str, Any], tasks: dict[str, Any],
                            emit: Any) -> None:
         from .after_run import after_trials
 
         await after_trials(spec, paths, results, tasks, emit)
 
 
-    async def after_regrade(self, job_root: Any, pairs: list[Any], changes: dict[str, Any],
+    async def after_regrade(self, job_root: Path, pairs: list[Any], changes: dict[str, Any],
                             rows: list[dict[str, Any]]) -> dict[str, int]:
         from .regrade import after_regrade
 
