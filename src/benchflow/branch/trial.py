@@ -44,6 +44,7 @@ from benchflow.jobs.phases import (
 from benchflow.jobs.trial import unexpected_category
 from benchflow.jobs.trial_request import TrialRequest, sandbox_spec
 from benchflow.sandbox.base import Sandbox
+from benchflow.sandbox.optional import PreparesRestore
 from benchflow.sandbox.session import SessionSetupError, sandbox_session, stop_surely
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
@@ -302,9 +303,8 @@ async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str | No
 
 async def prepare_spare(sandbox: Sandbox, ref: str, count: int) -> None:
     """Have the backend start the next ``count`` restores' sandboxes ahead, where it can (``prepare_restore``)."""
-    ahead = getattr(sandbox, "prepare_restore", None)
-    if ahead is not None:
-        await ahead(ref, count)
+    if isinstance(sandbox, PreparesRestore):
+        await sandbox.prepare_restore(ref, count)
 
 
 async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None, *, fresh: bool,

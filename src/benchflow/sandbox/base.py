@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from .optional import BlocksMetadata, Discards, MakesRoom
+
 if TYPE_CHECKING:  # the copy-out itself is imported by the backend that copies (after the sandbox is up)
     from .copyout import CopyReport
 
@@ -297,8 +299,7 @@ async def discard(sandbox: Sandbox) -> None:
     ``discard()`` where it has one, a removal that may finish after this returns, even after the
     process exits, as long as a crash still leaves nothing ``bench sandbox cleanup`` cannot find;
     else :meth:`Sandbox.stop`. ``stop()`` stays safe to call afterwards."""
-    own = getattr(sandbox, "discard", None)
-    await (own() if own is not None else sandbox.stop())
+    await (sandbox.discard() if isinstance(sandbox, Discards) else sandbox.stop())
 
 
 def room_to_start(sandbox: Sandbox) -> contextlib.AbstractAsyncContextManager:
@@ -308,8 +309,7 @@ def room_to_start(sandbox: Sandbox) -> contextlib.AbstractAsyncContextManager:
     turn its failed trial into an infrastructure error. The sandbox's own ``room_to_start()`` where it
     has one (the Docker-family backends raise the pids limit for the block, then set it back); else
     nothing changes."""
-    own = getattr(sandbox, "room_to_start", None)
-    return own() if own is not None else contextlib.nullcontext()
+    return sandbox.room_to_start() if isinstance(sandbox, MakesRoom) else contextlib.nullcontext()
 
 
 @dataclass(frozen=True)
@@ -335,10 +335,9 @@ async def enforce_metadata_block(sandbox: Sandbox) -> MetadataBlock:
     (a restore may have replaced the machine). A backend without one, or one that cannot here, says so
     (``enforced`` False): its agent then starts only when a probe from inside finds no metadata
     service (:mod:`benchflow.jobs.agent_network`)."""
-    own = getattr(sandbox, "enforce_metadata_block", None)
-    if own is None:
+    if not isinstance(sandbox, BlocksMetadata):
         return MetadataBlock(False, f"{type(sandbox).__name__} cannot block them by construction", REMEDY)
-    return await own()
+    return await sandbox.enforce_metadata_block()
 
 
 @dataclass

@@ -15,13 +15,14 @@ from typing import Any
 
 from benchflow.errors import BenchError
 
+from .optional import GetsMany
+
 
 async def get_all(sandbox: Any, items: Sequence[tuple[str, Path]]) -> list[Any]:
     """``sandbox.get(remote, local)`` for every pair, batched when the sandbox can: each pair's
     :class:`~.copyout.CopyReport`, or the ``FileNotFoundError`` / :class:`BenchError` its copy raised."""
-    many = getattr(sandbox, "get_many", None)
-    if many is not None and len(items) > 1:
-        return await many(list(items))
+    if isinstance(sandbox, GetsMany) and len(items) > 1:
+        return await sandbox.get_many(list(items))
     return await one_by_one(sandbox, items)
 
 

@@ -11,6 +11,8 @@ from typing import Any
 
 from benchflow.errors import CapabilityError
 
+from .optional import HasServices
+
 MAIN = "main"
 
 
@@ -23,7 +25,6 @@ def service_sandbox(sandbox: Any, name: str) -> Any:
     """
     if name == MAIN:
         return sandbox
-    pick = getattr(sandbox, "service", None)
-    if pick is None or not sandbox.capabilities.multi_service:
+    if not isinstance(sandbox, HasServices) or not sandbox.capabilities.multi_service:
         raise CapabilityError(f"service {name!r}: this sandbox runs only the 'main' service")
-    return pick(name)
+    return sandbox.service(name)

@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .optional import PutsMany
+
 
 async def put_all(sandbox: Any, items: Sequence[tuple[Path, str]]) -> None:
     """``sandbox.put(local, remote)`` for every pair, batched when the sandbox can."""
     if not items:
         return
-    many = getattr(sandbox, "put_many", None)
-    if many is not None and len(items) > 1:
-        await many(list(items))
+    if isinstance(sandbox, PutsMany) and len(items) > 1:
+        await sandbox.put_many(list(items))
         return
     for local, remote in items:
         await sandbox.put(local, remote)
