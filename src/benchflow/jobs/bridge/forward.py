@@ -39,12 +39,12 @@ async def pipe(reader, writer):
                 break
             writer.write(data)
             await writer.drain()
-    except Exception:
+    except Exception:  # noqa: BLE001 - a side hung up or reset mid-copy: this connection ends, others go on
         pass
     finally:
         try:
             writer.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - the transport is already gone: nothing left to close
             pass
 
 
