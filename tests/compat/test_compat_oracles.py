@@ -25,7 +25,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 COMPAT = ROOT / "tests" / "fixtures" / "compat"
 PREBUILT = "alexgshaw/compat-tb2-prebuilt-uvx:20251031"
 ORACLE_REWARDS = {"tb2-prebuilt-uvx": "1", "skillsbench-skills": "1.000", "verbose-setx": "1.00",
-                  "tb2-cwd-program": "1", "skillsbench-venv-path": "1", "tb2-root-owned-repo": "1"}
+                  "tb2-cwd-program": "1", "skillsbench-venv-path": "1", "tb2-root-owned-repo": "1",
+                  "skillsbench-harbor-compose": "1"}
 
 
 def host_ca() -> Path:

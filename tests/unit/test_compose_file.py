@@ -42,15 +42,16 @@ def test_the_fixture_reads_into_services_in_dependency_order() -> None:
     assert compose.services["seed"].command == ["sh", "-c", "echo seeded-42 > /data/answer"]
 
 
-@pytest.mark.parametrize("volume, key", [
-    ('"./data:/data"', "services.db.volumes[0]"),
-    ('"/etc:/host-etc:ro"', "services.db.volumes[0]"),
-    ('"~/x:/x"', "services.db.volumes[0]"),
-    ("{type: bind, source: /, target: /host}", "services.db.volumes[0]"),
-])
-def test_a_host_bind_mount_is_refused_naming_file_and_key(tmp_path: Path, volume: str, key: str) -> None:
-    message = refused(tmp_path, f"services:\n  db:\n    image: x\n    volumes: [{volume}]\n")
-    assert key in message and ("bind mount" in message or "host mount" in message)
+def test_a_mount_of_the_task_s_own_folder_is_refused_naming_file_and_key(tmp_path: Path) -> None:
+    message = refused(tmp_path, 'services:\n  db:\n    image: x\n    volumes: ["./data:/data"]\n')
+    assert "services.db.volumes[0]" in message and "bind mount" in message
+
+
+@pytest.mark.parametrize("volume", ['"/etc:/host-etc:ro"', '"~/x:/x"', "{type: bind, source: /, target: /host}"])
+def test_a_host_folder_is_never_mounted_and_the_file_says_so(tmp_path: Path, volume: str) -> None:
+    compose = compose_file.load(write(tmp_path, f"services:\n  db:\n    image: x\n    volumes: [{volume}]\n"))
+    assert compose.services["db"].volumes == []
+    assert len(compose.dropped) == 1 and compose.dropped[0].startswith("services.db.volumes: ")
 
 
 def test_two_services_on_one_port_are_refused(tmp_path: Path) -> None:
@@ -105,3 +106,41 @@ def test_keys_without_meaning_in_a_pod_are_ignored_and_listed(tmp_path: Path) ->
 
 def test_environment_without_a_value_is_refused(tmp_path: Path) -> None:
     assert "services.a.environment.TOKEN" in refused(tmp_path, "services:\n  a: {image: x, environment: [TOKEN]}\n")
+
+
+HARBOR = """services:
+  main:
+    build: {context: '${CONTEXT_DIR}'}
+    image: ${MAIN_IMAGE_NAME}
+    network_mode: ${NETWORK_MODE:-bridge}
+    environment: ['TEST_DIR=${TEST_DIR}']
+    volumes:
+      - ${HOST_VERIFIER_LOGS_PATH}:${ENV_VERIFIER_LOGS_PATH}
+      - ${HOME}/.config/gcloud:/root/.config/gcloud:ro
+      - /etc:/host-etc
+      - cache:/cache
+    deploy: {resources: {limits: {cpus: '${CPUS}', memory: '${MEMORY}'}}}
+"""
+
+
+def test_a_harbor_compose_file_gets_the_harness_s_values_and_no_host_folder(tmp_path: Path) -> None:
+    compose = compose_file.load(write(tmp_path, HARBOR), {})
+    main = compose.services["main"]
+    assert main.environment == {"TEST_DIR": "/tests"}
+    assert [(v.kind, v.target) for v in main.volumes] == [("named", "/cache")]  # only the task's own volume
+    assert len(compose.dropped) == 3 and all("host folder; not mounted" in note for note in compose.dropped)
+    assert "services.main.network_mode" in compose.ignored
+
+
+def test_a_harbor_compose_file_asks_the_user_for_none_of_the_harness_s_variables(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from benchflow.tasks.task_env import compose_reads
+
+    path = write(tmp_path, HARBOR.replace("TEST_DIR=${TEST_DIR}", "TOKEN=${GH_TOKEN}"))
+    reads = compose_reads(SimpleNamespace(paths=SimpleNamespace(compose_file=path)))
+    assert [r.name for r in reads] == ["GH_TOKEN"]  # the user's own variable, and only it
+
+
+def test_a_network_mode_other_than_the_default_is_still_refused(tmp_path: Path) -> None:
+    assert "network_mode" in refused(tmp_path, "services:\n  a: {image: x, network_mode: host}\n")

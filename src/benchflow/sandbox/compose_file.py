@@ -8,8 +8,12 @@ line naming the file and the key, never silently dropped when it matters:
   ``service_completed_successfully``), ``healthcheck``, ``working_dir``, ``user``, ``volumes`` of
   the named, anonymous or tmpfs kind, ``tmpfs``, and ``ports``/``expose`` (read only to find two
   services on one port: every service shares one network namespace).
-- host bind mounts and everything that would undo the sandbox's hardening (``privileged``,
-  ``cap_add``, ``devices``, ``network_mode``, ``pid``, …) are refused.
+- a volume from a host folder (``/abs``, ``~``, ``${VAR}``: Harbor's log mounts, a user's credentials)
+  is left out with a note (:mod:`benchflow.tasks.harbor_compose`); one relative to the task
+  (``./data``) and everything that would undo the sandbox's hardening (``privileged``, ``cap_add``,
+  ``devices``, a ``network_mode`` other than the default, ``pid``, …) are refused.
+- Harbor's harness variables (``${CONTEXT_DIR}``, ``${ENV_VERIFIER_LOGS_PATH}``, ``${CPUS}``, …) have
+  the values BenchFlow's sandbox means by them, not this machine's.
 - keys with no meaning in a pod (``container_name``, ``restart``, ``networks``, ``deploy``, …) are
   ignored and listed in :attr:`ComposeFile.ignored`.
 
@@ -32,6 +36,7 @@ from typing import Any
 import yaml
 
 from benchflow.errors import TaskError
+from benchflow.tasks.harbor_compose import HARNESS_VARIABLES, without_host_mounts
 
 MAIN = "main"
 FILE_NAMES = ("docker-compose.yaml", "docker-compose.yml", "compose.yaml", "compose.yml")
@@ -44,6 +49,9 @@ IGNORED = ("container_name", "restart", "networks", "deploy", "platform", "label
            "stdin_open", "tty", "init", "stop_grace_period", "stop_signal", "shm_size", "ulimits",
            "mem_limit", "memswap_limit", "cpus", "cpu_shares", "pull_policy", "profiles", "domainname",
            "env_file", "read_only", "scale", "oom_score_adj", "attach")
+SANDBOX_NETWORK = ("bridge", "default")
+"""``network_mode`` values that ask for nothing but the default network (Harbor's ``${NETWORK_MODE:-bridge}``):
+the sandbox's network applies; any other value is refused."""
 MAIN_IGNORED = ("image", "build", "command", "entrypoint", "working_dir", "user", "healthcheck")
 _VAR = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|m|h)")
@@ -86,6 +94,9 @@ class ComposeFile:
     """Every service, ``main`` included (implied when the file does not name it)."""
     ignored: list[str] = field(default_factory=list)
     """``services.<name>.<key>`` entries that have no meaning here and were left out."""
+    dropped: list[str] = field(default_factory=list)
+    """Host-folder volumes left out, one note each (:mod:`benchflow.tasks.harbor_compose`): the run card
+    shows them."""
 
     @property
     def siblings(self) -> list[Service]:
@@ -122,8 +133,11 @@ def load(path: Path, variables: Mapping[str, str] | None = None) -> ComposeFile:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise TaskError(f"{path}: not readable as YAML ({type(exc).__name__}); fix the file") from exc
-    reader = _Reader(path, dict(variables or {}))
-    return reader.file(_interpolate(data, reader))
+    data, dropped = without_host_mounts(data)
+    reader = _Reader(path, {**HARNESS_VARIABLES, **(variables or {})})
+    compose = reader.file(_interpolate(data, reader))
+    compose.dropped = dropped
+    return compose
 
 
 class _Reader:
@@ -154,6 +168,9 @@ class _Reader:
         where = f"services.{name}"
         if not isinstance(body, dict):
             raise self.fail(where, "must be a mapping")
+        if body.get("network_mode") in SANDBOX_NETWORK:  # the default network is the sandbox's own
+            self.ignored.append(f"{where}.network_mode")
+            body = {k: v for k, v in body.items() if k != "network_mode"}
         for key in body:
             if key in REFUSED:
                 raise self.fail(f"{where}.{key}", "not allowed: services run with the sandbox's isolation "

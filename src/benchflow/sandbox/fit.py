@@ -39,6 +39,8 @@ class Fit:
     refusal: str | None = None
     """Why the task cannot run on this backend whatever the image (e.g. its docker-compose.yaml asks
     for a host bind mount), in one line naming the file and key; None when nothing stands in the way."""
+    compose_notes: tuple[str, ...] = ()
+    """What of the task's docker-compose.yaml is left out here (a host-folder volume), one line each."""
 
     def apply(self, spec: SandboxSpec) -> SandboxSpec:
         """``spec`` as the backend will run it."""
@@ -62,6 +64,7 @@ class Fit:
             out.append(f"sandbox.cpus {self.cpus[0]:g} clamped to the host's {self.cpus[1]:g}")
         if self.memory_mb[1] < self.memory_mb[0]:
             out.append(f"sandbox.memory_mb {self.memory_mb[0]} clamped to the host's {self.memory_mb[1]}")
+        out.extend(f"environment/docker-compose: {note}" for note in self.compose_notes)
         return out
 
     def summary(self) -> str:
@@ -105,14 +108,14 @@ def fit(backend: Any, spec: SandboxSpec, *, pull: bool = True) -> Fit:
             reason = why
         else:
             source, reason = "none", why
-    refusal = None
+    refusal, adapted = None, ()
     if spec.compose_file is not None and backend.capabilities.multi_service:
         from benchflow.errors import TaskError
 
         from .compose_file import load
 
         try:
-            load(spec.compose_file, spec.compose_variables)
+            adapted = tuple(load(spec.compose_file, spec.compose_variables).dropped)
         except TaskError as exc:
             refusal = str(exc)
     host_cpus, host_memory = backend.host_resources()
@@ -120,7 +123,8 @@ def fit(backend: Any, spec: SandboxSpec, *, pull: bool = True) -> Fit:
     memory = spec.memory_mb if host_memory is None else min(spec.memory_mb, int(host_memory))
     return Fit(image_source=source, prebuilt=spec.image, fallback_reason=reason,
                cpus=(float(spec.cpus), float(cpus)), memory_mb=(int(spec.memory_mb), int(memory)),
-               network=(spec.network_mode, backend.capabilities.network_for(spec.network_mode)), refusal=refusal)
+               network=(spec.network_mode, backend.capabilities.network_for(spec.network_mode)), refusal=refusal,
+               compose_notes=adapted)
 
 
 async def fitted(backend: Any, spec: SandboxSpec) -> SandboxSpec:

@@ -83,16 +83,36 @@ COMPOSE_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}")
 
 
 def compose_reads(task: Any) -> list[EnvRead]:
-    """Every ``${NAME}`` of the task's ``environment/docker-compose.yaml`` (none without one)."""
+    """Every ``${NAME}`` of the task's ``environment/docker-compose.yaml`` (none without one) but the
+    harness's own (:data:`~benchflow.tasks.harbor_compose.HARNESS_VARIABLES`) and those of a host-folder
+    volume, which is never mounted."""
+    import yaml
+
+    from .harbor_compose import HARNESS_VARIABLES, without_host_mounts
+
     path = getattr(getattr(task, "paths", None), "compose_file", None)
     if path is None or not path.is_file():
         return []
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data, _ = without_host_mounts(yaml.safe_load(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return []  # the compose loader reports an unreadable file
-    return [EnvRead(f"environment/{path.name}", m.group(1), m.group(2)) for m in COMPOSE_TEMPLATE.finditer(text)
-            if not text[max(0, m.start() - 1):m.start()] == "$"]  # $${NAME} is a literal in compose
+    return [EnvRead(f"environment/{path.name}", m.group(1), m.group(2)) for text in _strings(data)
+            for m in COMPOSE_TEMPLATE.finditer(text)
+            if text[max(0, m.start() - 1):m.start()] != "$"  # $${NAME} is a literal in compose
+            and m.group(1) not in HARNESS_VARIABLES]
+
+
+def _strings(node: Any) -> Iterable[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(key)
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+    elif isinstance(node, str):
+        yield node
 
 
 def env_problems(task: Any, allowed: Iterable[str], host_env: Mapping[str, str] | None = None) -> list[str]:
