@@ -274,6 +274,7 @@ def main() -> int:
     done = _earlier_rows(args.out / "table.json") if args.resume else {}
     rows = [done.get((r.suite, r.task), r) for r in rows]
     if any(not r.cannot_run for r in rows):
+        byhand.remove_leftovers()  # a killed earlier run's hand containers
         ensure_standin()
     lock = threading.Lock()
 

@@ -10,6 +10,7 @@ paths can disagree.
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 import tempfile
@@ -24,6 +25,28 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 CA_INSIDE = "/usr/local/share/ca-certificates/host-ca.crt"
 CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE")
+LABEL = "benchflow.byhand.pid"
+"""On every container a hand run starts, the pid of the process that started it: what a killed run
+leaves, :func:`remove_leftovers` removes."""
+
+
+def remove_leftovers() -> None:
+    """Remove the containers of hand runs whose process is gone (killed before its own removal)."""
+    client = docker.from_env()
+    for container in client.containers.list(all=True, sparse=True, filters={"label": LABEL}):
+        pid = int(container.attrs.get("Labels", {}).get(LABEL, "0") or 0)
+        if not _alive(pid):
+            container.remove(force=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid > 0
 
 
 def _trust_ca(dockerfile: str) -> str:
@@ -64,7 +87,7 @@ def oracle_reward(task: Path, tag: str, network: str = "none") -> str:
     verifier_env = {k: str(v) for k, v in (config.get("verifier", {}).get("env") or {}).items()}
     workdir = client.images.get(tag).attrs["Config"].get("WorkingDir") or "/root"
     container = client.containers.run(tag, ["sh", "-c", "while :; do sleep 3600; done"], detach=True,
-                                      network_mode=network, user="0")
+                                      network_mode=network, user="0", labels={LABEL: str(os.getpid())})
     try:
         container.exec_run(["mkdir", "-p", "/logs/verifier", "/logs/agent"])
         _put(container, task / "solution", "/solution")
