@@ -86,13 +86,13 @@ def compose_reads(task: Any) -> list[EnvRead]:
     """Every ``${NAME}`` of the task's ``environment/docker-compose.yaml`` (none without one) but the
     harness's own (:data:`~benchflow.tasks.harbor_compose.HARNESS_VARIABLES`) and those of a host-folder
     volume, which is never mounted."""
-    import yaml
-
-    from .harbor_compose import HARNESS_VARIABLES, without_host_mounts
-
     path = getattr(getattr(task, "paths", None), "compose_file", None)
     if path is None or not path.is_file():
         return []
+    import yaml  # only for a task with a compose file: a plain run loads no PyYAML
+
+    from .harbor_compose import HARNESS_VARIABLES, without_host_mounts
+
     try:
         data, _ = without_host_mounts(yaml.safe_load(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
