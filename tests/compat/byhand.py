@@ -68,7 +68,7 @@ def build(task: Path, tag: str, ca_bundle: Path) -> None:
         shutil.copyfile(ca_bundle, context / "host-ca.crt")
         dockerfile = context / "Dockerfile"
         dockerfile.write_text(_trust_ca(dockerfile.read_text()))
-        client.images.build(path=str(context), tag=tag, network_mode="host", rm=True)
+        client.images.build(path=str(context), tag=tag, network_mode="host", rm=True, forcerm=True)
 
 
 def _put(container, folder: Path, remote: str) -> None:
