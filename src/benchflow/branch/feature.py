@@ -42,9 +42,7 @@ class CheckpointsFeature:
         return out
 
     def trial_mode(self, req: TrialRequest, paths: TrialPaths, prompts: list[str]) -> RunCheckpoints | None:
-        if not req.spec.checkpoints:
-            return None
-        from .retry import RunCheckpoints
+        from .retry import RunCheckpoints  # None without --checkpoints
 
         return RunCheckpoints.for_trial(req, paths, prompts)
 

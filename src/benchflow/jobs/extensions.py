@@ -79,11 +79,9 @@ class Row:
     """The ``RunSpec`` fields whose given value the feature reads first (``parse_field``)."""
 
     def switched_on(self, spec: Any) -> bool:
-        return not self.fields or any(_set(getattr(spec, name, None)) for name in self.fields)
-
-
-def _set(value: Any) -> bool:
-    return value not in (None, False, "", [], {}, "off", "in-process", "never")
+        """True when any of :attr:`fields` differs from the ``RunSpec``'s default for it."""
+        defaults = type(spec).model_fields
+        return not self.fields or any(getattr(spec, name) != defaults[name].default for name in self.fields)
 
 
 FEATURES: tuple[Row, ...] = (
