@@ -33,28 +33,34 @@ HARNESS_VARIABLES: dict[str, str] = {
 their values only need to interpolate)."""
 
 
-def host_source(volume: str) -> bool:
-    """True for a ``SOURCE:TARGET[:mode]`` volume whose source is a folder of the host."""
-    source, sep, _ = volume.partition(":")
-    return bool(sep) and source.startswith(("$", "/", "~"))
+HOST_FOLDER = ("$", "/", "~")
+"""How a volume's source that names a folder of the host begins (a variable, an absolute path, home)."""
+
+
+def _host_folder(volume: Any) -> str | None:
+    """The host folder ``volume`` (``SOURCE:TARGET[:mode]``, or a long-syntax bind) mounts, else None."""
+    if isinstance(volume, str):
+        source, sep, _ = volume.partition(":")
+        return volume if sep and source.startswith(HOST_FOLDER) else None
+    if isinstance(volume, dict) and volume.get("type") == "bind" and str(volume.get("source", "")).startswith(HOST_FOLDER):
+        return str(volume["source"])
+    return None
 
 
 def without_host_mounts(data: Any) -> tuple[Any, list[str]]:
     """(``data``, the parsed compose file, with every host-folder volume left out; one note per mount)."""
     dropped: list[str] = []
     services = data.get("services") if isinstance(data, dict) else None
-    for name, body in (services or {}).items() if isinstance(services, dict) else ():
-        volumes = body.get("volumes") if isinstance(body, dict) else None
-        if not isinstance(volumes, list):
+    for name, body in services.items() if isinstance(services, dict) else ():
+        if not isinstance(body, dict) or not isinstance(body.get("volumes"), list):
             continue
         kept = []
-        for item in volumes:
-            if (isinstance(item, str) and host_source(item)) or (isinstance(item, dict) and item.get("type") == "bind"
-                                                                  and str(item.get("source", "")).startswith(("$", "/", "~"))):
-                dropped.append(f"services.{name}.volumes: {item if isinstance(item, str) else item.get('source')} "
-                               "is a host folder; not mounted (the sandbox shares nothing of the host; its /logs "
-                               "are copied out)")
+        for volume in body["volumes"]:
+            folder = _host_folder(volume)
+            if folder is None:
+                kept.append(volume)
             else:
-                kept.append(item)
+                dropped.append(f"services.{name}.volumes: {folder} is a host folder; not mounted (the sandbox "
+                               "shares nothing of the host; its /logs are copied out)")
         body["volumes"] = kept
     return data, dropped
