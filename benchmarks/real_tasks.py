@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchflow.sandbox import dockerfile_lines  # noqa: E402  (instructions as bench's build groups them)
 from benchflow.sandbox.docker_build import _FROM  # noqa: E402  (the FROM line as bench's build reads it)
+from benchflow.util.processes import pid_alive  # noqa: E402
 from tests.compat import byhand  # noqa: E402
 
 STANDINS = {"benchflow/standin:uv": "benchflow/standin:trixie",
@@ -100,6 +101,15 @@ def host_ca() -> Path:
 
 def _have(*images: str) -> bool:
     return subprocess.run(["docker", "image", "inspect", *images], capture_output=True).returncode == 0
+
+
+def remove_hand_leftovers() -> None:
+    """Remove the hand runs' containers whose process is gone (a run killed before its own removal)."""
+    import docker
+
+    for container in docker.from_env().containers.list(all=True, sparse=True, filters={"label": byhand.LABEL}):
+        if not pid_alive(int(container.attrs.get("Labels", {}).get(byhand.LABEL) or 0)):
+            container.remove(force=True)
 
 
 def ensure_standin() -> None:
@@ -274,7 +284,7 @@ def main() -> int:
     done = _earlier_rows(args.out / "table.json") if args.resume else {}
     rows = [done.get((r.suite, r.task), r) for r in rows]
     if any(not r.cannot_run for r in rows):
-        byhand.remove_leftovers()  # a killed earlier run's hand containers
+        remove_hand_leftovers()
         ensure_standin()
     lock = threading.Lock()
 

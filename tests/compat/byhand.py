@@ -26,27 +26,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 CA_INSIDE = "/usr/local/share/ca-certificates/host-ca.crt"
 CA_VARS = ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT", "CURL_CA_BUNDLE")
 LABEL = "benchflow.byhand.pid"
-"""On every container a hand run starts, the pid of the process that started it: what a killed run
-leaves, :func:`remove_leftovers` removes."""
-
-
-def remove_leftovers() -> None:
-    """Remove the containers of hand runs whose process is gone (killed before its own removal)."""
-    client = docker.from_env()
-    for container in client.containers.list(all=True, sparse=True, filters={"label": LABEL}):
-        pid = int(container.attrs.get("Labels", {}).get(LABEL, "0") or 0)
-        if not _alive(pid):
-            container.remove(force=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid > 0
+"""On every container a hand run starts, the pid of the process that started it (so that a runner can
+remove what a killed run left: ``benchmarks/real_tasks.py``)."""
 
 
 def _trust_ca(dockerfile: str) -> str:
