@@ -38,7 +38,8 @@ class PlainMode:
     verifier_runs = True
     """False for a mode that verifies as it goes (steps): the runner's verifier phase is left out."""
 
-    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
+                          timing: dict[str, float]) -> None:
         from .sim_user import converse
 
         await converse(self.req, sandbox, self.paths, self.prompts, sink, state, timing)
@@ -55,7 +56,8 @@ class StepsMode(PlainMode):
 
     verifier_runs = False
 
-    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
+                          timing: dict[str, float]) -> None:
         from .steps import run_steps
 
         await run_steps(self.req, sandbox, self.paths, sink, state, timing)
@@ -64,7 +66,8 @@ class StepsMode(PlainMode):
 class ScenesMode(PlainMode):
     """A scene task run by a real agent: every turn of every scene, each a session of its role's agent."""
 
-    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
+                          timing: dict[str, float]) -> None:
         from .scenes import run_scenes
 
         await run_scenes(self.req, sandbox, self.paths, sink, state, timing)

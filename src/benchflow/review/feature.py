@@ -21,7 +21,6 @@ class ReviewFeature:
 
         await after_trials(spec, paths, results, tasks, emit)
 
-
     async def after_regrade(self, job_root: Path, pairs: list[Any], changes: dict[str, Any],
                             rows: list[dict[str, Any]]) -> dict[str, int]:
         from .regrade import after_regrade

@@ -19,9 +19,8 @@ from typing import Any
 
 from benchflow.jobs.layout import TrialPaths
 from benchflow.records import TrialResult
-from benchflow.util import atomic
-
 from benchflow.results.regrade_trial import Candidate
+from benchflow.util import atomic
 
 REVIEW_JOB = Path(".review")
 
