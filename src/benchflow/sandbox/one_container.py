@@ -14,6 +14,7 @@ more about networks.
 
 from __future__ import annotations
 
+import abc
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,7 +25,7 @@ from .base import to_the_end
 from .docker_setup import SETUP, resolve_workdir
 
 
-class OneContainerSandbox:
+class OneContainerSandbox(abc.ABC):
     KIND = ""
     """How messages name it: "the Daytona sandbox"."""
     DOC = ""
@@ -109,17 +110,17 @@ class OneContainerSandbox:
             raise FileNotFoundError(f"put: {local} does not exist")
         return local
 
+    @abc.abstractmethod
     def _started(self) -> bool:
         """True once the sandbox was created (and not replaced since)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _create(self) -> None:
         """Create the sandbox (the id known before anything else can fail) and wait until it runs."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def _image_workdir(self) -> str | None:
         """The image's ``WORKDIR``, where a command starts (None or empty: unknown)."""
-        raise NotImplementedError
 
     async def stop(self) -> None:
         """Remove the sandbox. Idempotent, never raises, finishes under cancellation."""
@@ -127,5 +128,6 @@ class OneContainerSandbox:
             self._stop_task = asyncio.ensure_future(self._stop_all())
         await to_the_end(self._stop_task)
 
+    @abc.abstractmethod
     async def _stop_all(self) -> None:
-        raise NotImplementedError
+        """Delete the sandbox and what it made (``stop`` runs it once)."""
