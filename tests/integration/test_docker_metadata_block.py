@@ -85,10 +85,13 @@ async def test_the_agent_cannot_undo_the_block_a_helper_put_into_its_network(use
     await _agent_cannot_undo_the_block(_sandbox(WITH_PYTHON))
 
 
-async def test_podman_s_own_default_bridge_gets_the_block(monkeypatch) -> None:
+@pytest.mark.parametrize("backend", ["podman", "remote-docker"])
+async def test_an_engine_s_own_default_bridge_gets_the_block(backend: str, monkeypatch) -> None:
     """Podman gives a public sandbox the engine's default network (a real bridge, netavark): the same
-    helper puts the block in place there, with nothing chosen by the test."""
+    helper puts the block in place there, with nothing chosen by the test. ``remote-docker`` is the same
+    engine reached as a remote one (``BENCHFLOW_REMOTE_DOCKER_HOST``): the helper runs on that engine."""
     from benchflow.sandbox import get_backend
+    from benchflow.sandbox.docker_engine import REMOTE_ENV
 
     podman = get_backend("podman")
     ok, reason = podman.available()
@@ -96,9 +99,12 @@ async def test_podman_s_own_default_bridge_gets_the_block(monkeypatch) -> None:
         if os.environ.get("CI"):
             pytest.fail(f"podman: {reason} (CI is set, so this fails instead of skipping)")
         pytest.skip(f"podman does not work here: {reason}")
+    monkeypatch.setenv(REMOTE_ENV, podman.url())
+    chosen = get_backend(backend)
+    assert chosen.url() == podman.url()
     spec = SandboxSpec(name="metadata-block", environment_dir=None, cache_key="metadata-block", image=WITH_PYTHON,
                        network_mode="public")
-    await _agent_cannot_undo_the_block(podman.create(spec), engine=podman.url())
+    await _agent_cannot_undo_the_block(chosen.create(spec), engine=podman.url())
 
 
 async def _agent_cannot_undo_the_block(box: DockerSandbox, engine: str | None = None) -> None:
