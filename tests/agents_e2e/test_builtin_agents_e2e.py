@@ -112,6 +112,30 @@ def lines(path: Path) -> list[dict]:
 
 @pytest.mark.parametrize("config", _cases())
 def test_builtin_agent_solves_hello_world_through_the_gateway(config: AgentConfig, tmp_path: Path) -> None:
+    _solves_hello_world(config, config.name, tmp_path)
+
+
+def test_an_acp_registry_agent_is_installed_from_its_entry_and_solves_hello_world(tmp_path: Path, monkeypatch) -> None:
+    """``-a acp:<id>@<version>``: the entry (from a stand-in of the registry's GitHub endpoints) names the
+    built-in Claude adapter's npm package; bench installs it from the entry, launches the command npx would,
+    and wires it as the built-in."""
+    from benchflow.agents.registry import get_agent_config
+    from tests.doubles.acp_registry_double import AcpRegistryDouble
+
+    (package,) = get_agent_config("claude-agent-acp").install.packages
+    version = package.rpartition("@")[2]
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with AcpRegistryDouble() as registry:
+        registry.publish({"id": "claude-acp", "name": "Claude", "version": version, "description": "Claude Code",
+                          "distribution": {"npx": {"package": package}}})
+        for key, value in registry.env().items():
+            monkeypatch.setenv(key, value)
+        config = get_agent_config(f"acp:claude-acp@{version}")
+        assert config.install.packages == [package] and config.launch == "/opt/benchflow/bin/acp-claude-acp"
+    _solves_hello_world(config, f"acp:claude-acp@{version}", tmp_path)  # the pinned entry is cached by now
+
+
+def _solves_hello_world(config: AgentConfig, agent: str, tmp_path: Path) -> None:
     if config.gateway is None or config.gateway.api not in PROVIDERS:
         pytest.fail(f"{config.name}: no scripted provider for gateway api "
                     f"{getattr(config.gateway, 'api', None)!r}; add one to tests/doubles")
@@ -119,7 +143,7 @@ def test_builtin_agent_solves_hello_world_through_the_gateway(config: AgentConfi
     jobs = tmp_path / "jobs"
     with provider.server() as upstream:
         done = run_bench("run", str(HELLO_WORLD), "-s", "docker", "--jobs-dir", str(jobs), "--fresh",
-                         "-a", config.name, "-m", provider.model, "--ca-bundle", "host", "--retry-attempts", "0",
+                         "-a", agent, "-m", provider.model, "--ca-bundle", "host", "--retry-attempts", "0",
                          # against a scripted model a working agent is done in seconds: a stuck one fails in 60 s
                          "--timeout-multiplier", "0.5", env=provider.env(upstream.url), timeout=1500)
         calls = list(upstream.calls)

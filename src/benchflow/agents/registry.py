@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from benchflow.errors import ConfigError
 from benchflow.util.files import dotenv_names
 
+from . import acp_registry
 from .agent_config import AgentConfig
 from .reference_schema import from_reference, is_reference_entry
 
@@ -103,11 +104,17 @@ def _looks_like_path(spec: str) -> bool:
 
 
 def get_agent_config(name_or_path: str) -> AgentConfig:
-    """The config for a registry name, an alias, or a ``.toml`` file.
+    """The config for a registry name, an alias, a ``.toml`` file, or ``acp:<id>[@<version>]`` (the ACP
+    registry's entry: :mod:`.acp_registry`).
 
     Raises:
-        ConfigError: unknown name (the message lists the known ones) or a bad file.
+        ConfigError: unknown name (the message lists the known ones), a bad file, or an ACP registry
+            entry that cannot be read.
     """
+    if acp_registry.is_registry_name(name_or_path):
+        from .acp_entry import agent_config
+
+        return agent_config(acp_registry.resolve(name_or_path), _builtin())
     if _looks_like_path(name_or_path):
         path = Path(name_or_path).expanduser()
         if not path.is_file():
@@ -124,7 +131,7 @@ def get_agent_config(name_or_path: str) -> AgentConfig:
         if name_or_path in config.aliases:
             return config
     raise ConfigError(f"unknown agent {name_or_path!r}; known agents: {_known_names(configs)} "
-                      "(or a path to an agent .toml)")
+                      "(or a path to an agent .toml, or acp:<id>[@<version>] from the ACP registry)")
 
 
 def resolve_agent(spec: str) -> Any:
