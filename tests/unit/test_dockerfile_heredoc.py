@@ -166,3 +166,17 @@ def test_local_sandbox_writes_copy_heredocs():
     assert (write.dest, write.dest_is_dir, write.chmod) == ("/w/conf", True, 0o600)
     single = parse_dockerfile("FROM a\nCOPY <<'EOF' /etc/x\n$N\nEOF\n").steps[0]
     assert single.files == (("EOF", "$N\n"),) and single.dest == "/etc/x" and not single.dest_is_dir
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_spaced_heredoc_word_and_a_heredoc_fed_to_a_program(shell):
+    spaced = "FROM a\nRUN << EOF\necho spaced\nEOF\n"
+    assert dockerfile_heredoc.run_script(_only(spaced)) == "echo spaced\n"
+    fed = "FROM a\nRUN <<EOF sh\necho fed to sh\nEOF\n"  # not only a heredoc: the shell runs `sh` with it as stdin
+    assert dockerfile_heredoc.run_script(_only(fed)) == "<<EOF sh\necho fed to sh\nEOF"
+    assert _run(shell, _classic(fed)) == "fed to sh\n"
+
+
+def test_a_dockerfile_without_heredocs_is_handed_over_as_it_is():
+    text = "FROM a\r\nRUN echo hi\r\n"
+    assert dockerfile_heredoc.for_classic_builder(text) == (text, [])

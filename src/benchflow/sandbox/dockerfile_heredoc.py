@@ -36,15 +36,14 @@ from dataclasses import dataclass
 from benchflow.errors import BuildError
 
 from .dockerfile_lines import (
-    HEREDOC_WORD,
     Heredoc,
     Instruction,
     escape_char,
     heredoc_of,
+    heredoc_words,
     parse,
     referenced,
     substitute,
-    words,
 )
 
 CONTEXT_DIR = ".benchflow-heredocs"
@@ -67,8 +66,7 @@ class ContextFile:
 def run_script(ins: Instruction) -> str:
     """The script BuildKit hands the instruction's shell for a ``RUN`` with heredocs."""
     _, command = ins.flags_and_command()
-    single = HEREDOC_WORD.match(command)
-    if single and len(words(command)) == 1 and len(ins.heredocs) == 1:
+    if heredoc_of(command) is not None and len(ins.heredocs) == 1:  # the command is one heredoc word
         doc = ins.heredocs[0]
         return _run_file(doc) if doc.body.startswith("#!") else doc.content
     return command + "".join(f"\n{doc.body}{doc.name}" for doc in ins.heredocs)
@@ -137,11 +135,14 @@ def for_classic_builder(dockerfile: str) -> tuple[str, list[ContextFile]]:
     Raises:
         BuildError: a heredoc bench cannot translate (the message names the line and the fix).
     """
+    parsed = parse(dockerfile)
+    if not any(ins.heredocs for ins in parsed):
+        return dockerfile, []
     escape = escape_char(dockerfile)
     scope = _Variables()
     out: list[str] = []
     files: list[ContextFile] = []
-    for ins in parse(dockerfile):
+    for ins in parsed:
         scope.see(ins)
         if not ins.heredocs:
             out.extend(ins.lines)
@@ -167,8 +168,7 @@ def _classic_copy(ins: Instruction, scope: _Variables, index: int) -> tuple[str,
     contents = copy_files(ins, scope.values)
     added: list[ContextFile] = []
     sources: list[str] = []
-    for word in words(command):
-        doc = heredoc_of(word)
+    for word, doc in heredoc_words(command):
         if doc is None:
             sources.append(word)
             continue

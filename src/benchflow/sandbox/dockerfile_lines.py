@@ -131,6 +131,22 @@ def heredoc_of(word: str) -> Heredoc | None:
     return Heredoc(name=name, chomp=match.group(2) == "-", expand=quotes == name.count("'") + name.count('"'))
 
 
+def heredoc_words(line: str) -> list[tuple[str, Heredoc | None]]:
+    """The :func:`words` of ``line``, each with the heredoc it opens (``<< EOF``, spaced as BuildKit
+    0.22 allows, is one word)."""
+    out: list[tuple[str, Heredoc | None]] = []
+    split = words(line)
+    i = 0
+    while i < len(split):
+        word = split[i]
+        if re.fullmatch(r"\d*<<-?", word) and i + 1 < len(split):
+            word = f"{word} {split[i + 1]}"
+            i += 1
+        out.append((word, heredoc_of(word)))
+        i += 1
+    return out
+
+
 def _is_json(command: str) -> bool:
     if not command.startswith("["):
         return False
@@ -174,7 +190,7 @@ def parse(text: str) -> list[Instruction]:
         heredocs: list[Heredoc] = []
         probe = Instruction([], start + 1, joined)
         if probe.keyword in TAKES_HEREDOCS and "<<" in joined and not _is_json(probe.flags_and_command()[1]):
-            for doc in filter(None, map(heredoc_of, words(joined))):
+            for doc in filter(None, (doc for _, doc in heredoc_words(joined))):
                 body: list[str] = []
                 terminated = False
                 while i < len(lines):

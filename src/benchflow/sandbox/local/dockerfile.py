@@ -290,7 +290,7 @@ def _parse_copy(kw: str, rest: str, plan: ImagePlan, variables: dict[str, str], 
         raise refuse(path, ins.line, ins.text, f"{kw} --{sorted(unknown)[0]} is not supported")
     inline = dockerfile_heredoc.copy_files(ins.source, variables) if ins.source.heredocs else {}
     if inline:
-        rest = " ".join(w for w in dockerfile_lines.words(rest) if dockerfile_lines.heredoc_of(w) is None)
+        rest = " ".join(word for word, doc in dockerfile_lines.heredoc_words(rest) if doc is None)
     words = _json_array(rest)
     if words is None:
         try:
