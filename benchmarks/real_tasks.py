@@ -140,11 +140,11 @@ def why_not_here(task: Path, missing: set[str]) -> str:
     if not dockerfile.is_file():
         return "no environment/Dockerfile (a prebuilt image only)"
     stages = set()
-    groups = dockerfile_lines.instructions(dockerfile.read_text())
-    if any(len(g) > 1 and dockerfile_lines.HEREDOC.search(g[0]) and not g[0].lstrip().startswith("#") for g in groups):
-        return ("a Dockerfile heredoc needs BuildKit; the Docker SDK build (bench's docker backend and the "
-                "hand run) is the classic builder")
-    for group in groups:
+    parsed = dockerfile_lines.parse(dockerfile.read_text())
+    if any(ins.heredocs for ins in parsed):
+        return ("by hand needs BuildKit for the Dockerfile's heredocs (not on this engine: the hand run is the "
+                "Docker SDK's classic builder); bench translates heredocs for the classic builder")
+    for group in (ins.lines for ins in parsed):
         match = _FROM.match(group[0])
         if not match:
             continue

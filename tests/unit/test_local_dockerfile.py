@@ -78,7 +78,6 @@ def test_only_workdir_needs_no_layer():
     ("FROM x AS b\nRUN make\nFROM y\nCOPY --from=b /out /out\n", "multi-stage"),
     ("FROM x\nCOPY --from=builder /out /out\n", "COPY --from"),
     ("FROM x\nRUN --mount=type=cache,target=/root/.cache pip install x\n", "RUN --mount"),
-    ("FROM x\nRUN <<EOF\necho hi\nEOF\n", "heredoc"),
     ("FROM x\nCOPY ../secret /s\n", "outside the build context"),
     ("FROM x\nFROBNICATE now\n", "unknown instruction FROBNICATE"),
     ("RUN true\n", "before FROM"),

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from benchflow.errors import BuildError, TaskError
 
-from . import bundled_skills, ca, dockerfile_lines
+from . import bundled_skills, ca, dockerfile_heredoc, dockerfile_lines
 from .base import SandboxSpec
 from .docker_engine import call
 
@@ -110,7 +110,12 @@ def _strips_skills(spec: SandboxSpec) -> bool:
 
 def context_tar(spec: SandboxSpec) -> io.BufferedIOBase:
     """The build context as an uncompressed tar, Dockerfile rewritten, CA bundle added
-    (and, for a no-skill run, the task's ``skills/`` left out)."""
+    (and, for a no-skill run, the task's ``skills/`` left out); heredocs are translated for the
+    engine's classic builder (:mod:`.dockerfile_heredoc`), their ``COPY`` bodies added as files.
+
+    Raises:
+        BuildError: a heredoc that cannot be translated.
+    """
     import tarfile  # here, not at the top: a run whose image is cached never builds a context
 
     from docker.utils.build import exclude_paths
@@ -124,11 +129,13 @@ def context_tar(spec: SandboxSpec) -> io.BufferedIOBase:
     strip = _strips_skills(spec)
     if strip:
         text = bundled_skills.without_skill_copies(text)
-    extra: dict[str, bytes] = {}
+    extra: dict[str, tuple[bytes, int]] = {}
     if spec.ca_bundle is not None:
-        extra[ca.CONTEXT_NAME] = ca.read_bundle(spec.ca_bundle)
+        extra[ca.CONTEXT_NAME] = (ca.read_bundle(spec.ca_bundle), 0o644)
         text = ca.inject(text)
-    extra[spec.dockerfile] = text.encode("utf-8")
+    text, inline = dockerfile_heredoc.for_classic_builder(text)
+    extra.update({file.path: (file.data, file.mode) for file in inline})
+    extra[spec.dockerfile] = (text.encode("utf-8"), 0o644)
     ignore_file = env / ".dockerignore"
     patterns = ignore_file.read_text().splitlines() if ignore_file.is_file() else []
     keep = exclude_paths(str(env), patterns, dockerfile=spec.dockerfile)
@@ -138,9 +145,9 @@ def context_tar(spec: SandboxSpec) -> io.BufferedIOBase:
             if rel in extra or IGNORED.intersection(Path(rel).parts) or (strip and bundled_skills.in_folder(rel)):
                 continue
             archive.add(os.path.join(env, rel), arcname=rel, recursive=False)
-        for rel, data in extra.items():
+        for rel, (data, mode) in extra.items():
             info = tarfile.TarInfo(rel)
-            info.size, info.mode = len(data), 0o644
+            info.size, info.mode = len(data), mode
             archive.addfile(info, io.BytesIO(data))
     buffer.seek(0)
     return buffer

@@ -3,10 +3,12 @@
 The local sandbox has no image: the host root stands in for ``FROM``. What it
 can reproduce is ``WORKDIR``, ``ENV``/``ARG``, ``USER``, ``SHELL``, ``COPY``/
 ``ADD`` of files from the build context, and ``RUN`` (executed later in a
-copy-on-write layer over the host root). Anything else that changes the image
-(``ADD`` of a URL, ``COPY --from``, a second ``FROM``, ``RUN --mount``,
-heredocs, ``spec.image``) is refused here, before anything runs, with a
-:class:`~benchflow.errors.CapabilityError` that names the step.
+copy-on-write layer over the host root). Heredocs (BuildKit syntax) are
+honoured as BuildKit does (:mod:`benchflow.sandbox.dockerfile_heredoc`): a
+``RUN``'s shell gets the script with the bodies, a ``COPY <<EOF`` writes a file.
+Anything else that changes the image (``ADD`` of a URL, ``COPY --from``, a
+second ``FROM``, ``RUN --mount``, ``spec.image``) is refused here, before
+anything runs, with a :class:`~benchflow.errors.CapabilityError` that names the step.
 
 Parsing is pure: no file is read but the text handed in.
 """
@@ -21,6 +23,8 @@ import shlex
 from dataclasses import asdict, dataclass, field
 
 from benchflow.errors import CapabilityError
+from benchflow.sandbox import dockerfile_heredoc, dockerfile_lines
+from benchflow.sandbox.dockerfile_lines import substitute
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +35,6 @@ SUGGESTION = "use --sandbox docker"
 # Instructions that describe how a container is run, not what is in it.
 _IGNORED = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "MAINTAINER", "STOPSIGNAL",
             "HEALTHCHECK", "VOLUME", "ONBUILD"}
-_VAR = re.compile(r"\\\$|\$\{(\w+)(?::([-+])([^}]*))?\}|\$(\w+)")
-_HEREDOC = re.compile(r"(?<!<)<<(?!<)-?\s*[\"']?[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,19 @@ class CopyStep:
     chmod: int | None = None
     extract: bool = False
     """``ADD`` semantics: a local tar archive is unpacked at ``dest``."""
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class WriteStep:
+    """``COPY``/``ADD <<EOF dest``: files named after their terminators, a heredoc's text their content."""
+
+    files: tuple[tuple[str, str], ...]
+    """(name, content) of each file."""
+    dest: str
+    dest_is_dir: bool
+    chown: str | None = None
+    chmod: int | None = None
     line: int = 0
 
 
@@ -69,7 +84,7 @@ class MkdirStep:
     line: int = 0
 
 
-Step = CopyStep | RunStep | MkdirStep
+Step = CopyStep | WriteStep | RunStep | MkdirStep
 
 
 @dataclass
@@ -92,7 +107,7 @@ class ImagePlan:
 
     @property
     def has_layer_steps(self) -> bool:
-        return any(isinstance(s, (CopyStep, RunStep)) for s in self.steps)
+        return any(isinstance(s, (CopyStep, WriteStep, RunStep)) for s in self.steps)
 
 
 @dataclass(frozen=True)
@@ -101,6 +116,8 @@ class _Instruction:
     args: str
     line: int
     text: str
+    source: dockerfile_lines.Instruction
+    """As BuildKit reads it, heredoc bodies included."""
 
 
 def refuse(path: str, line: int, text: str, reason: str) -> CapabilityError:
@@ -110,55 +127,23 @@ def refuse(path: str, line: int, text: str, reason: str) -> CapabilityError:
     return CapabilityError(f"{where}: `{shown}` cannot run in the local sandbox ({reason}); {SUGGESTION}")
 
 
-def substitute(text: str, variables: dict[str, str]) -> str:
-    """Expand ``$VAR``, ``${VAR}``, ``${VAR:-default}`` and ``${VAR:+alt}`` like Docker does."""
-
-    def repl(m: re.Match[str]) -> str:
-        if m.group(0) == "\\$":
-            return "$"
-        name = m.group(1) or m.group(4)
-        value = variables.get(name, "")
-        if m.group(2) == "-":
-            return value or m.group(3)
-        if m.group(2) == "+":
-            return m.group(3) if value else ""
-        return value
-
-    return _VAR.sub(repl, text)
-
-
 def _logical_lines(text: str) -> list[_Instruction]:
-    escape = "\\"
-    lines = text.splitlines()
-    for raw in lines:  # parser directives come first, before any other line
-        m = re.match(r"#\s*(\w+)\s*=\s*(\S+)\s*$", raw)
-        if not m:
-            break
-        if m.group(1).lower() == "escape":
-            escape = m.group(2)
+    """The instructions of ``text`` (grouped as BuildKit groups them: :mod:`.dockerfile_lines`), each
+    continuation line stripped and joined with a space, comment lines among them dropped."""
+    escape = dockerfile_lines.escape_char(text)
     out: list[_Instruction] = []
-    buf: list[str] = []
-    start = 0
-    for number, raw in enumerate(lines, 1):
-        stripped = raw.strip()
-        if not buf and (not stripped or stripped.startswith("#")):
+    for source in dockerfile_lines.parse(text):
+        if not source.text:
             continue
-        if buf and stripped.startswith("#"):
-            continue  # comment lines inside a continuation are dropped
-        if not buf:
-            start = number
-        if stripped.endswith(escape):
-            buf.append(stripped[: -len(escape)])
-            continue
-        buf.append(stripped)
-        joined = " ".join(part for part in buf if part)
         buf = []
+        for raw in source.lines[:source.head]:
+            stripped = raw.strip()
+            if stripped.startswith("#"):
+                continue
+            buf.append(stripped[: -len(escape)] if stripped.endswith(escape) else stripped)
+        joined = " ".join(part for part in buf if part)
         keyword, _, args = joined.partition(" ")
-        out.append(_Instruction(keyword.upper(), args.strip(), start, joined))
-    if buf:
-        joined = " ".join(buf)
-        keyword, _, args = joined.partition(" ")
-        out.append(_Instruction(keyword.upper(), args.strip(), start, joined))
+        out.append(_Instruction(keyword.upper(), args.strip(), source.line, joined, source))
     return out
 
 
@@ -251,7 +236,7 @@ def parse_dockerfile(text: str, *, path: str = "environment/Dockerfile",
             plan.steps.append(_parse_run(rest, plan, variables, path, ins))
             continue
         if kw in ("COPY", "ADD"):
-            plan.steps.append(_parse_copy(kw, rest, plan, variables, path, ins))
+            plan.steps.extend(_parse_copy(kw, rest, plan, variables, path, ins))
             continue
         raise refuse(path, ins.line, ins.text, f"unknown instruction {kw}")
     if not seen_from:
@@ -281,9 +266,11 @@ def _parse_run(rest: str, plan: ImagePlan, variables: dict[str, str], path: str,
     if "mount" in flags or "security" in flags:
         raise refuse(path, ins.line, ins.text, "RUN --mount/--security need BuildKit")
     argv = _json_array(rest)
-    if argv is None:
-        if _HEREDOC.search(rest):
-            raise refuse(path, ins.line, ins.text, "heredocs need BuildKit")
+    if argv is None and ins.source.heredocs:
+        for doc in ins.source.heredocs:
+            dockerfile_heredoc.check_terminated(ins.source, doc)
+        argv = [*plan.shell, dockerfile_heredoc.run_script(ins.source)]
+    elif argv is None:
         argv = [*plan.shell, rest]
     if not argv:
         raise refuse(path, ins.line, ins.text, "RUN with nothing to run")
@@ -293,15 +280,17 @@ def _parse_run(rest: str, plan: ImagePlan, variables: dict[str, str], path: str,
 
 
 def _parse_copy(kw: str, rest: str, plan: ImagePlan, variables: dict[str, str], path: str,
-                ins: _Instruction) -> CopyStep:
+                ins: _Instruction) -> list[CopyStep | WriteStep]:
+    """A ``CopyStep`` for the build-context sources, a ``WriteStep`` for the heredocs (either may be absent)."""
     flags, rest = _flags(rest)
     if "from" in flags:
         raise refuse(path, ins.line, ins.text, f"{kw} --from needs another image")
     unknown = set(flags) - {"chown", "chmod", "link"}
     if unknown:
         raise refuse(path, ins.line, ins.text, f"{kw} --{sorted(unknown)[0]} is not supported")
-    if _HEREDOC.search(rest):
-        raise refuse(path, ins.line, ins.text, f"heredoc {kw} needs BuildKit")
+    inline = dockerfile_heredoc.copy_files(ins.source, variables) if ins.source.heredocs else {}
+    if inline:
+        rest = " ".join(word for word, doc in dockerfile_lines.heredoc_words(rest) if doc is None)
     words = _json_array(rest)
     if words is None:
         try:
@@ -309,7 +298,7 @@ def _parse_copy(kw: str, rest: str, plan: ImagePlan, variables: dict[str, str], 
         except ValueError as exc:
             raise refuse(path, ins.line, ins.text, f"{kw} does not parse: {exc}") from None
     words = [substitute(w, variables) for w in words]
-    if len(words) < 2:
+    if len(words) + len(inline) < 2:
         raise refuse(path, ins.line, ins.text, f"{kw} needs a source and a destination")
     *sources, dest = words
     for src in sources:
@@ -323,7 +312,14 @@ def _parse_copy(kw: str, rest: str, plan: ImagePlan, variables: dict[str, str], 
             chmod = int(flags["chmod"], 8)
         except ValueError:
             raise refuse(path, ins.line, ins.text, "--chmod must be octal") from None
-    dest_is_dir = dest.endswith("/") or len(sources) > 1 or any(any(c in s for c in "*?[") for s in sources)
-    return CopyStep(tuple(sources), _abs(dest, plan.workdir), dest_is_dir,
-                    substitute(flags["chown"], variables) if flags.get("chown") else None,
-                    chmod, kw == "ADD", ins.line)
+    many = len(sources) + len(inline) > 1
+    dest_is_dir = dest.endswith("/") or many or any(any(c in s for c in "*?[") for s in sources)
+    chown = substitute(flags["chown"], variables) if flags.get("chown") else None
+    steps: list[CopyStep | WriteStep] = []
+    if sources:
+        steps.append(CopyStep(tuple(sources), _abs(dest, plan.workdir), dest_is_dir, chown, chmod, kw == "ADD",
+                              ins.line))
+    if inline:
+        files = tuple((name, content) for name, (content, _) in inline.items())
+        steps.append(WriteStep(files, _abs(dest, plan.workdir), dest_is_dir, chown, chmod, ins.line))
+    return steps

@@ -8,7 +8,7 @@ sandbox; upper: the layer's folder of that name) mounted by a build holder
 namespace of its own (``slirp4netns`` for a build network of ``host``; where
 slirp4netns is missing, loopback only, and a ``RUN`` step that fails then says
 it may need network and names the package).
-``COPY``/``ADD`` stage the build-context files on the host (ownership 0:0 or
+``COPY``/``ADD`` stage the build-context files (or a heredoc's text) on the host (ownership 0:0 or
 ``--chown``, ``--chmod``, archives unpacked for ``ADD``) and copy them into the
 same view, so symlinks such as ``/bin`` -> ``usr/bin`` resolve as they would in
 a container. The finished layer is renamed into place under
@@ -39,6 +39,7 @@ from benchflow.sandbox.local.dockerfile import (
     ImagePlan,
     MkdirStep,
     RunStep,
+    WriteStep,
 )
 from benchflow.sandbox.local.unshare import wrap
 from benchflow.sandbox.local.view import SPECIAL, is_whiteout
@@ -166,6 +167,8 @@ class _Builder:
                     await self._run(step)
                 elif isinstance(step, CopyStep):
                     await self._copy(step)
+                elif isinstance(step, WriteStep):
+                    await self._write(step)
                 elif isinstance(step, MkdirStep):
                     await self._in_layer(["mkdir", "-p", step.path], f"WORKDIR {step.path}", "/", network="none")
         finally:
@@ -256,6 +259,21 @@ class _Builder:
                 mode = "dir"
             else:
                 shutil.copy2(src, payload / src.name)
+        kind = "ADD" if step.extract else "COPY"
+        await self._place(payload, mode, step, f"{kind} {' '.join(step.sources)} {step.dest}")
+
+    async def _write(self, step: WriteStep) -> None:
+        """``COPY <<EOF dest``: each heredoc a file of mode 0644 (or ``--chmod``), copied like a COPY's."""
+        payload = self.stage / f"inline-{step.line or len(os.listdir(self.stage))}"
+        payload.mkdir()
+        for name, content in step.files:
+            (payload / name).write_text(content)
+            os.chmod(payload / name, 0o644)
+        names = " ".join(f"<<{name}" for name, _ in step.files)
+        await self._place(payload, "dir" if step.dest_is_dir else "file", step, f"COPY {names} {step.dest}")
+
+    async def _place(self, payload: Path, mode: str, step: CopyStep | WriteStep, what: str) -> None:
+        """Give the staged ``payload`` its owner and mode and copy it to ``step.dest`` inside the layer."""
         uid, gid = _passwd_entry(self.upper, step.chown.split(":")[0])[:2] if step.chown else (0, 0)
         if step.chown and ":" in step.chown:
             group = step.chown.split(":", 1)[1]
@@ -264,9 +282,8 @@ class _Builder:
             os.lchown(path, local_ns.host_id(uid), local_ns.host_id(gid))
             if step.chmod is not None and not path.is_symlink() and path != payload:
                 os.chmod(path, step.chmod)
-        kind = "ADD" if step.extract else "COPY"
         await self._in_layer(["sh", "-c", _COPY_SCRIPT, "sh", mode, f"{STAGE_MOUNT}/{payload.name}", step.dest],
-                             f"{kind} {' '.join(step.sources)} {step.dest}", "/", network="none")
+                             what, "/", network="none")
 
     def _left_out(self, path: Path) -> bool:
         try:
