@@ -28,6 +28,7 @@ from .documents import (
 )
 from .job import load_job, parse_by, split_controls
 from .outcome import denominators
+from .paired import paired_test
 
 SETTINGS = ("task_digest", "model", "harness", "dataset", "reasoning_effort", "sandbox", "sandbox_user",
             "timeout", "agent_env", "prompts")
@@ -197,6 +198,8 @@ def compare(a: str | Path | JobDocument, b: str | Path | JobDocument, by: str | 
     rate_b = metrics.solve_rates(paired_b, ks=ks, solve_threshold=solve_threshold)
     label_a, label_b = labels or (job_a.name, job_b.name if job_b.name != job_a.name else f"{job_b.name} (B)")
     caveats = _caveats(paired, declared, differing, mismatches, on_mismatch)
+    pairs = [(r.task, grouped_a[k], grouped_b[k]) for r in paired
+             for k in [(r.task, *(r.group or {}).values())]]
     comparison = Comparison(
         a=ComparisonSide(label=label_a, path=job_a.path, denominators=job_a.denominators,
                          solve_rates=job_a.solve_rates),
@@ -215,11 +218,37 @@ def compare(a: str | Path | JobDocument, b: str | Path | JobDocument, by: str | 
             "one_run_per_side": all(r.n_a == 1 and r.n_b == 1 for r in paired),
             "setting_mismatches": len(mismatches),
         },
-        rows=rows, setting_mismatches=mismatches, caveats=caveats,
+        rows=rows, setting_mismatches=mismatches, caveats=caveats, settings_diff=_settings_diff(paired),
+        error_shares={"a": _shares(paired_a), "b": _shares(paired_b)},
+        paired_test=paired_test(pairs, solve_threshold),
     )
     if mismatches and on_mismatch == "raise":
         raise SettingMismatchError(_mismatch_line(mismatches), comparison)
     return comparison
+
+
+def _settings_diff(paired: list[ComparisonRow]) -> list[dict[str, Any]]:
+    """Each setting that differs on a paired task, with the values each side had and on how many tasks."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in paired:
+        for check in row.checks:
+            if check["match"] is False:
+                entry = out.setdefault(check["setting"], {"setting": check["setting"], "a": set(), "b": set(),
+                                                          "tasks": 0})
+                entry["a"].update(check["a"])
+                entry["b"].update(check["b"])
+                entry["tasks"] += 1
+    return [{**e, "a": sorted(e["a"]), "b": sorted(e["b"])} for name in SETTINGS if (e := out.get(name))]
+
+
+def _shares(trials: list[TrialSummary]) -> dict[str, float]:
+    finished = [t for t in trials if t.finished]
+    counts: dict[str, int] = {}
+    for trial in finished:
+        category = trial.error_category or trial.verifier_error_category
+        if category:
+            counts[category] = counts.get(category, 0) + 1
+    return {name: n / len(finished) for name, n in sorted(counts.items())}
 
 
 def _mismatch_line(mismatches: list[dict[str, Any]]) -> str:

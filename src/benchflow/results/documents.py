@@ -165,7 +165,8 @@ class Comparison(BaseModel):
 
     kind: Literal["benchflow.comparison"] = "benchflow.comparison"
     schema_version: int = SCHEMA_VERSION
-    schema_minor: int = SCHEMA_MINOR
+    schema_minor: int = 1
+    """1: ``settings_diff``, ``error_shares`` and ``paired_test`` added."""
     a: ComparisonSide
     b: ComparisonSide
     a_paired: dict[str, Any]
@@ -181,3 +182,11 @@ class Comparison(BaseModel):
     rows: list[ComparisonRow]
     setting_mismatches: list[dict[str, Any]] = Field(default_factory=list)
     caveats: list[str] = Field(default_factory=list)
+    settings_diff: list[dict[str, Any]] = Field(default_factory=list)
+    """Every setting that differs on some paired task, declared or not: {setting, a, b, tasks}; what explains a
+    difference before the numbers do."""
+    error_shares: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Per side, each error category's share of the paired tasks' finished trials."""
+    paired_test: dict[str, Any] | None = None
+    """``benchflow.results.paired.paired_test``: McNemar over pass/fail, a seeded paired bootstrap over rewards,
+    the tasks that flipped each way, the trials left out as not the agent's doing."""

@@ -211,9 +211,45 @@ def _one_line(text: Any, cap: int = 160) -> str:
     return flat if len(flat) <= cap else flat[: cap - 1] + "…"
 
 
+def _settings_lines(c: Comparison) -> list[str]:
+    """What differs between the sides, before any number (the first thing to read)."""
+    if not c.settings_diff:
+        return ["Settings: the paired tasks ran with the same settings"]
+    lines = ["Settings that differ (read these before the numbers):"]
+    for d in c.settings_diff:
+        declared = " (declared with --vary)" if d["setting"] in c.vary else ""
+        lines.append(f"  {d['setting']}{declared}: A {', '.join(map(str, d['a'])) or '-'} | "
+                     f"B {', '.join(map(str, d['b'])) or '-'} ({d['tasks']} task(s))")
+    return lines
+
+
+def _paired_test_lines(c: Comparison) -> list[str]:
+    t = c.paired_test
+    if not t or not t["tasks"]:
+        return []
+    pf, rw = t["pass_fail"], t["reward"]
+    ci = f" [{num(rw['ci95'][0])}, {num(rw['ci95'][1])}]" if rw["ci95"] else ""
+    lines = [f"Paired test over {t['tasks']} task(s): solved by A only {pf['solved_by_a_only']}, by B only "
+             f"{pf['solved_by_b_only']}; McNemar exact p = {pf['p_value']:.4g}; mean delta {num(rw['mean_delta'])}"
+             f"{ci} (95%, paired bootstrap, seed {rw['seed']})"]
+    for side, label in (("to_b", "Flipped to B (A failed, B solved)"), ("to_a", "Flipped to A (A solved, B failed)")):
+        if t["flipped"][side]:
+            lines.append(f"{label}: {', '.join(t['flipped'][side])}")
+    for side in ("a", "b"):
+        out = t["not_the_agent"][side]
+        if out:
+            kinds = sorted({o["category"] or "no score, no error" for o in out})
+            lines.append(f"Left out of both denominators ({side.upper()}, not the agent's doing): {len(out)} "
+                         f"trial(s): {', '.join(kinds)}")
+    for side in ("a", "b"):
+        if c.error_shares.get(side):
+            lines.append(f"Errors {side.upper()}: " + ", ".join(f"{k} {pct(v)}" for k, v in c.error_shares[side].items()))
+    return lines
+
+
 def render_comparison(c: Comparison) -> str:
     s = c.summary
-    lines = [f"A: {c.a.label}  ({c.a.path})", f"B: {c.b.label}  ({c.b.path})",
+    lines = [f"A: {c.a.label}  ({c.a.path})", f"B: {c.b.label}  ({c.b.path})", *_settings_lines(c),
              f"Tasks: {s['tasks']} ({s['paired']} paired, {s['only_a']} only A, {s['only_b']} only B); "
              f"both scored {s['both_scored']}: B higher {s['b_higher']}, lower {s['b_lower']}, same "
              f"{s['same_reward']}; mean delta {num(s['mean_delta'])}",
@@ -221,6 +257,7 @@ def render_comparison(c: Comparison) -> str:
     for side in ("a", "b"):
         ks = ", ".join(f"pass@{k} {pct(v)}" for k, v in c.pass_at_k[side]["pass_at_k"].items())
         lines.append(f"Paired {side.upper()}: {ks}")
+    lines += _paired_test_lines(c)
     if c.vary:
         lines.append("Declared to vary: " + ", ".join(c.vary))
     headers = ["task"] + (["group"] if c.by else []) + ["status", "n_a", "n_b", "reward_a", "reward_b", "delta",
