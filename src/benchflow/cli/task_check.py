@@ -38,8 +38,9 @@ def check(
              "value-equivalent variants of its output)"),
     sandbox: Optional[str] = typer.Option(
         None, "--sandbox",
-        help="Validate runtime semantics for this sandbox backend (docker, remote-docker, local); the "
-             "levels that run the task run there (default: docker when an engine answers, else local)"),
+        help="Validate runtime semantics for docker, remote-docker, local, daytona, modal, apple-container, or "
+             "agentcore (default: a sandbox that can run the task: docker, or modal for a task that asks for GPUs); "
+             "the levels that run the task run there (default: docker when an engine answers, else local)"),
     report_output: Optional[Path] = typer.Option(
         None, "--report-output",
         help="Write the acceptance-live report to this host path instead of the task-declared report "
