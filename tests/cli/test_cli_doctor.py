@@ -44,3 +44,12 @@ def test_doctor_reads_credentials_from_dotenv_by_name(bench, tmp_path):
 def test_doctor_refuses_an_unknown_sandbox(bench):
     result = bench("doctor", "--offline", "--sandbox", "nope")
     assert result.returncode == 2 and "--sandbox nope" in result.stderr
+
+
+def test_agent_start_is_repeatable_and_checks_each_agent(bench):
+    result = bench("doctor", "--offline", "--json", "--sandbox", "local",
+                   "--agent-start", "oracle", "--agent-start", "nop", "--agent-start", "oracle")
+    assert result.returncode == 1, result.stdout + result.stderr
+    started = [c for c in json.loads(result.stdout)["checks"] if c["group"] == "agent"]
+    assert [c["name"] for c in started] == ["start oracle", "start nop"]
+    assert all(c["required"] and c["status"] == "fail" and "nothing to install" in c["detail"] for c in started)

@@ -80,3 +80,18 @@ def test_help_all_shows_the_hidden_run_flags(bench) -> None:
     assert short.returncode == 0 and full.returncode == 0
     assert "--retry-attempts" not in short.stdout and "--retry-attempts" in full.stdout
     assert "--ca-bundle" in full.stdout
+
+
+def test_keep_sandbox_on_a_backend_that_cannot_keep_is_refused_at_plan_time(bench, tasks: Path, tmp_path: Path) -> None:
+    planned = bench("run", str(tasks), "--sandbox", "local", "--keep-sandbox", "always", "--dry-run")
+    assert planned.returncode == 1
+    refusal = [line for line in planned.stderr.splitlines() if "--keep-sandbox" in line]
+    assert len(refusal) == 1 and refusal[0].startswith(
+        "  refuse: --keep-sandbox always: sandbox local cannot keep a sandbox after its trial; use --sandbox ")
+    assert "docker" in refusal[0].split("use --sandbox ")[1]  # one that can keep is named
+    ran = bench("run", str(tasks), "--sandbox", "local", "--keep-sandbox", "on-failure",
+                "--jobs-dir", str(tmp_path / "jobs"))
+    assert ran.returncode == 1 and "--keep-sandbox on-failure: sandbox local cannot keep" in ran.stderr
+    assert not (tmp_path / "jobs").exists(), "refused before any job folder or sandbox"
+    kept = bench("run", str(tasks), "--sandbox", "docker", "--keep-sandbox", "always", "--dry-run")
+    assert "--keep-sandbox" not in kept.stderr

@@ -115,8 +115,7 @@ def test_levels(bench):
     result = bench("tasks", "check", "--level", "acceptance", str(EXAMPLE))
     assert result.returncode == 1 and "benchflow.evidence: missing" in result.stdout
     # acceptance-live and equivalence run the task: tests/integration/test_check_levels.py
-    result = bench("check", "--level", "runtime-capability", str(EXAMPLE))
-    assert result.returncode == 2 and "needs --sandbox" in result.stderr
+    # runtime-capability without --sandbox picks one that can run the task: tests/cli/test_cli_check_plan.py
     result = bench("check", "--sandbox", "nonesuch", str(EXAMPLE))
     assert result.returncode == 2 and "unknown sandbox" in result.stderr
     assert_no_traceback(result)

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchflow.tasks.capability import RuntimeTarget
+from benchflow.tasks.capability import RuntimeTarget, runtime_issues
 
 
-def runtime_target(name: str) -> RuntimeTarget:
+def runtime_target_for(task: Any) -> RuntimeTarget:
+    """Without ``--sandbox``: the first sandbox that works here and can run ``task`` (its
+    capabilities give no runtime issue), as the registry orders them (docker first, modal for a
+    task that asks for GPUs); else the default sandbox, whose issues the check then reports."""
+    from benchflow.sandbox import default_backend, first_that_can
+
+    gpus = bool(task.config.sandbox.gpus or task.config.sandbox.gpu_types)
+    picked = first_that_can(lambda name, backend: not runtime_issues(task, backend.capabilities, name)[0],
+                            needs_gpus=gpus)
+    name, why = picked if picked is not None else default_backend(needs_gpus=gpus)[:2]
+    return runtime_target(name, why=why)
+
+
+def runtime_target(name: str, why: str = "--sandbox") -> RuntimeTarget:
     """The backend ``name``'s capabilities, and what a run on it would adapt (nothing is pulled).
 
     Raises:
@@ -26,4 +39,4 @@ def runtime_target(name: str) -> RuntimeTarget:
         fitted = fit(backend, spec_for_task(task), pull=False)
         return ([fitted.refusal] if fitted.refusal else []), fitted.notes()
 
-    return RuntimeTarget(name=name, capabilities=backend.capabilities, adaptations=adaptations)
+    return RuntimeTarget(name=name, capabilities=backend.capabilities, adaptations=adaptations, why=why)

@@ -8,6 +8,7 @@ help printed in listings. Only commands that work are listed.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.util
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ class Lazy:
     attr: str
     help: str
     hidden: bool = False
+    notice: str = ""
+    """An older spelling kept for old scripts: printed to stderr (after the command's path) whenever the
+    row runs, and put before the command's own help. The row is the same command object as its target."""
 
 
 # name -> where the command lives. Aliases point at the same object.
@@ -58,6 +62,8 @@ EVAL: dict[str, Lazy] = {
     "resume": Lazy(_RUN, "resume_cmd", "Finish an interrupted job from its folder: rerun only the unfinished tasks."),
     "branch": Lazy("benchflow.cli.branch", "branch_cmd", "Fork an agent run at a checkpoint into labelled children."),
     "branches": Lazy("benchflow.cli.branch", "branches_cmd", "Show every fork and child of a job's (or one trial's) branches: request, status, reward, advantage, tokens, USD and sandbox-seconds."),
+    "create": Lazy(_RUN, "eval_run_cmd", "The same as bench eval run. Run an evaluation; single task or batch.",
+                   hidden=True, notice="Deprecated; use bench eval run."),
 }
 
 SANDBOX: dict[str, Lazy] = {
@@ -117,6 +123,25 @@ HUB: dict[str, Lazy] = {
     "publish": Lazy(_HP, "publish_cmd", "Publish a folder of tasks as an immutable dataset version on a BenchFlow Hub."),
     "push": Lazy(_HP, "push_cmd", "Push a finished run (traces, results) to a BenchFlow Hub."),
     "serve": Lazy("benchflow.cli.hub_serve", "serve_cmd", "Serve a BenchFlow Hub: datasets, runs, leaderboards and trajectories."),
+    "env": Lazy("", "HUB_ENV", "Alias of bench hub: use bench hub list/show/inspect.", hidden=True),
+}
+
+HUB_ENV: dict[str, Lazy] = {
+    "list": Lazy(_HB, "list_cmd", HUB["list"].help, notice="Deprecated; use bench hub list."),
+    "show": Lazy(_HB, "show_cmd", HUB["show"].help, notice="Deprecated; use bench hub show."),
+    "inspect": Lazy(_HB, "inspect_cmd", HUB["inspect"].help, notice="Deprecated; use bench hub inspect."),
+}
+
+_S = "benchflow.cli.sandbox"
+ENVIRONMENT: dict[str, Lazy] = {
+    name: Lazy(module, attr, text, notice=text)
+    for name, module, attr, text in (
+        ("create", _S, "create_cmd", "Deprecated; use bench sandbox create."),
+        ("list", _S, "list_cmd", "Deprecated; use bench sandbox list (local) or bench hub list (hosted)."),
+        ("show", _HB, "show_cmd", "Deprecated; use bench hub show."),
+        ("inspect", _HB, "inspect_cmd", "Deprecated; use bench hub inspect."),
+        ("cleanup", _S, "cleanup_cmd", "Deprecated; use bench sandbox cleanup."),
+    )
 }
 
 TRAJ: dict[str, Lazy] = {
@@ -158,6 +183,7 @@ ROOT: dict[str, Lazy] = {
     "hub": Lazy("", "HUB", "Environment hubs: browse (list/show/inspect), check registry tasks, publish datasets and push runs to a BenchFlow Hub."),
     "traj": Lazy("", "TRAJ", "Trajectory commands."),
     "daemon": Lazy("", "DAEMON", "Manage the opt-in warm local runtime."),
+    "environment": Lazy("", "ENVIRONMENT", "Deprecated; use bench sandbox / bench hub.", hidden=True),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 
@@ -174,9 +200,16 @@ def available(entry: Lazy) -> bool:
 
 def load(entry: Lazy, name: str) -> Any:
     if not entry.module:
-        return make_group(name, globals()[entry.attr], entry.help)
+        group = make_group(name, globals()[entry.attr], entry.help)
+        group.hidden = entry.hidden
+        return group
     obj = getattr(importlib.import_module(entry.module), entry.attr)
     command = typer.main.get_command(obj) if isinstance(obj, typer.Typer) else obj
+    if entry.notice:  # a copy: the target's own row keeps its name and help
+        command = copy.copy(command)
+        first, _, rest = (command.help or "").partition("\n\n")
+        command.help = "\n\n".join(part for part in (entry.help, first not in entry.help and first, rest) if part)
+        command.short_help = entry.help
     # Shell completion is installed from the root command only.
     command.params = [p for p in command.params if p.name not in {"install_completion", "show_completion"}]
     command.name = name
@@ -224,6 +257,15 @@ class LazyGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any | None:
         entry = self.table.get(cmd_name)
         return load(entry, cmd_name) if entry and available(entry) else None
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> tuple[Any, Any, list[str]]:
+        # Only a command about to run is resolved (help listings call get_command), so an older
+        # spelling's notice goes out once, before its flags are parsed: a usage error or --help too.
+        name, command, rest = super().resolve_command(ctx, args)
+        entry = self.table.get(name or "")
+        if entry is not None and entry.notice:
+            typer.echo(f"{ctx.command_path} {name}: {entry.notice}", err=True)
+        return name, command, rest
 
     def get_params(self, ctx: Any) -> list[Any]:
         # Typer leaves unset boolean flags (--help, --install-completion) at None, and coercing None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -21,14 +21,17 @@ def doctor(
                                      "or local. The others are listed too."),
     offline: bool = typer.Option(False, "--offline", help="Skip network probes."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    agent_start: Optional[str] = typer.Option(None, "--agent-start", help="Also install this agent in a fresh sandbox and open its ACP connection without a prompt, so a broken install or login shows before a batch."),
+    agent_start: Optional[List[str]] = typer.Option(
+        None, "--agent-start",
+        help="Also install this agent in a fresh --sandbox and open its ACP connection without a prompt (no model "
+             "call), to catch a broken install or login before a batch (repeatable)."),
     ca_bundle: Optional[str] = typer.Option(None, "--ca-bundle", help="With --agent-start: trust this CA bundle in the install build ('host' = this machine's)."),
 ) -> None:
     from benchflow.doctor import agent_start_check, run_doctor
 
     report = run_doctor(sandbox=sandbox, offline=offline)
-    if agent_start:
-        report.checks.extend(agent_start_check(agent_start, sandbox=sandbox, ca_bundle=ca_bundle))
+    for name in dict.fromkeys(agent_start or []):  # one after another, each in a fresh sandbox
+        report.checks.extend(agent_start_check(name, sandbox=sandbox, ca_bundle=ca_bundle))
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:

@@ -227,6 +227,7 @@ def run_command(
     reviewer_open_network: bool = RF.hidden(RF.OPEN_NETWORK),
 ) -> None:
     from benchflow.errors import ConfigError
+    from benchflow.jobs.spec import agent_user
     from benchflow.util.durations import parse_duration
     from benchflow.util.match import split_patterns
 
@@ -270,6 +271,7 @@ def run_command(
         "checkpoints": checkpoints, "checkpoint_keep": checkpoint_keep,
         "retry_from_checkpoint": retry_from_checkpoint, "retry_prompt": retry_prompt,
         "retry_resume_session": retry_resume_session, "integrity": integrity,
+        "sandbox_user": sandbox_user and agent_user(sandbox_user),
         "reviewer": RF.reviewer_changes(
             agent=reviewer_agent, model=reviewer_model, effort=reviewer_effort, sandbox=reviewer_sandbox,
             timeout=reviewer_timeout, idle=reviewer_idle, storage=reviewer_storage, memory=reviewer_memory,
@@ -281,8 +283,8 @@ def run_command(
     spec = build_run_spec(config, fields=flags, source="bench run")
     if task_skills is False:  # an explicit --no-task-skills wins over a run config's task_skills
         spec = spec.model_copy(update={"task_skills": False})
-    if sandbox_user is not None:
-        spec = spec.model_copy(update={"sandbox_user": None if sandbox_user in {"null", "none", "root", ""} else sandbox_user})
+    if sandbox_user is not None and agent_user(sandbox_user) is None:  # root: None, which fields take as "not given"
+        spec = spec.model_copy(update={"sandbox_user": None})
     publish = None
     if any((publish_hf, hf_prefix, hf_public_read_check, eval_results_model, eval_results_dataset,
             eval_results_task, publish_bucket)):  # else nothing to check or publish: not imported

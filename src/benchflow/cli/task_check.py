@@ -38,8 +38,9 @@ def check(
              "value-equivalent variants of its output)"),
     sandbox: Optional[str] = typer.Option(
         None, "--sandbox",
-        help="Validate runtime semantics for this sandbox backend (docker, remote-docker, local); the "
-             "levels that run the task run there (default: docker when an engine answers, else local)"),
+        help="Validate runtime semantics for docker, remote-docker, local, daytona, modal, apple-container, or "
+             "agentcore (default: a sandbox that can run the task: docker, or modal for a task that asks for GPUs); "
+             "the levels that run the task run there (default: docker when an engine answers, else local)"),
     report_output: Optional[Path] = typer.Option(
         None, "--report-output",
         help="Write the acceptance-live report to this host path instead of the task-declared report "
@@ -50,6 +51,15 @@ def check(
              "(report-only dogfood; leaves the task package unmodified). Takes precedence over "
              "--report-output."),
     allow_task_env: Optional[list[str]] = typer.Option(None, "--allow-task-env", help=ALLOW_TASK_ENV_HELP),
+    verifier_sandbox: Optional[str] = typer.Option(
+        None, "--verifier-sandbox",
+        help="With separate: also check what bench run --verifier-sandbox separate checks before it starts "
+             "(on --sandbox, default docker), with the same refusals, and name where the verifier image comes from"),
+    agent: Optional[str] = typer.Option(None, "--agent", show_default="claude-agent-acp",
+                                        help="Agent to validate, as for eval run"),
+    model: Optional[str] = typer.Option(None, "--model", help="Model to validate, as for eval run"),
+    sandbox_user: Optional[str] = typer.Option(None, "--sandbox-user", show_default="agent",
+                                               help="Agent user to validate, as for eval run"),
 ) -> None:
     from benchflow.errors import ConfigError
     from benchflow.tasks.task_env import check_names
@@ -58,10 +68,16 @@ def check(
         allowed = check_names(allow_task_env or [])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    run_flags = {"--agent": agent, "--model": model, "--sandbox-user": sandbox_user,
+                 "--verifier-sandbox": verifier_sandbox}
     if level in (Level.equivalence, Level.acceptance_live):
         if allowed:
             raise ConfigError(f"--allow-task-env: --level {level.value} does not pass host variables to the runs "
                               "it makes yet; check at --level structural, then bench run --allow-task-env")
+        given = next((flag for flag, value in run_flags.items() if value is not None), None)
+        if given:
+            raise ConfigError(f"{given}: --level {level.value} runs the oracle, not a run's agent settings; "
+                              f"check them at --level structural (or runtime-capability) instead")
         from benchflow.checks.levels import run_level
 
         outcomes = run_level(task_dir, level.value, sandbox, report_output=report_output,
@@ -70,22 +86,30 @@ def check(
         if not all(o.ok for o in outcomes):
             raise typer.Exit(1)
         return
-    from benchflow.checks.target import runtime_target
+    from benchflow.checks.target import runtime_target, runtime_target_for
     from benchflow.tasks.batch import check_tasks
 
-    runtime = runtime_target(sandbox) if sandbox is not None else None
+    runtime = (runtime_target(sandbox) if sandbox is not None
+               else runtime_target_for if level != Level.structural and level != Level.schema else None)
     reports = check_tasks(task_dir, level=level.value, runtime=runtime, allow_task_env=allowed)
+    sources: dict[str, str] = {}
+    if level != Level.schema and any(value is not None for value in run_flags.values()):
+        sources = _add_plan_findings(reports, task_dir, sandbox, allowed, agent=agent, model=model,
+                                     sandbox_user=sandbox_user, verifier_sandbox=verifier_sandbox)
     single = len(reports) == 1 and reports[0].path == task_dir
     failed = 0
     for report in reports:
         for warning in report.warnings:
             typer.echo(f"warning: {report.name}: {warning}", err=True)
+        where = f"  (on {report.sandbox})" if report.sandbox and sandbox is None else ""
+        if report.name in sources:
+            where += f"  (verifier image: {sources[report.name]})"
         if report.ok:
-            typer.echo(f"ok    {report.name}")
+            typer.echo(f"ok    {report.name}{where}")
             continue
         failed += 1
         if single:
-            typer.echo(f"FAIL  {report.name}")
+            typer.echo(f"FAIL  {report.name}{where}")
             for issue in report.issues:
                 typer.echo(f"  - {issue}")
         else:
@@ -95,6 +119,23 @@ def check(
                f"{len(reports) - failed} ok, {failed} with issues")
     if failed:
         raise typer.Exit(1)
+
+
+def _add_plan_findings(reports: list, task_dir: Path, sandbox: Optional[str], allowed: list[str], *,
+                       agent: Optional[str], model: Optional[str], sandbox_user: Optional[str],
+                       verifier_sandbox: Optional[str]) -> dict[str, str]:
+    """Add what bench run with these settings would refuse (issues) or warn about to each report;
+    return where each task's separate verifier image comes from."""
+    from benchflow.checks.run_plan import RunSettings, plan_findings
+
+    settings = RunSettings(agent=agent or "claude-agent-acp", model=model, sandbox_user=sandbox_user or "agent",
+                           verifier_sandbox=verifier_sandbox, sandbox=sandbox, allow_task_env=tuple(allowed))
+    found = plan_findings(task_dir, settings)
+    for report in reports:
+        report.issues = list(dict.fromkeys([*report.issues, *found.run_refusals,
+                                            *found.refusals.get(report.name, [])]))
+        report.warnings = list(dict.fromkeys([*report.warnings, *found.warnings.get(report.name, [])]))
+    return found.verifier_source
 
 
 def _reward(value: object) -> str:

@@ -273,6 +273,8 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
+    if plan.spec.keep_sandbox != "never" and not backend.capabilities.keep:
+        card.refusals.append(_cannot_keep(plan))
     for refusals in hooks(plan.spec, "plan_refusals"):  # e.g. --checkpoints on a sandbox without snapshots
         card.refusals.extend(refusals(plan))
     for planned in plan.tasks:
@@ -296,6 +298,15 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     for path, why in plan.skipped:
         card.warnings.append(f"skipped {Path(path).name}: {why}")
     return card
+
+
+def _cannot_keep(plan: Plan) -> str:
+    """The refusal of ``--keep-sandbox`` on a backend whose sandboxes cannot outlive their run."""
+    from benchflow.sandbox import get_backend, names
+
+    keeping = [name for name in names() if get_backend(name).capabilities.keep]
+    return (f"--keep-sandbox {plan.spec.keep_sandbox}: sandbox {plan.sandbox} cannot keep a sandbox after its trial; "
+            f"use --sandbox {' or '.join(keeping) or '(none here can)'}, or leave --keep-sandbox out")
 
 
 def _fallback_note(plan: Plan) -> str | None:

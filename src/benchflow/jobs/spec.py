@@ -6,6 +6,7 @@ A run config is the whole run; flags win over its keys. Secret-looking
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -13,6 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from benchflow.util.redact import drop_secrets
 
 from .extensions import PARSED_FIELDS, hooks, parse_field
+
+_USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
+ROOT_USER_NAMES = frozenset({"null", "none", "root", ""})
+"""``--sandbox-user`` values that mean the agent runs as root."""
 
 
 # Empty lists and dicts are plain defaults (pydantic copies them for each instance), not
@@ -201,6 +206,14 @@ class RunSpec(BaseModel):
                 raise ValueError(f"agent env name {key!r} is not a variable name")
         return value
 
+    @field_validator("sandbox_user")
+    @classmethod
+    def _user_name(cls, value: str | None) -> str | None:
+        if value is not None and not _USER_NAME.match(value):
+            raise ValueError(f"--sandbox-user {value!r}: give a user name (lowercase letters, digits, '_' or '-', "
+                             "e.g. agent), or root")
+        return value
+
     @field_validator("allow_task_env")
     @classmethod
     def _allowed_names(cls, value: list[str]) -> list[str]:
@@ -282,6 +295,11 @@ class RunSpec(BaseModel):
         canonical = json.dumps(self.config_override, sort_keys=True, separators=(",", ":"))
         return {"keys": sorted(self.config_override), "sha256": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
                 "patch": self.config_override}
+
+
+def agent_user(flag: str) -> str | None:
+    """``--sandbox-user``'s value as a RunSpec field: root (also null, none or empty) is None."""
+    return None if flag in ROOT_USER_NAMES else flag
 
 
 def parse_seeds(text: str | int) -> list[int]:

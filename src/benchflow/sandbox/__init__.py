@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Callable
 
 from benchflow.errors import ConfigError
 
 from .base import Backend, Capabilities, ExecResult, Sandbox, SandboxSpec
 
 __all__ = ["BACKENDS", "ENTRY_POINT_GROUP", "Backend", "Capabilities", "ExecResult", "Sandbox", "SandboxSpec",
-           "get_backend", "names", "default_backend", "default_backend_name"]
+           "get_backend", "names", "default_backend", "default_backend_name", "first_that_can"]
 
 log = logging.getLogger(__name__)
 
@@ -113,3 +114,20 @@ def default_backend(*, needs_gpus: bool = False) -> tuple[str, str, tuple[bool, 
 
 def default_backend_name() -> str:
     return default_backend()[0]
+
+
+def first_that_can(can_run: Callable[[str, Backend], bool], *, needs_gpus: bool = False) -> tuple[str, str] | None:
+    """(name, why) of the first backend that works here and of which ``can_run(name, backend)`` holds
+    (a task's demands against its capabilities), else None. Tried in order: :data:`DEFAULT_ORDER`,
+    :data:`GPU_DEFAULT` for a task that asks for GPUs, then every other backend the user set up on
+    purpose (``configured()``: a cloud is never asked about unless its credentials are given)."""
+    order = [*DEFAULT_ORDER, *([GPU_DEFAULT] if needs_gpus else [])]
+    order += [name for name in names() if name not in order and get_backend(name).configured()]
+    for name in dict.fromkeys(order):
+        backend = get_backend(name)
+        if not can_run(name, backend):
+            continue
+        works, why = backend.available()
+        if works:
+            return name, f"the first sandbox here that can run it: {why}"
+    return None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchflow.errors import UserError
 
-from .capability import RuntimeTarget
+from .capability import RuntimePicker, RuntimeTarget
 from .check import CheckReport, check_task
 from .digest import task_digest
 from .discovery import discover_tasks, is_task_dir
@@ -29,7 +29,7 @@ def _tasks_under(path: Path, error: type[UserError] = UserError) -> list[Path]:
     return tasks
 
 
-def check_tasks(path: str | Path, level: str = "structural", runtime: RuntimeTarget | None = None,
+def check_tasks(path: str | Path, level: str = "structural", runtime: RuntimeTarget | RuntimePicker | None = None,
                 allow_task_env: Iterable[str] = ()) -> list[CheckReport]:
     """Check the task at ``path``, or each task in the folder ``path`` (sorted by name).
 

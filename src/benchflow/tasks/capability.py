@@ -33,6 +33,12 @@ class RuntimeTarget:
     adaptations: Callable[[Task], tuple[list[str], list[str]]] = lambda _task: ([], [])
     """(issues, warnings): what a run there could not give the task (e.g. a compose file it refuses),
     and what it would adapt (fallback build, clamped resources)."""
+    why: str = "--sandbox"
+    """Why this sandbox was chosen (``--sandbox``, or the one picked for a task without it)."""
+
+
+RuntimePicker = Callable[[Task], RuntimeTarget]
+"""Picks the sandbox a task is judged against once it is loaded (a check without ``--sandbox``)."""
 
 
 def _compose_services(task: Task) -> list[str]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from benchflow.errors import ConfigError, TaskError
 
-from .capability import RuntimeTarget, runtime_issues
+from .capability import RuntimePicker, RuntimeTarget, runtime_issues
 from .discovery import is_task_dir
 from .document import parse_task_md, split_sections
 from .legacy import read_legacy
@@ -40,6 +40,8 @@ class CheckReport:
     level: str
     issues: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    sandbox: str | None = None
+    """The sandbox the task was judged against, and why it was chosen; None: none was."""
 
     @property
     def name(self) -> str:
@@ -206,12 +208,12 @@ def _publication(task: Task) -> list[str]:
     return out
 
 
-def check_task(path: str | Path, level: str = "structural", runtime: RuntimeTarget | None = None,
+def check_task(path: str | Path, level: str = "structural", runtime: RuntimeTarget | RuntimePicker | None = None,
                allow_task_env: Iterable[str] = ()) -> CheckReport:
     """Check one task folder at ``level``; never raises for problems of the task itself.
 
     ``runtime`` is the sandbox the task is judged against (its capabilities, and what a run there
-    would adapt); ``allow_task_env`` names the host variables the task may read
+    would adapt), or a picker that chooses it for the loaded task; ``allow_task_env`` names the host variables the task may read
     (``--allow-task-env``), as a run would.
 
     Raises:
@@ -232,7 +234,10 @@ def check_task(path: str | Path, level: str = "structural", runtime: RuntimeTarg
         return report
     report.issues += _structural(task)
     report.issues += env_problems(task, allow_task_env)
+    if runtime is not None and not isinstance(runtime, RuntimeTarget):
+        runtime = runtime(task)
     if runtime is not None:
+        report.sandbox = f"{runtime.name}, {runtime.why}"
         issues, warnings = runtime_issues(task, runtime.capabilities, runtime.name)
         refused, adapted = runtime.adaptations(task)
         report.issues += issues + refused
