@@ -236,6 +236,11 @@ def test_compare_two_jobs(jobs: Jobs, page, serve) -> None:
     page.wait_for_selector("#compare-table tbody tr")
     text = page.locator("#compare-table").inner_text()
     assert "regex-log" in text and "only_a" in text
+    # what differs comes first, then the paired test, as `bench eval compare` prints them
+    settings, tested = page.locator("#compare-settings"), page.locator("#compare-paired-test")
+    assert settings.bounding_box()["y"] < tested.bounding_box()["y"] < page.locator("#compare-table").bounding_box()["y"]
+    assert "McNemar exact p" in tested.inner_text() and "Flipped to B" in tested.inner_text()
+    assert page.errors == []
 
 
 @pytest.mark.parametrize(("button", "decision", "code"), [("#confirm-approve", "approved", 0),

@@ -292,7 +292,9 @@
     return el("div", {},
       el("div", {class: "crumbs"}, el("a", {href: "#/", text: "← all jobs"})),
       el("h1", {text: "Compare: " + doc.a.label + " vs " + doc.b.label}),
+      settingsCard(doc),
       el("div", {class: "side-by-side"}, side(doc.a), side(doc.b)),
+      pairedTestCard(doc),
       el("div", {class: "card"}, el("h2", {text: "Summary"}), kv(Object.entries(doc.summary).map(([k, v]) => [k, fmt.json(v)]))),
       doc.setting_mismatches.length ? el("div", {class: "card notes"}, el("h2", {text: "Setting mismatches"}),
         el("ul", {}, doc.setting_mismatches.map((m) => el("li", {text: m.task + ": " + m.setting + " differs — A " +
@@ -302,6 +304,30 @@
         el("thead", {}, el("tr", {}, ["Task", "Status", "Reward A", "Reward B", "Δ"].map((l) => el("th", {text: l})))),
         el("tbody", {}, rows)),
       el("h2", {text: "Pareto of the two"}), await BF.paretoTab([doc.a.id, doc.b.id]));
+  }
+
+  /* What differs between the sides comes before any number (the same order as `bench eval compare`). */
+  function settingsCard(doc) {
+    const diff = doc.settings_diff || [];
+    return el("div", {class: "card", id: "compare-settings"}, el("h2", {text: "Settings that differ"}),
+      diff.length ? el("ul", {}, diff.map((d) => el("li", {text: d.setting + (doc.vary.includes(d.setting) ? " (declared)" : "") +
+                                                    ": A " + (d.a.join(", ") || "-") + " · B " + (d.b.join(", ") || "-") +
+                                                    " (" + d.tasks + " task(s))"})))
+        : el("p", {text: "The paired tasks ran with the same settings."}));
+  }
+
+  function pairedTestCard(doc) {
+    const t = doc.paired_test;
+    if (!t || !t.tasks) return null;
+    const ci = t.reward.ci95 ? " [" + fmt.num(t.reward.ci95[0]) + ", " + fmt.num(t.reward.ci95[1]) + "]" : "";
+    const left = (side) => t.not_the_agent[side].length + " trial(s)" +
+      (t.not_the_agent[side].length ? ": " + [...new Set(t.not_the_agent[side].map((o) => o.category || "no score"))].join(", ") : "");
+    return el("div", {class: "card", id: "compare-paired-test"}, el("h2", {text: "Paired test over " + t.tasks + " task(s)"}),
+      kv([["Solved by A only / B only", t.pass_fail.solved_by_a_only + " / " + t.pass_fail.solved_by_b_only],
+          ["McNemar exact p", String(Number(t.pass_fail.p_value.toPrecision(4)))],
+          ["Mean delta (95%, paired bootstrap, seed " + t.reward.seed + ")", fmt.num(t.reward.mean_delta) + ci],
+          ["Flipped to B", t.flipped.to_b.join(", ") || "-"], ["Flipped to A", t.flipped.to_a.join(", ") || "-"],
+          ["Left out, not the agent's doing (A)", left("a")], ["Left out, not the agent's doing (B)", left("b")]]));
   }
 
   /* ---- bench explain catalogue ----------------------------------------------- */
