@@ -270,12 +270,13 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     expected = plan.spec.selection.expected_tasks
     if expected is not None and expected != len(plan.tasks):
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
+    for planned in plan.tasks:
+        _task_env(planned, plan.spec, card)
     for refusals in hooks(plan.spec, "plan_refusals"):  # e.g. --checkpoints on a sandbox without snapshots
-        card.refusals.extend(refusals(plan))
+        card.refusals.extend(refusals(plan))  # (the tasks' host variables filled in by now)
     for warnings in hooks(plan.spec, "plan_warnings"):  # e.g. --prompt, which a scene's turns do not use
         card.warnings.extend(warnings(plan))
     for planned in plan.tasks:
-        _task_env(planned, plan.spec, card)
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
         card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
