@@ -71,7 +71,7 @@ def _workers(parent: int) -> list[int]:
         except OSError:
             continue
         ppid = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
-        if ppid == str(parent) and "benchflow.jobs.worker" in cmdline and "State:\tZ" not in status:
+        if ppid == str(parent) and "benchflow.shards.worker" in cmdline and "State:\tZ" not in status:
             out.append(int(entry.name))
     return out
 

@@ -9,8 +9,8 @@ import pytest
 
 from benchflow.agents.trajectory import TrajectoryMerger
 from benchflow.errors import TaskError
-from benchflow.jobs.scene_plan import compose
-from benchflow.jobs.sim_user import SimulatedUser, system_prompt
+from benchflow.scenes.plan import compose
+from benchflow.sim_user.user import SimulatedUser, system_prompt
 from benchflow.tasks.scene_rules import handoff, scene_issues
 from benchflow.tasks.user_plan import user_plan
 from benchflow.tasks import load_task
@@ -114,7 +114,7 @@ def test_last_reply_is_the_agent_text_since_the_last_prompt():
 
 
 def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the_user(tmp_path):
-    from benchflow.jobs.scene_plan import run_issues
+    from benchflow.scenes.plan import run_issues
     from benchflow.jobs.spec import RunSpec
 
     task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - turns: [writer]\nuser: {model: scripted}\n"))
@@ -127,8 +127,8 @@ def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the
 
 
 def test_run_config_scenes_replace_the_task_scenes_and_keep_its_role_prompts(tmp_path):
-    from benchflow.jobs.scene_config import parse_run_scenes
-    from benchflow.jobs.scene_plan import with_run_scenes
+    from benchflow.scenes.run_config import parse_run_scenes
+    from benchflow.scenes.plan import with_run_scenes
 
     task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - name: s\n    turns: [writer]\n",
                                 "## prompt\nBuild it.\n\n## role:writer\nYou write.\n"))
@@ -149,7 +149,7 @@ def test_run_config_scenes_replace_the_task_scenes_and_keep_its_role_prompts(tmp
 ])
 def test_bad_run_config_scenes_are_one_line_config_errors(scenes, message):
     from benchflow.errors import ConfigError
-    from benchflow.jobs.scene_config import parse_run_scenes
+    from benchflow.scenes.run_config import parse_run_scenes
 
     with pytest.raises(ConfigError) as caught:
         parse_run_scenes("run.yaml", scenes)
@@ -157,7 +157,7 @@ def test_bad_run_config_scenes_are_one_line_config_errors(scenes, message):
 
 
 def test_a_run_config_role_key_is_not_stored_with_the_run():
-    from benchflow.jobs.scene_config import parse_run_scenes
+    from benchflow.scenes.run_config import parse_run_scenes
     from benchflow.jobs.spec import RunSpec
 
     key = "sk-proj-" + "k" * 40

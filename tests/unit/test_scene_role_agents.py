@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchflow.jobs.scene_config import parse_run_scenes
-from benchflow.jobs.scene_plan import run_issues
+from benchflow.scenes.run_config import parse_run_scenes
+from benchflow.scenes.plan import run_issues
 from benchflow.jobs.spec import RunSpec
 from benchflow.tasks import load_task
 from tests.conftest import run_bench

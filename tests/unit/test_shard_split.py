@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchflow.errors import ConfigError
-from benchflow.jobs.shards import refuse_unshardable, shard_sizes
+from benchflow.shards.run import refuse_unshardable, shard_sizes
 from benchflow.jobs.spec import RunSpec
 from benchflow.util.file_slots import held_slot, make_slots, try_take
 
@@ -66,7 +66,7 @@ def test_a_worker_that_keeps_dying_is_retried_then_fails_the_run(tmp_path: Path,
     """Each death is reported; after --worker-retries restarts the run stops with the tasks left for a resume."""
     from types import SimpleNamespace
 
-    from benchflow.jobs import shards
+    from benchflow.shards import run as shards
     from benchflow.jobs.layout import JobPaths
     from benchflow.sandbox import orphans
 

@@ -58,7 +58,7 @@ class AgentContext:
     An agent that does not advertise ``loadSession`` fails the phase with the reason."""
     follow_up: Callable[[str], Awaitable[str | None]] | None = None
     """After the last prompt, asked with the agent's last message for the next prompt in the same
-    session (a simulated user, :mod:`benchflow.jobs.sim_user`); None ends the conversation."""
+    session (a simulated user, :mod:`benchflow.sim_user.user`); None ends the conversation."""
 
 
 class TrajectorySink(Protocol):

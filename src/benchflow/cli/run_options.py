@@ -131,14 +131,16 @@ PANELS: dict[str, tuple[object, ...]] = {
                                DryRun, Quiet),
     "Time, budgets and retries": (TimeoutMultiplier, IdleTimeout, MaxCostUsd, MaxTokens, MaxSandboxSeconds,
                                   MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts),
-    "Verifier": (VerifierSandbox, SeparateVerifier, SeparateVerifierInclude, FreezeWorkspace),
+    "Verifier": (FreezeWorkspace,),
     "Trust": (AllowTaskEnv, AllowCloudMetadata, HostLogin, CaptureTokens, UsageTracking),
     "Gates and outputs": (FailUnder, FailOn, SummaryOut, TaskManifestOut, RunConfigOut, AcceptDeviations),
     "Publishing to Hugging Face": (PublishHf, PublishBucket, HfPrefix, HfPublicReadCheck, EvalResultsModel,
                                    EvalResultsDataset, EvalResultsTask),
     "Skills (feature)": (TaskSkills, SkillsDir, SkillMode, SkillCreatorDir),
     "Checkpoints (feature)": (Checkpoints, CheckpointKeep, RetryFromCheckpoint, RetryPrompt, RetryResumeSession),
-    "Executors and worker shards (feature)": (Executor, WorkerConcurrency, WorkerRetries, WorkerStartStagger),
+    "Separate verifier (feature)": (VerifierSandbox, SeparateVerifier, SeparateVerifierInclude),
+    "Shards: worker subprocesses (feature)": (WorkerConcurrency, WorkerRetries, WorkerStartStagger),
+    "Executors (feature)": (Executor,),
     REVIEW_PANEL: (Integrity,),
 }
 for _panel, _aliases in PANELS.items():

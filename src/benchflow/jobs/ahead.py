@@ -20,11 +20,11 @@ import threading
 
 from benchflow.util import startup_gc
 
+from .extensions import FEATURES
+
 AFTER_START = (
     "benchflow.jobs.agent_network",
-    "benchflow.jobs.scenes",
-    "benchflow.jobs.separate_verifier",
-    "benchflow.jobs.steps",
+    *(module for row in FEATURES for module in row.ahead),  # the steps', scenes' and separate verifier's
     "benchflow.jobs.setup_commands",
     "benchflow.jobs.artifacts",
     "benchflow.sandbox.copyout",

@@ -105,10 +105,6 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     backend = plan.backend
     backend.set_build_concurrency(spec.build_concurrency or spec.concurrency)
     ca_bundle = resolve_ca_bundle(spec.ca_bundle)
-    if spec.worker_concurrency:
-        from .shards import refuse_unshardable
-
-        refuse_unshardable(spec)  # before the job folder is touched
     for preflight in hooks(spec, "preflight"):  # e.g. --executor ray: Ray installed, options it can honour
         preflight(spec)  # before the job folder is touched
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
@@ -130,12 +126,9 @@ def _finished_result(trial: Any) -> dict[str, Any] | None:
 
 
 def _expected(spec: RunSpec, agent_name: str, planned: PlannedTask) -> dict[str, Any]:
-    from .scene_plan import scenes_as_run, with_run_scenes
-
     expected = comparable_settings(spec, agent_name, planned.digest, planned.prompts)
-    for comparable in hooks(spec, "comparable"):  # a feature's settings (the skill mode)
-        expected.update(comparable(spec))
-    expected["scenes"] = scenes_as_run(with_run_scenes(planned.task, spec.scenes), spec, agent_name)
+    for comparable in hooks(spec, "comparable"):  # a feature's settings (the skill mode, the scenes as played)
+        expected.update(comparable(spec, planned.task, agent_name))
     return expected
 
 
@@ -154,10 +147,9 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": plan.sandbox,
           "sandbox_reason": plan.sandbox_reason, "agent": agent.name, "total": len(units),
           "reused": len(units) - len(todo), "todo": [t.key for t in todo], "notes": plan.card.notes})
-    if spec.worker_concurrency:  # worker subprocesses run the trials; this process only watches them
-        from .shards import run_shards
-
-        fresh, budget_document = await run_shards(spec, plan, paths, todo, emit)
+    elsewhere = next(hooks(spec, "run_trials"), None)
+    if elsewhere is not None:  # worker subprocesses run the trials; this process only watches them
+        fresh, budget_document = await elsewhere(spec, plan, paths, todo, emit)
     else:
         fresh, budget = await run_units(spec, plan, paths, todo, agent, ca_bundle, emit, gateway)
         budget_document = budget.document()

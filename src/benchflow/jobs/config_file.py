@@ -68,9 +68,9 @@ def _convert(source: str, key: str, value: Any, kind: Any) -> Any:
     if kind == "separate":
         return "separate" if value else None
     if kind == "scenes":
-        from .scene_config import parse_run_scenes
+        from .extensions import feature
 
-        return parse_run_scenes(source, value)
+        return feature("scenes").parse_config(source, value)
     if kind == "duration":
         try:
             return parse_duration(value) or 0.0  # 0 / none: off

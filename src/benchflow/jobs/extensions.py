@@ -6,23 +6,42 @@ switch it on. The engine (``jobs/``) asks :func:`active` for the features a spec
 their hooks; a feature's module is imported only when a run uses it, as the sandbox registry imports a
 backend only when one is asked for. A feature imports the engine (``jobs/``), never the other way.
 
+A row with no ``fields`` is asked by every run: a feature a task switches on (its ``steps``, its
+``scenes``, its simulated user, its verifier sandbox) answers None, [] or the value it was given for a
+task that does not need it. Such a feature's module is imported by every run, so it stays small and
+imports what does the work inside the hook that needs it.
+
 The points, in the order a run meets them:
 
+- ``parse_config(source, value)``: a run config's value for the feature's own key (``scenes:``), checked
+  and normalised; asked for by name with :func:`feature` (``jobs/config_file.py``).
 - ``parse_field(name, value)``: read a given value of a field the feature's row ``parses``, before
   pydantic checks its type (``--checkpoints prompt:2`` -> ``[2]``).
 - ``check_spec(spec)``: validate (and normalise) the feature's settings while the ``RunSpec`` is built;
   a ``ValueError`` is the user's one-line error.
 - ``prompts(spec, prompts)``: a task's prompts as the run sends them (planning).
 - ``plan_refusals(plan)``: why the run card refuses the run (planning).
+- ``plan_warnings(plan)``: the run card's warnings (planning).
+- ``has_oracle(task)``: whether the oracle can run ``task`` (a multi-step task: a solution for every
+  step), or None for a task the feature does not run (then: the task's ``solve.sh``).
 - ``preflight(spec)``: refuse what cannot run here, before the job folder is touched.
-- ``comparable(spec)``: settings a resumed job compares with a finished trial's (``--restart-changed``).
+- ``comparable(spec, task, agent_name)``: settings a resumed job compares with a finished trial's of the
+  planned ``task`` run by ``agent_name`` (``--restart-changed``).
+- ``run_trials(spec, plan, paths, todo, emit)``: run the job's unfinished tasks somewhere else than this
+  process's scheduler (worker subprocesses); returns (task key -> final result or None, budget document).
+  The first feature that has the point runs them.
 - ``executor(spec, models, tasks)``: an async context manager yielding something with
   ``run_attempt(request)``: where the attempts run (else in this process).
+- ``task_view(spec, task)``: the task as the trial runs it (a run config's scenes in place of its own).
 - ``trial_record(req)``: keys of the trial's ``config.json``.
 - ``sandbox_options(req)``: keyword arguments for the trial's sandbox spec.
 - ``trial_mode(req, paths, prompts)``: a :class:`TrialMode` that runs the trial's agent phase (the first
-  feature that returns one wins), or None.
+  feature that returns one wins, in the order of :data:`FEATURES`), or None.
+- ``layer_agents(req)``: agents besides the run's that the trial runs (a scene's roles), each installed
+  as a layer of its own where the backend builds layers.
 - ``before_agent(req, sandbox, user)``: after the agent's install, before it runs (as root).
+- ``verifier(req)``: the verifier phase to run in place of the task sandbox's (a separate sandbox), or
+  None; asked once the trial's sandbox has started.
 - ``after_trials(spec, paths, results, tasks, emit)``: after the run's trials, before the summary.
 - ``after_regrade(job_root, pairs, changes, rows)``: after ``bench regrade --review``'s regrades (the
   ``review`` feature, asked for by name with :func:`feature`): each summary row's ``review``; returns
@@ -46,7 +65,8 @@ __all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active",
 
 
 class TrialMode(Protocol):
-    """How a trial's agent phase runs (``jobs/modes.py`` has the engine's own; ``checkpoints`` is a feature's)."""
+    """How a trial's agent phase runs (``jobs/modes.py`` has the engine's plain one; steps, checkpoints, scenes
+    and the simulated user are features')."""
 
     verifier_runs: bool
     """False for a mode that verifies as it goes: the runner's verifier phase is left out."""
@@ -77,6 +97,9 @@ class Row:
     """The ``RunSpec`` fields that switch the feature on (any of them set); empty: every run uses it."""
     parses: tuple[str, ...] = ()
     """The ``RunSpec`` fields whose given value the feature reads first (``parse_field``)."""
+    ahead: tuple[str, ...] = ()
+    """Modules (of a row every run uses) that a trial imports once its sandbox has started: imported while
+    the first sandbox starts (``jobs/ahead.py``)."""
 
     def switched_on(self, spec: Any) -> bool:
         """True when any of :attr:`fields` differs from the ``RunSpec``'s default for it."""
@@ -86,12 +109,20 @@ class Row:
 
 FEATURES: tuple[Row, ...] = (
     Row("skills", "benchflow.skills.feature:SKILLS"),
+    Row("steps", "benchflow.steps.feature:STEPS", ahead=("benchflow.steps.runner",)),
     Row("checkpoints", "benchflow.branch.feature:CHECKPOINTS", ("checkpoints", "retry_from_checkpoint"),
         parses=("checkpoints",)),
+    Row("scenes", "benchflow.scenes.feature:SCENES", ahead=("benchflow.scenes.runner",)),
+    Row("sim-user", "benchflow.sim_user.feature:SIM_USER"),
+    Row("separate-verifier", "benchflow.separate_verifier.feature:SEPARATE_VERIFIER",
+        ahead=("benchflow.separate_verifier.phase",)),
+    Row("shards", "benchflow.shards.feature:SHARDS", ("worker_concurrency",)),
     Row("executors", "benchflow.executors.feature:EXECUTORS", ("executor",), parses=("executor",)),
     Row("review", "benchflow.review.feature:REVIEW", ("integrity", "reviewer")),
 )
-"""The built-in features, in the order their hooks run."""
+"""The built-in features, in the order their hooks run: a trial's mode is its task's steps, else a feature's
+(``--checkpoints``), else its scenes, else the simulated user's, else plain (``jobs/modes.py``); the worker
+shards' refusal comes before the executor's checks."""
 
 PARSED_FIELDS: tuple[str, ...] = tuple(name for row in FEATURES for name in row.parses)
 

@@ -65,7 +65,7 @@ class TrialState:
     verifier_env: dict[str, str] = field(default_factory=dict)
     """Variables the environment phase hands the verifier (setup commands' ``capture_dir`` captures)."""
     steps: list[dict[str, Any]] | None = None
-    """A multi-step task's step summaries (:mod:`.steps`); None for a single-step task."""
+    """A multi-step task's step summaries (:mod:`benchflow.steps.runner`); None for a single-step task."""
     multi_step_reward_strategy: str | None = None
 
     @property
@@ -162,7 +162,7 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
                        after_run: Callable[[], None] | None = None) -> None:
     """Install (unless layered), open model access, deploy skills, run the agent on ``prompts``
     (continuing the ACP session ``resume_session`` when given; after them, ``follow_up`` gives the
-    next prompts, see :mod:`.sim_user`), copy its logs and artifacts out. ``after_run`` is called
+    next prompts, see :mod:`benchflow.sim_user.user`), copy its logs and artifacts out. ``after_run`` is called
     once the agent has stopped, before the copy-outs (a branch child hands its turn on)."""
     timeout = agent_timeout(req)
     ctx = AgentContext(

@@ -260,10 +260,7 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
 
 
 def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = True) -> RunCard:
-    from benchflow.tasks.capability import runtime_issues, separate_verifier_issues
-
-    from .scene_plan import run_issues as scene_run_issues
-    from .step_dirs import has_oracle
+    from benchflow.tasks.capability import runtime_issues
 
     card = RunCard(accepted_deviations=plan.spec.accept_deviations)
     backend = plan.backend
@@ -275,21 +272,19 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
         card.refusals.append(f"--expected-tasks {expected}, but {len(plan.tasks)} tasks are selected")
     if plan.spec.keep_sandbox != "never" and not backend.capabilities.keep:
         card.refusals.append(_cannot_keep(plan))
-    for refusals in hooks(plan.spec, "plan_refusals"):  # e.g. --checkpoints on a sandbox without snapshots
-        card.refusals.extend(refusals(plan))
     for planned in plan.tasks:
         _task_env(planned, plan.spec, card)
+    for refusals in hooks(plan.spec, "plan_refusals"):  # e.g. --checkpoints on a sandbox without snapshots
+        card.refusals.extend(refusals(plan))  # (the tasks' host variables filled in by now)
+    for warnings in hooks(plan.spec, "plan_warnings"):  # e.g. --prompt, which a scene's turns do not use
+        card.warnings.extend(warnings(plan))
+    for planned in plan.tasks:
         issues, warnings = runtime_issues(planned.task, backend.capabilities, plan.sandbox)
-        if plan.spec.verifier_sandbox == "separate":
-            issues = list(dict.fromkeys([*issues, *separate_verifier_issues(planned.task, forced=True)]))
-        card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
-        card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
-        issues, warnings = scene_run_issues(planned.task, plan.spec)  # --checkpoints, --harness native
         card.refusals.extend(f"{planned.name}: {issue}" for issue in issues)
         card.warnings.extend(f"{planned.name}: {w}" for w in warnings)
         if ok:
             _fit(planned, backend, card, pull_images)
-        if plan.spec.agent == "oracle" and not has_oracle(planned.task):
+        if plan.spec.agent == "oracle" and not _has_oracle(plan.spec, planned.task):
             card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
     note = _fallback_note(plan)
     if note:
@@ -307,6 +302,16 @@ def _cannot_keep(plan: Plan) -> str:
     keeping = [name for name in names() if get_backend(name).capabilities.keep]
     return (f"--keep-sandbox {plan.spec.keep_sandbox}: sandbox {plan.sandbox} cannot keep a sandbox after its trial; "
             f"use --sandbox {' or '.join(keeping) or '(none here can)'}, or leave --keep-sandbox out")
+
+
+def _has_oracle(spec: RunSpec, task: Any) -> bool:
+    """The oracle can run ``task``: as a feature that runs it says (a multi-step task's steps), else by its
+    ``solve.sh``."""
+    for has_oracle in hooks(spec, "has_oracle"):
+        ready = has_oracle(task)
+        if ready is not None:
+            return ready
+    return task.paths.solve_path.is_file()
 
 
 def _fallback_note(plan: Plan) -> str | None:

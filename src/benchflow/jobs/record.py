@@ -36,10 +36,10 @@ def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[s
 def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agent: str, is_control: bool,
                  environment: str, started_at: dt.datetime, prompts: list[str], timeout_sec: float | None,
                  attempt: int, seed: int | None, sandbox_fit: dict[str, Any] | None = None,
-                 features: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
-                 scenes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                 features: dict[str, Any] | None = None,
+                 provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """``config.json`` for one trial of ``spec`` (the ``RunSpec``), written before it starts;
-    ``features`` holds the keys the run's features add (the skill policy's, contracts §3.2: the
+    ``features`` holds the keys the run's features add (the skill policy's, the scenes', contracts §3.2: the
     ``trial_record`` hook of ``jobs.extensions``), ``provenance`` the
     ``source``/``dataset_name``/``dataset_version`` of fetched tasks (``Plan.provenance``)."""
     return TrialConfig(**(features or {}), **(provenance or {}),
@@ -49,7 +49,7 @@ def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agen
         environment=environment, sandbox_fit=sandbox_fit, base_image_override=spec.base_image_override,
         timeout_sec=timeout_sec,
         concurrency=spec.concurrency, agent_idle_timeout_sec=spec.agent_idle_timeout_sec,
-        started_at=str(started_at), attempt=attempt, seed=seed, benchflow_version=__version__, scenes=scenes,
+        started_at=str(started_at), attempt=attempt, seed=seed, benchflow_version=__version__,
     ).to_json()
 
 

@@ -96,7 +96,7 @@ class RunSpec(BaseModel):
     prompts: list[str] = []
     """Prompts to send; ``@instruction`` is the task prompt (default: the task prompt alone)."""
     scenes: list[dict[str, Any]] | None = None
-    """A run config's ``scenes`` (normalized by ``scene_config.parse_run_scenes``): they replace each task's."""
+    """A run config's ``scenes`` (normalized by the ``scenes`` feature's ``parse_config``): they replace each task's."""
     extra_instruction: str | None = None
     sandbox: str | None = None
     """Backend name; None picks docker when an engine answers, else local."""
@@ -262,13 +262,6 @@ class RunSpec(BaseModel):
     def _features(self) -> "RunSpec":
         for check in hooks(self, "check_spec"):  # each feature's settings, checked by that feature
             check(self)
-        return self
-
-    @model_validator(mode="after")
-    def _separate_verifier_include(self) -> "RunSpec":
-        for path in self.separate_verifier_include:
-            if not path.startswith("/") or path.rstrip("/") == "":
-                raise ValueError(f"--separate-verifier-include {path!r}: give an absolute path such as /root")
         return self
 
     def redacted(self) -> dict[str, Any]:

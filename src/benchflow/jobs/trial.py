@@ -38,9 +38,8 @@ from .phases import (
     setup_failure,
     verifier_phase,
 )
-from .record import build_config
 from .modes import trial_mode
-from .scene_plan import role_agents, scene_record, with_run_scenes
+from .record import build_config
 from .trial_request import TrialRequest, agent_timeout, sandbox_spec
 
 __all__ = ["TrialRequest", "run_trial", "unexpected_category"]
@@ -50,8 +49,11 @@ log = logging.getLogger(__name__)
 
 async def run_trial(req: TrialRequest) -> dict[str, Any]:
     """Run one attempt and write its folder; returns the result document."""
-    if req.spec.scenes:  # a run config's scenes replace the task's
-        req = dataclasses.replace(req, task=with_run_scenes(req.task, req.spec.scenes))
+    task = req.task
+    for task_view in hooks(req.spec, "task_view"):  # a run config's scenes replace the task's
+        task = task_view(req.spec, task)
+    if task is not req.task:
+        req = dataclasses.replace(req, task=task)
     name = req.name or trial_name(req.task.name, uuid.uuid4().hex[:8])
     paths = req.job.trial(name)
     paths.make_dirs()
@@ -64,15 +66,16 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
         agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
         started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
         sandbox_fit=req.fit.record() if req.fit is not None else None, features=_feature_records(req),
-        provenance=req.provenance, scenes=scene_record(req)))
+        provenance=req.provenance))
     atomic.write_json(paths.prompts, prompts)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = TrialState()
-    mode = trial_mode(req, paths, prompts)  # steps, --checkpoints, scenes, or the plain agent phase
+    mode = trial_mode(req, paths, prompts)  # steps, --checkpoints, scenes, the simulated user, or plain
     spec = sandbox_spec(req, name)
 
-    layered = [a for a in (req.agent, *role_agents(req)) if wants_layer(a, req.backend)]
+    others = [agent for layer_agents in hooks(req.spec, "layer_agents") for agent in layer_agents(req)]
+    layered = [a for a in (req.agent, *others) if wants_layer(a, req.backend)]
 
     async def install_layer(base: Any) -> Any:  # each agent of the trial (a scene's roles too), one layer each
         for agent in layered:
@@ -93,8 +96,9 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                                    ) as session:
             await ahead.ready()
             from .agent_network import agent_network  # what runs in a started sandbox: imported by now
-            from .separate_verifier import separate_verifier_phase, wants_separate
 
+            verify = next((phase for phase in (own(req) for own in hooks(req.spec, "verifier"))
+                           if phase is not None), verifier_phase)  # a verifier sandbox of its own, or the trial's
             await environment_phase(req, session.sandbox, paths, state)
             timing["environment_setup"] = time.monotonic() - t
             try:
@@ -103,7 +107,6 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                         if state.error is None:
                             await mode.agent_phase(session.sandbox, sink, state, timing)
                     if state.verifier_allowed and mode.verifier_runs:
-                        verify = separate_verifier_phase if wants_separate(req) else verifier_phase
                         await verify(req, session.sandbox, paths, state, timing)
                     await mode.after_verifier(session.sandbox, state)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down

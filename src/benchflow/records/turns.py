@@ -1,4 +1,4 @@
-"""``turn.json``: how one turn of a multi-role scene ended (``turns/<NN>-<role>/``, :mod:`benchflow.jobs.scenes`)."""
+"""``turn.json``: how one turn of a multi-role scene ended (``turns/<NN>-<role>/``, :mod:`benchflow.scenes.runner`)."""
 
 from __future__ import annotations
 

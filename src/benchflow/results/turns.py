@@ -2,8 +2,8 @@
 
 A multi-role scene writes ``turns/<NN>-<role>/turn.json`` per turn and the
 simulated user writes ``simulated-user.json`` (in the trial folder, or in each
-turn's folder when the task has scenes); see :mod:`benchflow.jobs.scenes` and
-:mod:`benchflow.jobs.sim_user`. A trial without them costs two ``stat`` calls.
+turn's folder when the task has scenes); see :mod:`benchflow.scenes.runner` and
+:mod:`benchflow.sim_user.user`. A trial without them costs two ``stat`` calls.
 An unreadable record is a note, never an exception.
 """
 

@@ -22,7 +22,7 @@ class SkillsFeature:
     def prompts(self, spec: RunSpec, prompts: list[str]) -> list[str]:
         return self_gen_prompts(policy_of(spec), prompts)
 
-    def comparable(self, spec: RunSpec) -> dict[str, Any]:
+    def comparable(self, spec: RunSpec, task: Any, agent_name: str) -> dict[str, Any]:
         return {"skill_mode": policy_of(spec).mode}
 
     def trial_record(self, req: TrialRequest) -> dict[str, Any]:

@@ -53,7 +53,7 @@ class Task:
 
     @property
     def has_user(self) -> bool:
-        """The task declares a simulated user: a ``user:`` block or a persona (run by ``jobs.sim_user``)."""
+        """The task declares a simulated user: a ``user:`` block or a persona (run by ``benchflow.sim_user``)."""
         return self.document.get("user") is not None or bool(self.user_persona)
 
     def digest(self) -> str:

@@ -1,8 +1,8 @@
 """What a task's scenes declare that every sandbox can check before a run: handoff, prompt composition.
 
 Read from the task document alone (``benchflow.teams.<scene>.handoff``, ``benchflow.prompt``), so
-that ``tasks.capability`` checks a task without importing the run engine; ``jobs.scene_plan`` and
-``jobs.scenes`` run what is declared here.
+that ``tasks.capability`` checks a task without importing the run engine; ``scenes.plan`` and
+``scenes.runner`` run what is declared here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The simulated user a task declares (``user:`` and its persona), validated from the task document alone.
 
 Kept in ``tasks/`` so that ``tasks.capability`` checks a task without importing the run engine;
-``jobs.sim_user`` runs the user this plan describes.
+``sim_user.user`` runs the user this plan describes.
 """
 
 from __future__ import annotations

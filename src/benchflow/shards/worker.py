@@ -1,4 +1,4 @@
-"""One worker shard: ``python -m benchflow.jobs.worker``, started by ``jobs.shards``.
+"""One worker shard: ``python -m benchflow.shards.worker``, started by :mod:`.run`.
 
 It reads one JSON line on stdin (the run spec with this shard's concurrency,
 the job folder, the task keys of its shard), plans the run, and schedules the
@@ -52,11 +52,11 @@ def _cancel_on_eof(task: asyncio.Task) -> None:
 async def _work(message: dict[str, Any], emit: Any) -> None:
     from benchflow import agents
 
-    from .api import resolve_ca_bundle, run_units
-    from .job import scan_finished
-    from .layout import JobPaths
-    from .plan import make_plan
-    from .spec import RunSpec
+    from benchflow.jobs.api import resolve_ca_bundle, run_units
+    from benchflow.jobs.job import scan_finished
+    from benchflow.jobs.layout import JobPaths
+    from benchflow.jobs.plan import make_plan
+    from benchflow.jobs.spec import RunSpec
 
     spec = RunSpec.model_validate(message["spec"])
     paths = JobPaths(Path(message["job_dir"]))

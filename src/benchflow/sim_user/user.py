@@ -111,7 +111,7 @@ async def converse(req: Any, sandbox: Any, paths: Any, prompts: list[str], sink:
     ``simulated-user.json`` and ``trajectory/user_llm_trajectory.jsonl`` land in ``paths``."""
     from benchflow.util import atomic
 
-    from .phases import agent_phase
+    from benchflow.jobs.phases import agent_phase
 
     try:
         plan = None if req.agent.is_control else user_plan(req.task)

@@ -25,15 +25,15 @@ from typing import Any
 
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import BenchError
+from benchflow.jobs.layout import StepPaths, TrialPaths
+from benchflow.jobs.phases import TrialState, agent_phase, verifier_phase
+from benchflow.jobs.prompts import resolve_prompts
+from benchflow.jobs.trial_request import TrialRequest
 from benchflow.records.steps import StepRecord, StepSummary
 from benchflow.sandbox.base import Sandbox
 from benchflow.util import atomic
 
-from .layout import StepPaths, TrialPaths
-from .phases import TrialState, agent_phase, verifier_phase
-from .prompts import resolve_prompts
-from .step_dirs import first_dir, step_dir
-from .trial_request import TrialRequest
+from .dirs import first_dir, step_dir
 
 _CLEAR = "rm -rf /verifier /logs/verifier/* /logs/verifier/.[!.]* 2>/dev/null; [ -L /tests ] && rm -f /tests; exit 0"
 _CLEAR_LEGACY = "rm -rf /tests /logs/verifier/* /logs/verifier/.[!.]* 2>/dev/null; exit 0"
@@ -99,7 +99,7 @@ def _status(state: TrialState, rewards: dict[str, Any] | None, gate: float | Non
 async def _prepare(req: TrialRequest, sandbox: Sandbox, view: Any, step: Any, paths: StepPaths,
                    state: TrialState, timing: dict[str, float]) -> None:
     """The step's oracle folder in place of the last one, and its healthcheck."""
-    from .setup_commands import SetupFailed, run_setup
+    from benchflow.jobs.setup_commands import SetupFailed, run_setup
 
     if req.agent.needs_oracle and view.paths.oracle_dir.is_dir():
         remote = "/solution" if view.paths.is_legacy else "/oracle"

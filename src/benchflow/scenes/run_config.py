@@ -6,7 +6,7 @@ replaces the scenes of every task the run selects: each run role is the task's
 role of that name (its prompt, its other keys) with the run's keys on top, or a
 new role. A scene without turns gets one turn per role. The run's config is the
 user's own, so a role may name an agent file (``./my-agent.toml``), which a
-task may not. A task seen with the run's scenes is :func:`benchflow.jobs.scene_plan.with_run_scenes`.
+task may not. A task seen with the run's scenes is :func:`benchflow.scenes.plan.with_run_scenes`.
 """
 
 from typing import Any

@@ -1,10 +1,10 @@
-"""What a scene task asks of a run, known before its sandbox starts (the planning half of :mod:`.scenes`).
+"""What a scene task asks of a run, known before its sandbox starts (the planning half of :mod:`.runner`).
 
 The run card's refusals and warnings (:func:`run_issues`; the task's own:
 :func:`benchflow.tasks.scene_rules.scene_issues`), the agents a
 scene's roles name (each installed as a layer, :func:`role_agents`), the ``scenes`` record of
 ``config.json`` (:func:`scenes_as_run`), and a task seen with a run config's scenes
-(:func:`with_run_scenes`; the config's models are :mod:`.scene_config`'s). Kept apart from the
+(:func:`with_run_scenes`; the config's models are :mod:`.run_config`'s). Kept apart from the
 turns' runner, and from those models, so that a run reaches its first container without
 importing what runs the turns or building models a run without scenes never uses.
 """
@@ -18,7 +18,7 @@ from benchflow.errors import BenchError
 from benchflow.tasks.scene_rules import handoff, is_file
 
 if TYPE_CHECKING:
-    from .trial_request import TrialRequest
+    from benchflow.jobs.trial_request import TrialRequest
 
 
 def wants_scenes(req: TrialRequest) -> bool:

@@ -2,7 +2,7 @@
 
 The parent has planned the run and holds the job folder's lock; it splits
 the unfinished tasks round-robin over ``ceil(concurrency / worker_concurrency)``
-workers (``jobs/worker.py``), each running its own scheduler with its share of
+workers (``shards/worker.py``), each running its own scheduler with its share of
 ``--concurrency`` (never more than ``--worker-concurrency``) and writing its
 trials into the one job folder. The parent relays their events (one progress
 stream), keeps each task's final result, and writes the one summary.
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import BenchError, ConfigError
+from benchflow.jobs.budget import BudgetKeeper
+from benchflow.jobs.job import scan_finished
+from benchflow.jobs.layout import JobPaths
+from benchflow.jobs.plan import Plan, PlannedTask
+from benchflow.jobs.spec import RunSpec
 
-from .budget import BudgetKeeper
-from .job import scan_finished
-from .layout import JobPaths
-from .plan import Plan, PlannedTask
-from .spec import RunSpec
 from .worker import EXIT_REFUSED
 
 Event = dict[str, Any]
@@ -76,7 +76,7 @@ def refuse_unshardable(spec: RunSpec) -> None:
 async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask],
                      emit: Callable[[Event], None]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Run ``todo`` over worker subprocesses; (task key -> final result or None, budget document).
-    ``run_async`` has called :func:`refuse_unshardable` before the job folder was opened."""
+    The feature's ``preflight`` has called :func:`refuse_unshardable` before the job folder was opened."""
     fresh: dict[str, Any] = {t.key: None for t in todo}
     if not todo:
         return fresh, BudgetKeeper(spec.budget).document()
@@ -151,7 +151,7 @@ class Shard:
 
         env = {**os.environ, BUILD_SLOTS_ENV: str(self.slots)}
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "benchflow.jobs.worker", stdin=asyncio.subprocess.PIPE,
+            sys.executable, "-m", "benchflow.shards.worker", stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, env=env, limit=EVENT_LINE_LIMIT,
             start_new_session=True)  # a terminal's Ctrl-C reaches the parent only; it stops the workers
         try:

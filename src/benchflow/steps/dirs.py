@@ -1,7 +1,7 @@
 """Where a multi-step task's steps keep their folders: ``steps/<name>/`` with its own ``oracle/`` or
 ``solution/`` and ``verifier/`` or ``tests/``.
 
-Apart from :mod:`.steps` (which runs the steps) because planning asks whether the oracle can run a
+Apart from :mod:`.runner` (which runs the steps) because planning asks whether the oracle can run a
 task before any sandbox starts, and need not import what runs them.
 """
 

@@ -1,7 +1,7 @@
 """A separate verifier sandbox (``verifier.sandbox_mode = "separate"``, ``--verifier-sandbox separate``).
 
 After the agent phase the task's workspace is frozen into the trial's
-``evidence/`` (:func:`.workspace.freeze_workspace`). A fresh sandbox is then made
+``evidence/`` (:func:`benchflow.jobs.workspace.freeze_workspace`). A fresh sandbox is then made
 from the verifier image (``verifier.sandbox`` when the task gives one, else the
 task's own image, single-container) and receives only: the frozen workspace at
 the same path, the declared artifacts outside the workspace at their paths,
@@ -20,22 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import BenchError
+from benchflow.jobs.layout import TrialPaths
+from benchflow.jobs.phases import TrialState
+from benchflow.jobs.trial_request import TrialRequest, seed_env
+from benchflow.jobs.workspace import freeze_workspace
 from benchflow.sandbox.base import Sandbox
 from benchflow.sandbox.from_task import spec_for_task
 from benchflow.sandbox.session import SessionSetupError, sandbox_session
 
-from .layout import TrialPaths
-from .phases import TrialState
-from .trial_request import TrialRequest, seed_env
-from .workspace import freeze_workspace
-
 AGENT_ARTIFACTS = "/logs/artifacts"
 _CLEAR = 'mkdir -p "$0" && find "$0" -mindepth 1 -delete'
-
-
-def wants_separate(req: TrialRequest) -> bool:
-    return req.spec.verifier_sandbox == "separate" or req.task.config.verifier.sandbox_mode == "separate" \
-        or req.task.config.verifier.sandbox is not None
 
 
 def _view(req: TrialRequest, workdir: str) -> Any:

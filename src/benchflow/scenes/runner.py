@@ -15,7 +15,7 @@ scene's prompt and the turn's inline prompt (``benchflow.prompt``):
 ``composition: replace`` (default) takes the most specific one present (turn >
 scene > role > base), ``append`` joins every one present in ``order``. The
 task's ``agent.prompt_prefix`` is prepended as for any prompt, and the task's
-simulated user (:mod:`.sim_user`) answers after each turn.
+simulated user (:mod:`benchflow.sim_user.user`) answers after each turn.
 
 A turn whose agent fails (other than by running out of time), or that spends
 its token or turn budget (``--token-budget``/``--turn-budget`` count per turn),
@@ -35,17 +35,17 @@ from typing import Any
 from benchflow.agents.base import AgentOutcome
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.errors import BenchError
+from benchflow.jobs.agent_layer import wants_layer
+from benchflow.jobs.layout import StepPaths, TrialPaths
+from benchflow.jobs.phases import TrialState
+from benchflow.jobs.prompts import resolve_prompts
+from benchflow.jobs.trial_request import TrialRequest
 from benchflow.records.turns import TurnRecord
+from benchflow.sim_user.user import converse
 from benchflow.tasks.scene_rules import composition
 from benchflow.util import atomic
 
-from .agent_layer import wants_layer
-from .layout import StepPaths, TrialPaths
-from .phases import TrialState
-from .prompts import resolve_prompts
-from .scene_plan import Turn, compose, role_agents, role_player, turns_of
-from .sim_user import converse
-from .trial_request import TrialRequest
+from .plan import Turn, compose, role_agents, role_player, turns_of
 
 _SUMMED = ("n_input_tokens", "n_output_tokens", "n_cache_read_tokens", "n_cache_creation_tokens", "cost_usd")
 
@@ -204,7 +204,7 @@ def _combined(outcomes: list[AgentOutcome], stopped: bool) -> AgentOutcome | Non
 
 async def _artifacts(req: TrialRequest, sandbox: Any, paths: TrialPaths, state: TrialState) -> None:
     """The task's artifacts, once, after the last turn."""
-    from .artifacts import collect_artifacts
+    from benchflow.jobs.artifacts import collect_artifacts
 
     try:
         artifacts = await collect_artifacts(req.task, sandbox, paths.artifacts_dir)
