@@ -1,6 +1,7 @@
 """``bench branch`` with the oracle on Docker: children with different prompts from one snapshot reach
 different rewards, a nested fork, isolated/concurrent children agree with sequential restores, a
-kill -9 mid-branch is finished by a rerun with nothing leaked, and what cannot branch is refused."""
+kill -9 mid-branch is finished by a rerun with nothing leaked, a trial whose sandbox never started still
+reports its tree, and what cannot branch is refused."""
 
 from __future__ import annotations
 
@@ -180,3 +181,20 @@ def test_a_ca_bundle_reaches_every_child_and_a_missing_one_is_refused_first(benc
                  "--child", "label=a", "--child", "label=b", "--ca-bundle", str(bundle))
     assert done.returncode == 0, done.stderr + done.stdout
     assert _rewards(bench, _job(tmp_path / "jobs")) == {"a": (1.0, 0.0), "b": (1.0, 0.0)}
+
+
+def test_a_branched_trial_whose_sandbox_never_started_still_reports_its_tree(bench, tmp_path: Path) -> None:
+    from tests.taskgen import DOCKERFILE, make_task
+
+    task = make_task(tmp_path / "tasks", "broken", test="echo 1 > /logs/verifier/reward.txt",
+                     dockerfile=DOCKERFILE + "RUN exit 3\n")
+    done = bench("branch", "--tasks-dir", str(task), "--agent", "oracle", "--sandbox", "docker",
+                 "--jobs-dir", str(tmp_path), *CHILDREN[:4])
+    assert done.returncode == 1, done.stderr + done.stdout
+    [trial] = [p for p in _job(tmp_path).iterdir() if p.name.startswith("broken__")]
+    result = json.loads((trial / "result.json").read_text())
+    assert result["error_category"] == "sandbox_setup"
+    assert result["branch"] == {"tree": "tree.json", "parent": "continue", "forks": 1, "children": 2,
+                                "finished": 0, "best_reward": None}
+    assert json.loads((trial / "config.json").read_text())["task_name"] == "broken"
+    assert _leftovers(_job(tmp_path)) == ([], [])

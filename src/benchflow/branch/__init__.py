@@ -2,8 +2,9 @@
 
 ``run_branch(BranchSpec)`` is the library call behind ``bench branch``;
 ``view.branch_views(path)`` reads branched trials back (``bench eval branches``).
-A child is "restore the snapshot → agent phase → verifier phase → record",
-composed from :mod:`benchflow.jobs.phases` inside :func:`benchflow.sandbox.session.sandbox_session`.
+A branched trial is a mode of the one trial runner (:mod:`.mode`, run by ``jobs.trial.run_trial``);
+a child is "restore the snapshot → agent phase → verifier phase → record", composed from
+:mod:`benchflow.jobs.phases` on a sandbox the trial's session (or a child's own) holds.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ cut the conversation. ``start_snapshot`` picks the kept snapshot a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchflow.agents.base import AgentOutcome
 from benchflow.jobs.layout import TrialPaths
@@ -22,6 +22,11 @@ from benchflow.records.branch import Checkpoint
 
 from .spec import BranchSpec, BranchSpecError
 from .tree import TreeFile
+
+if TYPE_CHECKING:
+    from benchflow.agents.trajectory import AcpTrajectoryFile
+    from benchflow.jobs.trial_request import TrialRequest
+    from benchflow.sandbox.base import Backend, Sandbox
 
 _COUNTS = ("n_tool_calls", "n_prompts", "n_message_chunks", "n_thought_chunks")
 _USAGE = ("n_input_tokens", "n_output_tokens", "n_cache_read_tokens", "n_cache_creation_tokens", "total_tokens",
@@ -57,9 +62,9 @@ def start_snapshot(spec: BranchSpec, prompts: list[str]) -> tuple[str, list[str]
     return ref, list(record.parent_prompts[at:]) or prompts
 
 
-async def send_prompts(req: Any, sandbox: Any, paths: TrialPaths, prompts: list[str], start: int, stop: int,
-                       points: list[int], keep: int, tree: TreeFile, sink: Any, state: TrialState,
-                       timing: dict[str, float]) -> None:
+async def send_prompts(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, prompts: list[str], start: int,
+                       stop: int, points: list[int], keep: int, tree: TreeFile, sink: AcpTrajectoryFile,
+                       state: TrialState, timing: dict[str, float]) -> None:
     """Send ``prompts[start:stop]``, one agent phase per stretch between the checkpoint prompts
     ``points``, a retained snapshot kept after each; the outcome on ``state`` counts every stretch."""
     edges = sorted({*(n for n in points if start < n <= stop), stop})
@@ -90,7 +95,7 @@ def _add_counts(outcome: AgentOutcome, earlier: AgentOutcome) -> None:
             outcome.usage[key] = mine + theirs
 
 
-async def keep_checkpoint(tree: TreeFile, backend: Any, keep: int, sandbox: Any, prompt: int,
+async def keep_checkpoint(tree: TreeFile, backend: Backend, keep: int, sandbox: Sandbox, prompt: int,
                           session_id: str | None = None) -> None:
     """Snapshot after prompt ``prompt`` (retained), deleting the oldest kept beyond ``keep``."""
     ref = await sandbox.snapshot(retain=True)

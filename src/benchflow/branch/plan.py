@@ -11,11 +11,16 @@ snapshot), and ``--resume-session`` where no conversation can be reloaded.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from benchflow.jobs.spec import RunSpec, Selection
 
 from .spec import BranchSpec, BranchSpecError, check_children
+
+if TYPE_CHECKING:
+    from benchflow.agents.base import Agent
+    from benchflow.jobs.plan import PlannedTask
+    from benchflow.sandbox.base import Backend
 
 
 class BranchRefused(BranchSpecError):
@@ -25,14 +30,14 @@ class BranchRefused(BranchSpecError):
 @dataclass
 class BranchPlan:
     run_spec: RunSpec
-    tasks: list[Any]
+    tasks: list[PlannedTask]
     sandbox: str
-    backend: Any
-    agent: Any
+    backend: Backend
+    agent: Agent
     tasks_dir: str | None
 
 
-def refuse_resume(agent: Any, harness: str, at_prompt: int, flag: str = "--resume-session") -> None:
+def refuse_resume(agent: Agent, harness: str, at_prompt: int, flag: str = "--resume-session") -> None:
     """What can be known before anything starts about reloading a conversation (ACP ``session/load``):
     a control or native-harness agent has none, and at prompt 0 there is none yet. Whether an ACP
     agent advertises ``loadSession`` is known once it has answered ``initialize``.
@@ -49,7 +54,7 @@ def refuse_resume(agent: Any, harness: str, at_prompt: int, flag: str = "--resum
                             "--checkpoint-after-prompt 1 or more")
 
 
-def refuse_layers(spec: BranchSpec, tasks: list[Any]) -> None:
+def refuse_layers(spec: BranchSpec, tasks: list[PlannedTask]) -> None:
     """``--snapshot-layers environment|both`` needs every task to declare its state; ``environment``
     alone takes no sandbox snapshot, so its children run one after another in the parent's sandbox.
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from benchflow.jobs.layout import TrialPaths
 from benchflow.jobs.phases import TrialState
@@ -27,6 +28,11 @@ from .checkpoint import send_prompts
 from .child import ChildRun, run_child
 from .spec import checkpoint_after
 from .tree import TreeFile, child_paths
+
+if TYPE_CHECKING:
+    from benchflow.agents.trajectory import AcpTrajectoryFile
+    from benchflow.jobs.trial_request import TrialRequest
+    from benchflow.sandbox.base import Sandbox
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +48,9 @@ class RunCheckpoints:
     """The checkpoints (and the retry) of one ``bench run`` trial: its mode (``jobs.extensions.TrialMode``)."""
 
     verifier_runs = True
+    opens_network = False
 
-    req: Any
+    req: TrialRequest
     paths: TrialPaths
     prompts: list[str]
     tree: TreeFile
@@ -51,7 +58,7 @@ class RunCheckpoints:
     """The ``retry`` block of result.json, once a retry was due."""
 
     @classmethod
-    def for_trial(cls, req: Any, paths: TrialPaths, prompts: list[str]) -> "RunCheckpoints | None":
+    def for_trial(cls, req: TrialRequest, paths: TrialPaths, prompts: list[str]) -> "RunCheckpoints | None":
         """None unless the run asked for ``--checkpoints``; else the trial's (new) ``tree.json``."""
         if not req.spec.checkpoints:
             return None
@@ -61,13 +68,14 @@ class RunCheckpoints:
         tree.save()
         return cls(req=req, paths=paths, prompts=list(prompts), tree=tree)
 
-    async def agent_phase(self, sandbox: Any, sink: Any, state: TrialState, timing: dict[str, float]) -> None:
+    async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
+                          timing: dict[str, float]) -> None:
         """Every prompt, a retained snapshot kept after each checkpoint prompt."""
         points = checkpoint_after(self.req.spec.checkpoints, len(self.prompts))
         await send_prompts(self.req, sandbox, self.paths, self.prompts, 0, len(self.prompts), points,
                            self.req.spec.checkpoint_keep, self.tree, sink, state, timing)
 
-    async def after_verifier(self, sandbox: Any, state: TrialState) -> None:
+    async def after_verifier(self, sandbox: Sandbox, state: TrialState) -> None:
         """With ``--retry-from-checkpoint``: one retry from the last checkpoint when the trial ended the
         way it names (after its verifier ran, in the same sandbox). A retry that breaks is reported in
         its block; the trial's own record is never changed by it."""
@@ -80,7 +88,7 @@ class RunCheckpoints:
             log.debug("%s: the checkpoint retry failed", self.paths.name, exc_info=True)
             self.block = CheckpointRetry(trigger=trigger, status="errored", error=f"{type(exc).__name__}: {exc}")
 
-    async def _retry(self, sandbox: Any, state: TrialState, trigger: str) -> None:
+    async def _retry(self, sandbox: Sandbox, state: TrialState, trigger: str) -> None:
         spec = self.req.spec
         kept = [c for c in self.tree.tree.checkpoints if c.kept and c.snapshot]
         if not kept:
@@ -175,7 +183,7 @@ def verifier_feedback(paths: TrialPaths, state: TrialState) -> str:
     return "\n".join(lines)
 
 
-def _block(obs: Observation, trigger: str, checkpoint: str, resumed: bool, path: Any) -> CheckpointRetry:
+def _block(obs: Observation, trigger: str, checkpoint: str, resumed: bool, path: Path) -> CheckpointRetry:
     return CheckpointRetry(
         trigger=trigger, checkpoint=checkpoint, prompts=list(obs.request.get("prompts") or []),
         prompt_source=obs.request.get("prompt_source"), resume_session=resumed, status=obs.status,

@@ -15,9 +15,9 @@ import datetime as dt
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchflow.jobs.job import lock_job
 from benchflow.jobs.layout import JobPaths, TrialPaths, trial_name
@@ -28,6 +28,10 @@ from .checkpoint import start_snapshot
 from .plan import BranchPlan, plan_branch
 from .spec import BranchSpec
 from .tree import TreeFile, new_tree
+
+if TYPE_CHECKING:
+    from benchflow.jobs.plan import PlannedTask
+    from benchflow.jobs.trial_request import TrialRequest
 
 Event = dict[str, Any]
 
@@ -149,32 +153,26 @@ def _done(tree: TreeFile | None) -> bool:
     return tree is not None and all(tree.finished(n.id) for n in tree.tree.nodes)
 
 
-async def _one(spec: BranchSpec, plan: BranchPlan, planned: Any, req: Any, paths: TrialPaths,
+async def _one(spec: BranchSpec, plan: BranchPlan, planned: PlannedTask, req: TrialRequest, paths: TrialPaths,
                tree: TreeFile | None) -> dict[str, Any]:
+    """Run (or finish) one task's branched trial in ``paths``: the one trial runner with a :class:`.mode.BranchMode`."""
     from benchflow.jobs.prompts import resolve_prompts
-    from benchflow.jobs.record import build_config
-    from benchflow.jobs.trial_request import agent_timeout
-    from benchflow.util import atomic
+    from benchflow.jobs.trial import run_trial
 
     from .env_state import declared_state
-    from .trial import BranchedTrial, run_branched_trial
+    from .mode import BranchMode
 
     start_from, prompts = None, planned.prompts
     if spec.from_checkpoint:
         start_from, prompts = start_snapshot(spec, prompts)
-    if tree is None:
+    if tree is None:  # a new trial (run_trial writes its config.json and prompts.json)
         tree = TreeFile(paths, new_tree(spec, trial=paths.name, task=planned.name, sandbox=plan.sandbox,
                                         prompts=prompts))
         tree.save()
-        atomic.write_json(paths.config, build_config(
-            spec=plan.run_spec, task_path=str(planned.task.path), task_name=planned.name, digest=planned.digest,
-            agent=plan.agent.name, is_control=plan.agent.is_control, environment=plan.sandbox,
-            started_at=dt.datetime.now(), prompts=prompts, timeout_sec=agent_timeout(req), attempt=1, seed=None,
-            sandbox_fit=planned.fit.record() if planned.fit is not None else None))
-        atomic.write_json(paths.prompts, prompts)
     paths.result.unlink(missing_ok=True)  # unfinished until this run writes it again
+    req = replace(req, name=paths.name, prompts=prompts, bridge_mounts=False)
     task_prompts = resolve_prompts(planned.task.instruction, [], prefix=planned.task.config.agent.prompt_prefix)
     declared = declared_state(planned.task.paths.task_dir) if spec.snapshot_layers != "sandbox" else None
-    bt = BranchedTrial(spec=spec, req=req, paths=paths, tree=tree, task_prompts=task_prompts,
-                       start_from=start_from, env_state=declared)
-    return await run_branched_trial(bt)
+    mode = BranchMode(spec=spec, req=req, paths=paths, tree=tree, task_prompts=task_prompts,
+                      start_from=start_from, env_state=declared)
+    return await run_trial(req, mode)

@@ -14,7 +14,7 @@ The sandboxes started ahead come up in whatever order the engine finishes them: 
 hands each to the next child in order as it comes up, so no child waits for "its" sandbox while
 another one, started at the same moment, is ready and idle.
 
-Used only where every child stands alone (see ``trial._in_turns``): no nested fork under them (those
+Used only where every child stands alone (see ``forks._in_turns``): no nested fork under them (those
 run in the child's sandbox after its verifier), no ``--stop-on-child-failure`` (the next child would
 start before the verdict), a backend that starts sandboxes from a snapshot, and no compose services
 or declared environment state (those live outside the sandbox snapshot).

@@ -66,10 +66,13 @@ __all__ = ["FEATURES", "PARSED_FIELDS", "Feature", "Row", "TrialMode", "active",
 
 class TrialMode(Protocol):
     """How a trial's agent phase runs (``jobs/modes.py`` has the engine's plain one; steps, checkpoints, scenes
-    and the simulated user are features')."""
+    and the simulated user are features'; ``bench branch``'s is a caller's: ``run_trial(req, mode)``)."""
 
     verifier_runs: bool
     """False for a mode that verifies as it goes: the runner's verifier phase is left out."""
+    opens_network: bool
+    """True for a mode that sets up the agent's network itself, around each agent it runs (a branched
+    trial: the parent's stretches and every child, in restored sandboxes): the runner's is left out."""
 
     async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
                           timing: dict[str, float]) -> None:

@@ -36,6 +36,7 @@ class PlainMode:
     prompts: list[str]
     verifier_runs = True
     """False for a mode that verifies as it goes (steps): the runner's verifier phase is left out."""
+    opens_network = False
 
     async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
                           timing: dict[str, float]) -> None:

@@ -1,10 +1,12 @@
-"""One trial, end to end: sandbox session → environment → agent → [freeze] → verifier → record.
+"""One trial, end to end: sandbox session → environment → mode → verifier → record.
 
-The phases live in :mod:`.phases`; this module composes them around one
-:func:`~benchflow.sandbox.session.sandbox_session`. Every phase is timed; every
-failure becomes an ``error`` + ``error_category`` on the result instead of an
-exception, except cancellation, which removes the sandbox and leaves the trial
-unfinished (no result.json) so a resume reruns it.
+The one trial runner: every trial of every command runs here. The phases live in :mod:`.phases`;
+this module composes them around one :func:`~benchflow.sandbox.session.sandbox_session`. What runs
+the agent is the trial's mode (:mod:`.modes`: steps, a feature's, scenes, plain), or the mode a caller
+hands :func:`run_trial` (``bench branch``'s branched trial). Every phase is timed; every failure
+becomes an ``error`` + ``error_category`` on the result instead of an exception, except
+cancellation, which removes the sandbox and leaves the trial unfinished (no result.json) so a resume
+reruns it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ from benchflow.util.scrub import scrub_folder
 
 from . import ahead
 from .agent_layer import wants_layer
-from .extensions import hooks
-from .layout import trial_name
+from .extensions import TrialMode, hooks
+from .layout import TrialPaths, trial_name
 from .phases import (
     TrialState,
     agent_layer,
@@ -47,8 +49,12 @@ __all__ = ["TrialRequest", "run_trial", "unexpected_category"]
 log = logging.getLogger(__name__)
 
 
-async def run_trial(req: TrialRequest) -> dict[str, Any]:
-    """Run one attempt and write its folder; returns the result document."""
+async def run_trial(req: TrialRequest, mode: TrialMode | None = None) -> dict[str, Any]:
+    """Run one attempt and write its folder; returns the result document.
+
+    ``mode``: the caller's (``bench branch``'s, made for the folder ``req.name`` names); None: the
+    trial's own (:func:`.modes.trial_mode`). ``config.json`` and ``prompts.json`` record the trial's
+    first start: a folder run again (a rerun finishing a branched trial's children) keeps them."""
     task = req.task
     for task_view in hooks(req.spec, "task_view"):  # a run config's scenes replace the task's
         task = task_view(req.spec, task)
@@ -61,17 +67,13 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     t0 = time.monotonic()
     timing: dict[str, float] = {}
     prompts = req.prompts
-    atomic.write_json(paths.config, build_config(
-        spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
-        agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
-        started_at=started_at, prompts=prompts, timeout_sec=agent_timeout(req), attempt=req.attempt, seed=req.seed,
-        sandbox_fit=req.fit.record() if req.fit is not None else None, features=_feature_records(req),
-        provenance=req.provenance))
-    atomic.write_json(paths.prompts, prompts)
+    if not paths.config.exists():
+        _write_config(req, paths, started_at)
     secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
     sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
     state = TrialState()
-    mode = trial_mode(req, paths, prompts)  # steps, --checkpoints, scenes, the simulated user, or plain
+    if mode is None:
+        mode = trial_mode(req, paths, prompts)  # steps, --checkpoints, scenes, the simulated user, or plain
     spec = sandbox_spec(req, name)
 
     others = [agent for layer_agents in hooks(req.spec, "layer_agents") for agent in layer_agents(req)]
@@ -103,7 +105,9 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
             timing["environment_setup"] = time.monotonic() - t
             try:
                 async with req.run_slot or contextlib.nullcontext():
-                    async with agent_network(req, session.sandbox, paths, state):  # metadata block, allowlist proxy
+                    network = contextlib.nullcontext() if mode.opens_network else \
+                        agent_network(req, session.sandbox, paths, state)  # metadata block, allowlist proxy
+                    async with network:
                         if state.error is None:
                             await mode.agent_phase(session.sandbox, sink, state, timing)
                     if state.verifier_allowed and mode.verifier_runs:
@@ -113,7 +117,6 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
                 _unexpected(name, exc, state)
             timing["total"] = time.monotonic() - t0
             result = await record_phase(req, paths, started_at, timing, sink, state)
-            mode.annotate(result)
             if session.sandbox.capabilities.keep and _keep(req.spec.keep_sandbox, result):
                 kept = await session.keep()  # renamed so `bench sandbox cleanup` leaves it to `release`
                 atomic.write_json(paths.kept_sandbox, {**kept, "trial": name,
@@ -132,8 +135,20 @@ async def run_trial(req: TrialRequest) -> dict[str, Any]:
     if result is None:
         timing["total"] = time.monotonic() - t0
         result = await record_phase(req, paths, started_at, timing, sink, state)
+    mode.annotate(result)  # also when the sandbox never started (a branched trial's tree is still reported)
     atomic.write_json(paths.result, result)
     return result
+
+
+def _write_config(req: TrialRequest, paths: TrialPaths, started_at: dt.datetime) -> None:
+    """``config.json`` and ``prompts.json``, before the trial's sandbox is asked for."""
+    atomic.write_json(paths.config, build_config(
+        spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
+        agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
+        started_at=started_at, prompts=req.prompts, timeout_sec=agent_timeout(req), attempt=req.attempt,
+        seed=req.seed, sandbox_fit=req.fit.record() if req.fit is not None else None,
+        features=_feature_records(req), provenance=req.provenance))
+    atomic.write_json(paths.prompts, req.prompts)
 
 
 def _feature_records(req: TrialRequest) -> dict[str, Any]:

@@ -57,7 +57,12 @@ class TrialRequest:
     """Host values the task reads through ``--allow-task-env``: masked in every file of the trial folder."""
     name: str | None = None
     """The trial folder's name when the caller chose it (a remote executor, to find the attempt's
-    sandbox after losing its node); None: ``run_trial`` makes one."""
+    sandbox after losing its node; ``bench branch``, to finish a branched trial in its folder); None:
+    ``run_trial`` makes one."""
+    bridge_mounts: bool = True
+    """Whether the sandbox mounts the trial's model-bridge folder where the backend has host mounts.
+    False for a branched trial: its snapshots are restored into sandboxes whose children have routes
+    of their own, so every agent reaches the gateway through the exec stream."""
 
     @property
     def agent_user(self) -> str | None:
@@ -80,7 +85,8 @@ def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
     spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.agent_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle, **options,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
-                         mounts=None if req.models is None else req.models.mounts_for(trial, req.backend.capabilities))
+                         mounts=None if req.models is None or not req.bridge_mounts
+                         else req.models.mounts_for(trial, req.backend.capabilities))
     return req.fit.apply(spec) if req.fit is not None else spec
 
 

@@ -1,13 +1,4 @@
-"""One branched trial: the parent up to the checkpoint, the snapshot, the forks, then the parent's rest.
-
-Inside one ``sandbox_session``: environment phase → parent agent phase (the
-prompts before the checkpoint, a snapshot kept after each ``--checkpoints``
-prompt) → snapshot → every unfinished child of the trial's own fork (restoring
-the one sandbox between children, or each in a sandbox of its own created from
-the snapshot) → with ``--parent continue``, restore once more, send the
-remaining prompts and verify → ``result.json``. A child with nested children
-is snapshotted after its agent phase, and its fork runs while its sandbox
-still exists. A rerun runs only what is unfinished.
+"""A branched trial's forks: each fork's snapshot, then its unfinished children, nested forks included.
 
 A fork's snapshot is the declared environment state (:mod:`.env_state`, with
 ``--snapshot-layers environment|both``) and the sandbox snapshot (unless
@@ -15,166 +6,37 @@ A fork's snapshot is the declared environment state (:mod:`.env_state`, with
 sandboxes from a snapshot (:mod:`.turns`: one agent at a time, each later child
 in a sandbox started ahead from the snapshot); otherwise they restore the one
 sandbox, asking the backend to start the next restore's sandbox ahead
-(``prepare_restore``) while a child runs.
+(``prepare_restore``) while a child runs. A child with nested children is
+snapshotted after its agent phase, and its fork runs while its sandbox still
+exists. Every function takes the trial's :class:`~.mode.BranchMode` (``bt``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from benchflow.agents.trajectory import AcpTrajectoryFile
-from benchflow.jobs.agent_layer import wants_layer
-from benchflow.jobs.agent_network import agent_network
 from benchflow.jobs.layout import TrialPaths
-from benchflow.jobs.phases import (
-    TrialState,
-    agent_layer,
-    environment_phase,
-    record_phase,
-    setup_failure,
-    verifier_phase,
-)
-from benchflow.jobs.trial import unexpected_category
-from benchflow.jobs.trial_request import TrialRequest, sandbox_spec
 from benchflow.sandbox.base import Sandbox
 from benchflow.sandbox.optional import PreparesRestore
-from benchflow.sandbox.session import SessionSetupError, sandbox_session, stop_surely
-from benchflow.util import atomic
-from benchflow.util.redact import is_secret_entry
+from benchflow.sandbox.session import SandboxSession, sandbox_session, stop_surely
 
 from . import env_state
-from .checkpoint import send_prompts
 from .child import ChildRun, clear_agent_logs, run_child
-from .env_state import DeclaredState
-from .spec import BranchSpec, checkpoint_after
-from .tree import ROOT_FORK, TreeFile, child_paths, child_prompts, fork_id
+from .tree import ROOT_FORK, child_paths, child_prompts, fork_id
+
+if TYPE_CHECKING:
+    from .mode import BranchMode
+    from .turns import Turn
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class BranchedTrial:
-    spec: BranchSpec
-    req: TrialRequest
-    paths: TrialPaths
-    tree: TreeFile
-    task_prompts: list[str]
-    """The task's own prompts (what a child without a prompt runs when the checkpoint is after the last)."""
-    installed: bool = False
-    start_from: str | None = None
-    """A kept snapshot to restore first (``--from-checkpoint``)."""
-    env_state: DeclaredState | None = None
-    """The task's declared database state, captured at each fork (``--snapshot-layers environment|both``)."""
-    clean_forks: set[str] = field(default_factory=set)
-    """Forks whose snapshot holds no earlier agent's ``/logs/agent``: their children need not clear it."""
-
-    @property
-    def prompts(self) -> list[str]:
-        return self.tree.tree.parent_prompts
-
-    def session_spec(self) -> Any:
-        # No host mounts for the model bridge: a restored or isolated sandbox reaches the gateway
-        # through its exec stream, whatever trial name its route has.
-        return sandbox_spec(replace(self.req, models=None), self.paths.name)
-
-
-async def run_branched_trial(bt: BranchedTrial) -> dict[str, Any]:
-    """Run (or finish) one branched trial; returns its ``result.json`` document."""
-    req, paths = bt.req, bt.paths
-    secrets = tuple(v for k, v in req.agent_env.items() if is_secret_entry(k, v)) + req.task_secrets
-    sink = AcpTrajectoryFile(paths.acp_trajectory, secret_values=secrets)
-    state = TrialState()
-    timing: dict[str, float] = {}
-    started_at, t0 = dt.datetime.now(), time.monotonic()
-    session_spec = bt.session_spec()
-
-    async def install_layer(base: Any) -> Any:
-        return await agent_layer(req, base, session_spec, paths, state)
-
-    try:
-        async with sandbox_session(req.backend, session_spec,
-                                   prepare=install_layer if wants_layer(req.agent, req.backend) else None
-                                   ) as session:
-            sandbox = session.sandbox
-            await environment_phase(req, sandbox, paths, state)
-            if bt.start_from is not None and state.error is None:
-                await sandbox.restore(bt.start_from)
-            timing["environment_setup"] = time.monotonic() - t0
-            if state.error is None:
-                await _branch(bt, sandbox, sink, state, timing)
-    except SessionSetupError as failure:
-        if not setup_failure(req, failure, state):
-            state.error, state.error_category = str(failure.cause), unexpected_category(failure.cause)
-    except Exception as exc:  # noqa: BLE001 - recorded on the trial, like a plain trial's
-        log.debug("branched trial %s failed", paths.name, exc_info=True)
-        state.error, state.error_category = f"{type(exc).__name__}: {exc}", unexpected_category(exc)
-    timing["total"] = time.monotonic() - t0
-    result = await record_phase(req, paths, started_at, timing, sink, state)
-    result["branch"] = branch_block(bt)
-    atomic.write_json(paths.result, result)
-    return result
-
-
-async def _branch(bt: BranchedTrial, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
-                  timing: dict[str, float]) -> None:
-    spec, tree = bt.spec, bt.tree
-    at = tree.tree.checkpoint_after_prompt
-    bt.installed = state.installed_by_layer
-    if at > 0:
-        await _parent_prompts(bt, sandbox, 0, at, sink, state, timing)
-        bt.installed = bt.installed or state.outcome is not None
-        if state.error is not None and state.outcome is None:
-            return  # the parent never ran: no state to branch from
-        if spec.resume_session and not (state.outcome and state.outcome.load_session):
-            state.error = (f"--resume-session: agent {bt.req.agent.name} does not advertise loadSession in its "
-                           "ACP initialize capabilities, so no child could reload the parent's conversation; "
-                           "run without --resume-session and give each child a prompt that stands alone")
-            state.error_category = "agent_integration"
-            return
-    ref: str | None = None
-    forked = not tree.fork_done(ROOT_FORK)
-    if forked:
-        ref = await fork_point(bt, sandbox, ROOT_FORK)
-        tree.set_fork(ROOT_FORK, snapshot=ref, snapshot_kept=spec.retain_snapshots and ref is not None,
-                      status="running",
-                      session_id=state.outcome.session_id if state.outcome is not None else None)
-        await run_fork(bt, sandbox, ROOT_FORK, ref, dirty=False)
-    if spec.parent != "continue":
-        return
-    if forked:
-        await back_to(bt, sandbox, ROOT_FORK, ref)
-    state.error = state.error_category = None
-    rest = bt.prompts[at:]
-    if rest:
-        await _parent_prompts(bt, sandbox, at, len(bt.prompts), sink, state, timing)
-    elif state.outcome is None:
-        from benchflow.agents.base import AgentOutcome
-
-        state.outcome = AgentOutcome(n_prompts=0, trajectory_source=bt.req.agent.name)
-    if state.verifier_allowed:
-        await verifier_phase(bt.req, sandbox, bt.paths, state, timing)
-
-
-async def _parent_prompts(bt: BranchedTrial, sandbox: Sandbox, start: int, stop: int, sink: AcpTrajectoryFile,
-                          state: TrialState, timing: dict[str, float]) -> None:
-    """Send parent prompts ``start..stop`` in one agent phase per stretch between ``--checkpoints``,
-    keeping a snapshot after each checkpoint prompt (at most ``--checkpoint-keep``, oldest deleted).
-    From ``start`` > 0 (``--parent continue``) the network records of the prompts before are kept."""
-    points = checkpoint_after(bt.spec.checkpoints, len(bt.prompts))
-    async with agent_network(bt.req, sandbox, bt.paths, state, continued=start > 0):  # metadata block, proxy
-        if state.error is None:
-            await send_prompts(bt.req, sandbox, bt.paths, bt.prompts, start, stop, points,
-                               bt.spec.checkpoint_keep, bt.tree, sink, state, timing)
-
-
-async def fork_point(bt: BranchedTrial, sandbox: Sandbox, fork: str) -> str | None:
+async def fork_point(bt: BranchMode, sandbox: Sandbox, fork: str) -> str | None:
     """Take ``fork``'s snapshot: the declared environment state first (when asked), then the sandbox
     (unless ``--snapshot-layers environment``); returns the sandbox snapshot's reference.
 
@@ -194,7 +56,7 @@ async def fork_point(bt: BranchedTrial, sandbox: Sandbox, fork: str) -> str | No
     return await sandbox.snapshot(retain=bt.spec.retain_snapshots)
 
 
-async def back_to(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | None) -> None:
+async def back_to(bt: BranchMode, sandbox: Sandbox, fork: str, ref: str | None) -> None:
     """Put ``sandbox`` back as it was at ``fork``: the sandbox snapshot, then the declared state."""
     if ref is not None:
         await sandbox.restore(ref)
@@ -207,7 +69,7 @@ def state_folder(paths: TrialPaths, fork: str) -> Path:
     return paths.root / "branches" / fork / "state"
 
 
-async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | None, *, dirty: bool) -> None:
+async def run_fork(bt: BranchMode, sandbox: Sandbox, fork: str, ref: str | None, *, dirty: bool) -> None:
     """Every unfinished child of ``fork``: in ``sandbox`` (restored between children) or, for an
     isolated fork, each in a sandbox of its own restored from ``ref``, ``--concurrency`` at a time."""
     tree = bt.tree
@@ -240,7 +102,7 @@ async def run_fork(bt: BranchedTrial, sandbox: Sandbox, fork: str, ref: str | No
     tree.set_fork(fork, status=status)
 
 
-def _in_turns(bt: BranchedTrial, fork: str, todo: list[str], ref: str | None) -> bool:
+def _in_turns(bt: BranchMode, fork: str, todo: list[str], ref: str | None) -> bool:
     """Whether a sequential fork's children can run in turns (:mod:`.turns`): each in a sandbox
     started from the snapshot, every child standing alone."""
     tree = bt.tree.tree
@@ -250,7 +112,7 @@ def _in_turns(bt: BranchedTrial, fork: str, todo: list[str], ref: str | None) ->
             and all(tree.fork(fork_id(node)) is None for node in todo))
 
 
-async def _run_in_turns(bt: BranchedTrial, sandbox: Sandbox, fork: str, todo: list[str], ref: str, *,
+async def _run_in_turns(bt: BranchMode, sandbox: Sandbox, fork: str, todo: list[str], ref: str, *,
                         dirty: bool) -> None:
     """A fork's children in turns (:mod:`.turns`): the first in the trial's sandbox (a spare started
     ahead for ``--parent continue``), the others each in a sandbox started from the snapshot, lent to
@@ -259,7 +121,7 @@ async def _run_in_turns(bt: BranchedTrial, sandbox: Sandbox, fork: str, todo: li
 
     continues = int(fork == ROOT_FORK and bt.spec.parent == "continue")
 
-    async def one(i: int, turn: Any) -> bool:
+    async def one(i: int, turn: Turn) -> bool:
         node = todo[i]
         if i == 0:
             return await _child(bt, sandbox, fork, node, ref, fresh=not dirty, ahead=continues,
@@ -281,7 +143,7 @@ async def _run_in_turns(bt: BranchedTrial, sandbox: Sandbox, fork: str, todo: li
         await in_turns(len(todo), one)
 
 
-def _snapshot_session(bt: BranchedTrial, ref: str) -> Any:
+def _snapshot_session(bt: BranchMode, ref: str) -> AbstractAsyncContextManager[SandboxSession]:
     """A sandbox session started straight from snapshot ``ref`` (``start_from_snapshot`` backends)."""
     async def from_snapshot(box: Sandbox) -> Sandbox:
         await box.restore(ref)
@@ -290,7 +152,7 @@ def _snapshot_session(bt: BranchedTrial, ref: str) -> Any:
     return sandbox_session(bt.req.backend, bt.session_spec(), prepare=from_snapshot)
 
 
-async def _isolated_child(bt: BranchedTrial, fork: str, node: str, ref: str | None) -> bool:
+async def _isolated_child(bt: BranchMode, fork: str, node: str, ref: str | None) -> bool:
     """A child in a sandbox of its own: started straight from the snapshot where the backend can
     (``start_from_snapshot``), else started from the task image and restored."""
     assert ref is not None, "an isolated fork has a sandbox snapshot (plan_branch refuses it otherwise)"
@@ -307,7 +169,7 @@ async def prepare_spare(sandbox: Sandbox, ref: str, count: int) -> None:
         await sandbox.prepare_restore(ref, count)
 
 
-async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref: str | None, *, fresh: bool,
+async def _child(bt: BranchMode, sandbox: Sandbox, fork: str, node: str, ref: str | None, *, fresh: bool,
                  ahead: int = 0, after_agent: Callable[[], None] | None = None) -> bool:
     """Run one child (or only its nested fork when the child itself finished earlier); True when it
     ended with a reward or a verifier verdict. ``fresh``: the sandbox is at ``ref`` already (a
@@ -361,13 +223,3 @@ async def _child(bt: BranchedTrial, sandbox: Sandbox, fork: str, node: str, ref:
         shutil.rmtree(paths.root, ignore_errors=True)
         return True
     return obs.is_finished
-
-
-def branch_block(bt: BranchedTrial) -> dict[str, Any]:
-    """The ``branch`` block of a branched trial's ``result.json``: where the tree is and how it ended."""
-    tree = bt.tree
-    children = {n.id: tree.observation(n.id) for n in tree.tree.nodes}
-    rewards = [o.reward for o in children.values() if o is not None and o.reward is not None]
-    return {"tree": "tree.json", "parent": tree.tree.parent_mode, "forks": len(tree.tree.forks),
-            "children": len(children), "finished": sum(1 for o in children.values() if o and o.is_finished),
-            "best_reward": max(rewards) if rewards else None}
