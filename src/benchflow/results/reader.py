@@ -30,10 +30,13 @@ from benchflow.records import (
     TrialResult,
     Unreadable,
     as_result,
+    read_json,
     read_optional,
     read_record,
     upgrade,
 )
+from benchflow.records.harbor import is_job_result
+from benchflow.util import nofollow
 
 from .documents import TrialSummary
 from .review import integrity_of, review_of
@@ -127,7 +130,23 @@ def read_trial_summary(trial: TrialPaths, notes: list[str] | None = None, job: s
 
 def is_trial_dir(path: Path) -> bool:
     trial = TrialPaths(path)
-    return path.is_dir() and (trial.result.is_file() or trial.config.is_file())
+    return path.is_dir() and (trial.result.is_file() or trial.config.is_file()) and not is_harbor_job(path)
+
+
+def is_harbor_job(path: Path) -> bool:
+    """A Harbor job folder: its own ``result.json`` is Harbor's ``JobResult``, not a trial's result.
+
+    Harbor writes ``n_total_trials`` in the first few hundred bytes, so a trial's result is told apart
+    by its head alone.
+    """
+    result = TrialPaths(path).result
+    try:
+        with nofollow.open_file(result) as handle:
+            if b'"n_total_trials"' not in handle.read(4096):
+                return False
+        return is_job_result(read_json(result))
+    except (OSError, Unreadable):
+        return False
 
 
 def is_job_dir(path: Path) -> bool:
@@ -208,9 +227,13 @@ def _pick(record: Any, into: dict[str, Any]) -> None:
 
 
 def job_settings(jobs: JobPaths, first_trial: TrialPaths | None, notes: list[str]) -> dict[str, Any]:
-    """Run settings: the first trial's config.json, then summary.json (0.7), then evaluation.json (0.10)."""
+    """Run settings: the first trial's config.json, then summary.json (0.7), then evaluation.json (0.10);
+    a Harbor job's own result.json (its summary) and config.json (its run config) stand for the last two."""
     settings: dict[str, Any] = {}
     sources: list[tuple[type, Path]] = [(JobSummary, jobs.summary), (EvaluationRecord, jobs.evaluation)]
+    if is_harbor_job(jobs.root):
+        own = TrialPaths(jobs.root)  # Harbor's job records sit where a trial's would
+        sources = [(JobSummary, own.result), (EvaluationRecord, own.config)]
     if first_trial:
         sources.insert(0, (TrialConfig, first_trial.config))
     for model, source in sources:
