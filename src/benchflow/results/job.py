@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from benchflow.errors import ConfigError, JobFolderError
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, is_harbor_job
 from benchflow.records import Unreadable, read_json
 
 from . import metrics
 from .documents import JobDocument, TrialSummary
 from .outcome import category_counts, denominators
 from .reader import (
-    is_harbor_job,
     is_job_dir,
     is_trial_dir,
     job_is_running,
@@ -152,7 +151,7 @@ def read_trials(path: Path, notes: list[str]) -> tuple[list[TrialSummary], dict[
         return trials, timings, "job", JobPaths(path.parent)
     jobs = JobPaths(path)
     folders = jobs.trials()
-    if not any(f.result.is_file() or f.config.is_file() for f in folders) and not is_job_dir(path):
+    if not is_job_dir(path):
         raise JobFolderError(f"{path}: not a job folder (no evaluation.json, summary.json or <task>__<id> trial "
                              "folders); give one job, or use `bench eval list` for a folder of jobs")
     for folder in folders:

@@ -22,7 +22,7 @@ from typing import Any
 
 from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.errors import JobFolderError
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, is_harbor_job
 from benchflow.records import (
     EvaluationRecord,
     JobSummary,
@@ -30,13 +30,10 @@ from benchflow.records import (
     TrialResult,
     Unreadable,
     as_result,
-    read_json,
     read_optional,
     read_record,
     upgrade,
 )
-from benchflow.records.harbor import is_job_result
-from benchflow.util import nofollow
 
 from .documents import TrialSummary
 from .review import integrity_of, review_of
@@ -133,22 +130,6 @@ def is_trial_dir(path: Path) -> bool:
     return path.is_dir() and (trial.result.is_file() or trial.config.is_file()) and not is_harbor_job(path)
 
 
-def is_harbor_job(path: Path) -> bool:
-    """A Harbor job folder: its own ``result.json`` is Harbor's ``JobResult``, not a trial's result.
-
-    Harbor writes ``n_total_trials`` in the first few hundred bytes, so a trial's result is told apart
-    by its head alone.
-    """
-    result = TrialPaths(path).result
-    try:
-        with nofollow.open_file(result) as handle:
-            if b'"n_total_trials"' not in handle.read(4096):
-                return False
-        return is_job_result(read_json(result))
-    except (OSError, Unreadable):
-        return False
-
-
 def is_job_dir(path: Path) -> bool:
     """A job holds evaluation.json, or trial folders (``<task>__<id>`` with config/result).
 
@@ -161,7 +142,7 @@ def is_job_dir(path: Path) -> bool:
     if jobs.evaluation.is_file():
         return True
     for trial in jobs.trials():
-        if trial.result.is_file() or trial.config.is_file():
+        if (trial.result.is_file() or trial.config.is_file()) and not is_harbor_job(trial.root):
             return True
     return jobs.summary.is_file() and not any(find_jobs(child, 3) for child in _subdirs(path))
 
