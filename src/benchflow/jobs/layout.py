@@ -285,10 +285,31 @@ class JobPaths:
         if not path.is_dir():
             return False
         children = [child for child in path.iterdir() if child.is_dir()]
-        if any((child / "result.json").is_file() or (child / "config.json").is_file() for child in children):
+        if any(((child / "result.json").is_file() or (child / "config.json").is_file())
+               and not is_harbor_job(child) for child in children):
             return True
         return (path / "summary.json").is_file() and not any(
             (child / "evaluation.json").is_file() or (child / "summary.json").is_file() for child in children)
+
+
+def is_harbor_job(path: Path) -> bool:
+    """A Harbor job folder: its own ``result.json`` (where a trial's would be) is Harbor's ``JobResult``.
+
+    Harbor writes ``n_total_trials`` in its first few hundred bytes, so a trial's result is told apart
+    by its head alone.
+    """
+    from benchflow.records import Unreadable, read_json
+    from benchflow.records.harbor import is_job_result
+    from benchflow.util import nofollow
+
+    result = TrialPaths(path).result
+    try:
+        with nofollow.open_file(result) as handle:
+            if b'"n_total_trials"' not in handle.read(4096):
+                return False
+        return is_job_result(read_json(result))
+    except (OSError, Unreadable):
+        return False
 
 
 def matrix_summary(jobs_dir: Path) -> Path:

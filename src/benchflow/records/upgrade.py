@@ -7,6 +7,8 @@ What it accepts:
 * BenchFlow 0.7 records, which carry no ``schema_version`` and name a few
   things differently (``rollout_name`` only, no categories, tokens without a
   total, a Harbor-style ``verifier_result``, a top-level ``reward``);
+* Harbor's records (a Harbor job folder's trial ``result.json`` and ``config.json``, and its job
+  ``config.json`` as ``evaluation.json``): :mod:`.harbor` renames their fields;
 * hand-edited records with a wrong-typed value: the value is left out with a
   note naming the file and field (``notes``), the rest of the record is read.
   Only a record missing a required field, or not a JSON object, is unreadable.
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from . import harbor
 from .base import SCHEMA_VERSION, Record
 
 if TYPE_CHECKING:
@@ -46,11 +49,13 @@ def _number(value: Any) -> bool:
 
 
 def _result_shape(data: dict[str, Any], name: str | None) -> None:
+    if harbor.is_trial_result(data):
+        harbor.shape_trial_result(data)
     rewards = data.get("rewards")
     if not isinstance(rewards, dict):
-        harbor = data.get("verifier_result")
-        if isinstance(harbor, dict) and isinstance(harbor.get("rewards"), dict):
-            data["rewards"] = harbor["rewards"]
+        verdict = data.get("verifier_result")
+        if isinstance(verdict, dict) and isinstance(verdict.get("rewards"), dict):
+            data["rewards"] = verdict["rewards"]
         elif _number(rewards):
             data["rewards"] = {"reward": rewards}
         elif rewards is None and data.get("reward") is not None:
@@ -82,14 +87,22 @@ def _result_shape(data: dict[str, Any], name: str | None) -> None:
 
 
 def _config_shape(data: dict[str, Any], name: str | None) -> None:
+    if harbor.is_trial_config(data):
+        harbor.shape_trial_config(data)
     path = data.get("task_path")
     if not data.get("task_name") and isinstance(path, str) and path:
         data["task_name"] = os.path.basename(path.rstrip("/"))
 
 
+def _evaluation_shape(data: dict[str, Any], name: str | None) -> None:
+    if harbor.is_job_config(data):
+        harbor.shape_job_config(data)
+
+
 _SHAPES = {
     "benchflow.records.trial.TrialResult": _result_shape,
     "benchflow.records.trial_config.TrialConfig": _config_shape,
+    "benchflow.records.job.EvaluationRecord": _evaluation_shape,
 }
 """By the model's dotted name: this module does not import the models it shapes (a plain run builds
 ``TrialResult`` only once its first sandbox is up)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterable, Literal
 
 from benchflow.errors import ConfigError, JobFolderError
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, is_harbor_job
 from benchflow.records import Unreadable, read_json
 
 from . import metrics
@@ -151,7 +151,7 @@ def read_trials(path: Path, notes: list[str]) -> tuple[list[TrialSummary], dict[
         return trials, timings, "job", JobPaths(path.parent)
     jobs = JobPaths(path)
     folders = jobs.trials()
-    if not any(f.result.is_file() or f.config.is_file() for f in folders) and not is_job_dir(path):
+    if not is_job_dir(path):
         raise JobFolderError(f"{path}: not a job folder (no evaluation.json, summary.json or <task>__<id> trial "
                              "folders); give one job, or use `bench eval list` for a folder of jobs")
     for folder in folders:
@@ -202,13 +202,18 @@ def _load_job(path: Path, attempts: Attempts, include_controls: bool, keys: list
     first = next((TrialPaths(Path(t.path)) for t in trials if t.finished), None)
     settings = job_settings(jobs, first, notes) if jobs else {}
     regrade = _optional_record(jobs.regrade_summary, notes) if jobs else None
-    if jobs and trials and not jobs.evaluation.is_file():
+    harbor = bool(jobs and is_harbor_job(jobs.root))
+    if harbor and trials:
+        notes.append("a Harbor job folder: read through Harbor's field names (exception_info, verifier_result, "
+                     "per-phase times), settings from its config.json; each trial folder is one sample (Harbor's "
+                     "n_attempts; its retries reuse the folder), so every one counts whatever --attempts says")
+    elif jobs and trials and not jobs.evaluation.is_file():
         notes.append("no evaluation.json (a job written by BenchFlow 0.7, or an older run): the settings come "
                      "from summary.json and the first trial's config.json")
     if not trials:
         notes.append(f"{path}: no trial folders yet")
     note_unfinished(trials, notes, running)
-    selected = select_attempts(trials, attempts)
+    selected = trials if harbor else select_attempts(trials, attempts)
     counted, excluded = split_controls(selected, include_controls)
     finished = [t for t in counted if t.finished]
     errors, verifier_errors = category_counts(finished)

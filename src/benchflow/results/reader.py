@@ -22,7 +22,7 @@ from typing import Any
 
 from benchflow.categories import classify_error, classify_verifier_error
 from benchflow.errors import JobFolderError
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, is_harbor_job
 from benchflow.records import (
     EvaluationRecord,
     JobSummary,
@@ -127,7 +127,7 @@ def read_trial_summary(trial: TrialPaths, notes: list[str] | None = None, job: s
 
 def is_trial_dir(path: Path) -> bool:
     trial = TrialPaths(path)
-    return path.is_dir() and (trial.result.is_file() or trial.config.is_file())
+    return path.is_dir() and (trial.result.is_file() or trial.config.is_file()) and not is_harbor_job(path)
 
 
 def is_job_dir(path: Path) -> bool:
@@ -142,7 +142,7 @@ def is_job_dir(path: Path) -> bool:
     if jobs.evaluation.is_file():
         return True
     for trial in jobs.trials():
-        if trial.result.is_file() or trial.config.is_file():
+        if (trial.result.is_file() or trial.config.is_file()) and not is_harbor_job(trial.root):
             return True
     return jobs.summary.is_file() and not any(find_jobs(child, 3) for child in _subdirs(path))
 
@@ -208,9 +208,13 @@ def _pick(record: Any, into: dict[str, Any]) -> None:
 
 
 def job_settings(jobs: JobPaths, first_trial: TrialPaths | None, notes: list[str]) -> dict[str, Any]:
-    """Run settings: the first trial's config.json, then summary.json (0.7), then evaluation.json (0.10)."""
+    """Run settings: the first trial's config.json, then summary.json (0.7), then evaluation.json (0.10);
+    a Harbor job's own result.json (its summary) and config.json (its run config) stand for the last two."""
     settings: dict[str, Any] = {}
     sources: list[tuple[type, Path]] = [(JobSummary, jobs.summary), (EvaluationRecord, jobs.evaluation)]
+    if is_harbor_job(jobs.root):
+        own = TrialPaths(jobs.root)  # Harbor's job records sit where a trial's would
+        sources = [(JobSummary, own.result), (EvaluationRecord, own.config)]
     if first_trial:
         sources.insert(0, (TrialConfig, first_trial.config))
     for model, source in sources:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from benchflow.errors import ConfigError, Interrupted, JobFolderError, TaskError
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, is_harbor_job
 from benchflow.records import (
     EvaluationRecord,
     TrialConfig,
@@ -160,6 +160,11 @@ def trials_of(path: Path) -> tuple[Path, list[TrialPaths]]:
         raise JobFolderError(f"{path}: no such folder; {hint}")
     if not path.is_dir():
         raise JobFolderError(f"{path}: not a folder; {hint}")
+    job_root = path.parent if is_trial_dir(path) else path
+    if is_harbor_job(job_root):
+        raise JobFolderError(f"{path}: written by Harbor; bench regrade re-runs the verifier on a trial's frozen "
+                             f"workspace (evidence/workspace/), which Harbor does not keep: regrade it with "
+                             f"`harbor jobs regrade {job_root}`")
     if is_trial_dir(path):
         return path, [TrialPaths(path)]
     if not is_job_dir(path):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import UserError
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, is_harbor_job
 from benchflow.records import TrialConfig, TrialResult, read_optional
 
 MAX_DEPTH = 4
@@ -93,6 +93,10 @@ def trial_folders(root: Path) -> Iterator[tuple[TrialPaths, str, str]]:
     """
     if not root.is_dir():
         raise UserError(f"{root}: not a folder; give a trial folder, a job folder or a jobs folder")
+    for job in (root, root.parent):
+        if is_harbor_job(job):
+            raise UserError(f"{root}: written by Harbor, which keeps no model exchanges (trajectory/llm_trajectory.jsonl, "
+                            "which training rows are made of); its agent/trajectory.json (ATIF) is not read here")
     if _is_trial(root):
         yield TrialPaths(root), root.parent.name, root.name
         return
