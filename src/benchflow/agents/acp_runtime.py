@@ -59,6 +59,7 @@ class AcpAgent:
     def __init__(self, config: AgentConfig) -> None:
         self.config = config
         self.name = config.name
+        self.version = config.install.version
 
     async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
         await install_agent(sandbox, self.config, ctx.trial_dir / "agent" / "install-stdout.txt")

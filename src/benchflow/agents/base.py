@@ -101,6 +101,9 @@ class Agent(Protocol):
     """Registry name (``oracle``, ``nop``, ``claude-agent-acp`` …)."""
     is_control: bool
     """True for controls (oracle, nop) that metrics leave out by default."""
+    version: str | None
+    """What is installed, as pinned (a registry agent's packages, ``name@1.2.3``); None for controls. Recorded
+    as ``config.json``'s ``agent_version``, which ``bench eval compare`` checks."""
     needs_oracle: bool
     """True when the oracle folder must be uploaded before ``run`` (only the oracle)."""
     runs_as_root: bool

@@ -20,6 +20,7 @@ _SOLVE = ('s="$0"; if command -v bash >/dev/null 2>&1; then bash "$s"; else sh "
 class OracleAgent:
     name = "oracle"
     is_control = True
+    version = None
     needs_oracle = True
     runs_as_root = True
 
@@ -47,6 +48,7 @@ class OracleAgent:
 class NopAgent:
     name = "nop"
     is_control = True
+    version = None
     needs_oracle = False
     runs_as_root = False
 

@@ -98,6 +98,7 @@ class NativeAgent:
         # the install layer and its cache key follow the CLI actually run
         self.config = config.model_copy(update={"install": native.install}) if native.install else config
         self.name = config.name
+        self.version = self.config.install.version
 
     async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
         await install_agent(sandbox, self.config, ctx.trial_dir / "agent" / "install-stdout.txt")

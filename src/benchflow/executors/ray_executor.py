@@ -255,7 +255,8 @@ class RayExecutor:
         paths = req.job.trial(name)
         paths.make_dirs()
         config = build_config(spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
-                              agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
+                              agent=req.agent.name, agent_version=req.agent.version,
+                              is_control=req.agent.is_control, environment=req.backend_name,
                               started_at=started_at, prompts=req.prompts, timeout_sec=agent_timeout(req),
                               attempt=req.attempt, seed=req.seed,
                               sandbox_fit=req.fit.record() if req.fit is not None else None,

@@ -33,7 +33,8 @@ def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[s
     }
 
 
-def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agent: str, is_control: bool,
+def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agent: str, agent_version: str | None,
+                 is_control: bool,
                  environment: str, started_at: dt.datetime, prompts: list[str], timeout_sec: float | None,
                  attempt: int, seed: int | None, sandbox_fit: dict[str, Any] | None = None,
                  features: dict[str, Any] | None = None,
@@ -45,7 +46,7 @@ def build_config(*, spec: Any, task_path: str, task_name: str, digest: str, agen
     return TrialConfig(**(features or {}), **(provenance or {}),
         task_path=task_path, task_name=task_name,
         **comparable_settings(spec, agent, digest, prompts),
-        harness_mode=None if is_control else spec.harness,
+        agent_version=agent_version, harness_mode=None if is_control else spec.harness,
         environment=environment, sandbox_fit=sandbox_fit, base_image_override=spec.base_image_override,
         timeout_sec=timeout_sec,
         concurrency=spec.concurrency, agent_idle_timeout_sec=spec.agent_idle_timeout_sec,

@@ -144,7 +144,7 @@ def _write_config(req: TrialRequest, paths: TrialPaths, started_at: dt.datetime)
     """``config.json`` and ``prompts.json``, before the trial's sandbox is asked for."""
     atomic.write_json(paths.config, build_config(
         spec=req.spec, task_path=str(req.task.path), task_name=req.task.name, digest=req.digest,
-        agent=req.agent.name, is_control=req.agent.is_control, environment=req.backend_name,
+        agent=req.agent.name, agent_version=req.agent.version, is_control=req.agent.is_control, environment=req.backend_name,
         started_at=started_at, prompts=req.prompts, timeout_sec=agent_timeout(req), attempt=req.attempt,
         seed=req.seed, sandbox_fit=req.fit.record() if req.fit is not None else None,
         features=_feature_records(req), provenance=req.provenance))

@@ -27,6 +27,8 @@ class TrialConfig(Record):
     dataset_name: str | None = Field(None, description="The registry dataset run with -d, or null.")
     dataset_version: str | None = Field(None, description="Its version, or null.")
     agent: str | None = Field(None, description="The agent's name, as given to -a.")
+    agent_version: str | None = Field(None, description="What was installed, as pinned: the registry agent's "
+                                      "packages (name@1.2.3); null for controls. 0.7 wrote the same key.")
     model: str | None = Field(None, description="The model the agent was asked to use; null for controls.")
     reasoning_effort: str | None = Field(None, description="The reasoning effort asked for, or null.")
     sandbox_user: str | None = Field(None, description="The user the agent ran as inside the sandbox.")

@@ -93,7 +93,7 @@ def trial_settings(path: str | Path) -> dict[str, Any]:
     harness = None
     if agent:
         harness = agent + (f"/{config.harness_mode}" if config.harness_mode else "")
-        version = extra.get("agent_version") or result_extra.get("agent_version")
+        version = config.agent_version or result_extra.get("agent_version")
         harness += f"@{version}" if version else ""
     dataset = extra.get("dataset_name") or result_extra.get("dataset_name")
     dataset_version = extra.get("dataset_version") or result_extra.get("dataset_version")
