@@ -122,3 +122,12 @@ def test_a_trial_with_nothing_to_export_is_refused(job, trial, says, tmp_path):
     with pytest.raises(JobFolderError, match=says):
         export(job / trial, tmp_path / "out.json")
     assert not (tmp_path / "out.json").exists()
+
+
+def test_a_job_with_no_trajectory_to_export_is_refused(tmp_path):
+    from fixtures.jobgen import TrialSpec, write_job
+
+    job = write_job(tmp_path, "job", [TrialSpec("broken-env", None, error="sandbox did not start")])
+    with pytest.raises(JobFolderError, match="nothing to export"):
+        export(job, tmp_path / "atif")
+    assert not (tmp_path / "atif").exists()

@@ -81,6 +81,8 @@ def _write_atif_job(source: JobSource, folder: Path, report: ExportReport) -> No
         target = folder / trial.name / "trajectory.json"
         atomic.write_json(target, atif.trajectory(trial))
         report.written.append(str(target))
+    if not report.written:
+        raise JobFolderError(f"{source.root}: no finished trial has trajectory events; nothing to export")
 
 
 def _write_inspect(source: JobSource, target: Path, report: ExportReport) -> None:

@@ -144,8 +144,8 @@ def eval_log(source: JobSource) -> Any:
     evaluation = source.evaluation
     starts = sorted(s for s in (t.summary.started_at for t in trials) if s)
     ends = sorted(s for s in (t.summary.finished_at for t in trials) if s)
-    created = (evaluation.created_at if evaluation and evaluation.created_at else None) or _utc(starts[0] if
-                                                                                                 starts else None)
+    created = ((evaluation.created_at if evaluation else None) or _utc(starts[0] if starts else None)
+               or datetime.now(timezone.utc).isoformat())
     usage: dict[str, dict[str, Any]] = {}
     for trial in trials:
         for model, entry in _usage(trial).items():
@@ -157,7 +157,7 @@ def eval_log(source: JobSource) -> Any:
     data = {
         "version": 2, "status": "success" if not source.left_out else "cancelled",
         "eval": {
-            "created": created or datetime.now(timezone.utc).isoformat(), "task": source.root.name,
+            "created": created, "task": source.root.name,
             "task_id": source.root.name, "solver": first.agent if first else None,
             "dataset": {"name": (first.config.dataset_name if first and first.config else None)
                         or settings.get("tasks_dir"),
