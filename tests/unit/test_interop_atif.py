@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, tool_folder
+from fixtures.jobgen import TrialSpec, write_job
 
 from benchflow.errors import JobFolderError
 from benchflow.interop.export import export
@@ -125,8 +126,6 @@ def test_a_trial_with_nothing_to_export_is_refused(job, trial, says, tmp_path):
 
 
 def test_a_job_with_no_trajectory_to_export_is_refused(tmp_path):
-    from fixtures.jobgen import TrialSpec, write_job
-
     job = write_job(tmp_path, "job", [TrialSpec("broken-env", None, error="sandbox did not start")])
     with pytest.raises(JobFolderError, match="nothing to export"):
         export(job, tmp_path / "atif")
