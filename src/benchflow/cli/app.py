@@ -148,6 +148,7 @@ TRAJ: dict[str, Lazy] = {
     "setup": Lazy("benchflow.cli.traj", "setup_cmd", "Install the submit skill, or print the prompt to send to an agent."),
     "upload": Lazy("benchflow.cli.traj", "upload_cmd", "Inspect, redact, confirm, and upload trajectory JSONL."),
     "status": Lazy("benchflow.cli.traj", "status_cmd", "Check whether an uploaded trajectory is verified in storage."),
+    "export": Lazy("benchflow.cli.traj_export", "export_cmd", "Export trajectories as ATIF or an Inspect eval log, redacted."),
 }
 
 DAEMON: dict[str, Lazy] = {
