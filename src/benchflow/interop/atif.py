@@ -91,7 +91,8 @@ def trajectory(trial: TrialSource) -> dict[str, Any]:
     agent_extra = {"harness": config.harness_mode if config else None,
                    "reasoning_effort": config.reasoning_effort if config else None,
                    "benchflow_version": config.benchflow_version if config else None}
-    agent: dict[str, Any] = {"name": trial.agent, "version": "unknown"}
+    # what was installed, as pinned; "unknown" for a record written before bench recorded it (and controls)
+    agent: dict[str, Any] = {"name": trial.agent, "version": (config.agent_version if config else None) or "unknown"}
     if trial.model:
         agent["model_name"] = trial.model
     if agent_extra := {k: v for k, v in agent_extra.items() if v is not None}:
