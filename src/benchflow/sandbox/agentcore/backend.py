@@ -108,6 +108,7 @@ class AgentCoreBackend(Backend):
     """See the module docstring."""
 
     name = NAME
+    all_scope = "only the runtimes BenchFlow made (bf_…): the account's other AgentCore runtimes are not listed"
 
     @property
     def capabilities(self) -> Capabilities:

@@ -42,6 +42,7 @@ class AppleContainerBackend(Backend):
     """See the module docstring."""
 
     name = NAME
+    all_scope = "only the containers BenchFlow made (container list --all shows the others)"
 
     @property
     def capabilities(self) -> Capabilities:

@@ -35,6 +35,8 @@ PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 class DockerBackend(Backend):
     """Sandboxes as containers on one Docker engine (see the module docstring)."""
 
+    all_scope = "only the containers BenchFlow made (the engine's own listing, docker ps -a, shows the others)"
+
     def __init__(self, name: str, remote: bool, *, url_env: str = eng.REMOTE_ENV, default_url: str | None = None,
                  host_mounts: bool | None = None, runtime: str | None = None) -> None:
         self.name = name

@@ -16,6 +16,7 @@ from benchflow.sandbox.local.sandbox import CAPABILITIES, LocalSandbox
 
 class LocalBackend(Backend):
     name = "local"
+    all_scope = "only BenchFlow's: every local sandbox is a process BenchFlow started"
     capabilities = CAPABILITIES
 
     def available(self) -> tuple[bool, str]:
