@@ -509,6 +509,11 @@ class Backend(abc.ABC):
         """What it keeps between runs, for ``bench cache``; None when nothing."""
         return None
 
+    @property
+    def no_cache_reason(self) -> str:
+        """Why :attr:`cache` is None, in a few words (``bench cache --sandbox NAME`` says it)."""
+        return "keeps no cache"
+
     def set_build_concurrency(self, n: int) -> None:
         """At most ``n`` image builds at once in this process (``--build-concurrency``)."""
 

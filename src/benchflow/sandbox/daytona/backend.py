@@ -16,8 +16,8 @@ trial's egress proxy is reached over a host socket mount, which a cloud
 sandbox has not, and Daytona's own allow list takes CIDR ranges, not the
 task's host names). Builds from the task's Dockerfile (Daytona builds them;
 :mod:`.daytona.build`) or a prebuilt image; cpus and memory are Daytona's
-quotas (whole CPUs, whole GiB). Snapshots are Daytona snapshots (:mod:`.daytona.snapshots`). No
-host mounts,
+quotas (whole CPUs, whole GiB). Snapshots are Daytona snapshots (:mod:`.daytona.snapshots`), and
+the ones BenchFlow keeps are its ``cache`` (:mod:`.daytona.cache`). No host mounts,
 GPUs or multi-service pods here. Kept sandboxes: :mod:`.daytona.kept`.
 """
 
@@ -31,7 +31,7 @@ from datetime import datetime
 from benchflow.errors import SandboxUnavailable
 
 from .. import docker_engine as eng
-from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
+from ..base import Backend, CacheStore, Capabilities, OwnedSandbox, SandboxSpec
 from ..remote_common import carries, first_line, owned_row, owner_labels, wanted_labels
 from .kept import KEPT
 
@@ -165,6 +165,13 @@ class DaytonaBackend(Backend):
             return []
         except Exception as exc:
             raise SandboxUnavailable(f"Daytona snapshots cannot be listed: {first_line(exc)}") from exc
+
+    @property
+    def cache(self) -> CacheStore:
+        """Its snapshots of this owner scope (:mod:`.daytona.cache`)."""
+        from .cache import DaytonaCache
+
+        return DaytonaCache(self, os.environ.get(URL_ENV, "").strip() or DEFAULT_URL)
 
     def remove_snapshots(self, refs: list[str]) -> dict[str, str]:
         from .snapshots import remove

@@ -126,6 +126,10 @@ class DockerBackend(Backend):
         place = self._place()
         return None if place is False else DockerCache(place)
 
+    @property
+    def no_cache_reason(self) -> str:
+        return f"keeps no cache: {self.url_env} is not set (no engine to look at)"
+
     def image_status(self, ref: str, *, pull: bool = True) -> tuple[bool | None, str]:
         """On the engine, or pulled now (asked once per process)."""
         from .resources import image_status
