@@ -509,6 +509,9 @@ class Backend(abc.ABC):
         """What it keeps between runs, for ``bench cache``; None when nothing."""
         return None
 
+    no_keep_reason: str = "its sandboxes cannot outlive a run"
+    """Why ``capabilities.keep`` is off, in a few words (``bench sandbox create`` and ``--keep-sandbox`` say it)."""
+
     @property
     def no_cache_reason(self) -> str:
         """Why :attr:`cache` is None, in a few words (``bench cache --sandbox NAME`` says it)."""

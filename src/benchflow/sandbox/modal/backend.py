@@ -133,6 +133,8 @@ class ModalBackend(Backend):
                             multi_service=False, build_from_dockerfile=True, resource_limits=True,
                             host_mounts=False, image_layers=False, keep=False, exec_writes_persist=True)
 
+    no_keep_reason = ("a Modal sandbox runs from the moment it is made until it is terminated (24 h at most), "
+                      "so it cannot be made without starting it")
     no_cache_reason = ("keeps no cache BenchFlow can list: Modal caches the images it builds on its side and has "
                        "no call to list or delete them (its snapshots expire after a day)")
 
