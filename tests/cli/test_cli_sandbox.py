@@ -103,6 +103,21 @@ def test_create_refuses_an_unknown_backend(bench, tmp_path):
     assert "--sandbox moon" in result.stderr
 
 
+def test_create_on_a_backend_that_cannot_keep_one_says_why_in_one_line(bench, tmp_path):
+    task = str(make_task(tmp_path, "m3"))
+    for sandbox, why in (("modal", "cannot be made without starting it"),
+                         ("local", "ends with that process")):
+        result = bench("sandbox", "create", task, "--sandbox", sandbox)
+        assert result.returncode == 2
+        assert result.stderr.count("\n") == 1 and why in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cache_on_a_backend_without_one_says_why(bench, tmp_path):
+    result = bench("cache", "list", "--sandbox", "modal", env={"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert result.returncode == 2
+    assert "no call to list or delete them" in result.stderr and result.stderr.count("\n") == 1
+
+
 def _without_docker(tmp_path: Path) -> dict[str, str]:
     """An environment where no Docker-API engine (Docker, Podman) answers and the local cache is empty."""
     return {"BENCHFLOW_CACHE": str(tmp_path / "cache"), "DOCKER_HOST": "unix:///nonexistent/bf-cli-test.sock",

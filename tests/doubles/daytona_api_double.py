@@ -8,7 +8,7 @@ files really happen:
 - ``/api/sandbox`` create (built in the background from ``buildInfo``: the
   Dockerfile text plus context archives from the object storage, cached by
   their digest like Daytona's own build cache), get, list (``labels`` filter,
-  one page), delete; ``networkBlockAll`` is a container without a network;
+  or every sandbox of the account without one; one page), delete; ``networkBlockAll`` is a container without a network;
   ``/api/object-storage/push-access`` names the S3 endpoint below;
 - ``/toolbox/{id}/process/session…``: sessions whose commands run as engine
   execs of ``sh -c <command>`` (stdout, stderr and exit code kept apart; input
@@ -87,7 +87,8 @@ class _Box:
                 "networkBlockAll": bool(req.get("networkBlockAll")), "kvm": False, "target": "double",
                 "cpu": req.get("cpu") or 1, "gpu": 0, "memory": req.get("memory") or 1, "disk": 3,
                 "state": self.state, "errorReason": self.error, "createdAt": self.created, "updatedAt": self.created,
-                "toolboxProxyUrl": f"{base}/toolbox", "autoStopInterval": req.get("autoStopInterval")}
+                "toolboxProxyUrl": f"{base}/toolbox", "autoStopInterval": req.get("autoStopInterval"),
+                "snapshot": req.get("snapshot")}
 
 
 class DaytonaDouble:
@@ -197,6 +198,13 @@ class DaytonaDouble:
         self.engine.images.build(fileobj=buffer, custom_context=True, dockerfile="Dockerfile.daytona", tag=tag,
                                  rm=True, forcerm=True, network_mode="host")
         return tag
+
+    def add_sandbox(self, labels: dict[str, str], state: str = "stopped", snapshot: str | None = None) -> str:
+        """Record a sandbox made elsewhere (another user, the Daytona console), with no container; its id."""
+        box = _Box(id=secrets.token_hex(8), request={"labels": dict(labels), "snapshot": snapshot}, state=state)
+        with self.lock:
+            self.boxes[box.id] = box
+        return box.id
 
     def _box(self, request: Request) -> _Box | None:
         return self.boxes.get(request.path_params["sid"])

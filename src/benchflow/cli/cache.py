@@ -17,9 +17,10 @@ clean_cmd = typer.Typer(add_completion=False)
 
 ONLY_HELP = ("Only these kinds: images, build-cache, pulled-images (comma-separated or repeated; "
              "default: images and build-cache)")
-SANDBOX_HELP = ("docker, remote-docker, local or another installed backend (default: every backend that "
+SANDBOX_HELP = ("docker, remote-docker, local, daytona or another installed backend (default: every backend that "
                 "answers: docker when an engine answers, remote-docker when BENCHFLOW_REMOTE_DOCKER_HOST "
-                "is set, and local)")
+                "is set, daytona when DAYTONA_API_KEY is set, and local); daytona lists this "
+                "BENCHFLOW_DAYTONA_OWNER's snapshots (kind images)")
 OLDER_HELP = ("Only what was created longer ago than this (e.g. 30d, 12h); the age is the creation time, "
               "not the last use")
 
@@ -53,7 +54,8 @@ def _stores(sandbox: list[str] | None, backends: list) -> tuple[list, list[str]]
     for note in found.notes:
         typer.echo(f"note: {note}", err=True)
     if sandbox and not found.stores and not found.errors:
-        raise ConfigError(f"--sandbox {', '.join(sandbox)}: keeps no cache")
+        raise ConfigError("; ".join(f"--sandbox {backend.name}: {backend.no_cache_reason}"
+                                    for backend in backends if backend.cache is None))
     return found.stores, found.errors
 
 

@@ -25,7 +25,10 @@ cleanup_cmd = typer.Typer(add_completion=False)
 def create(
     task_dir: Path = typer.Argument(..., help="Task directory with task.md or task.toml + Dockerfile"),
     sandbox: str = typer.Option("docker", "--sandbox",
-                                help="Sandbox: docker, remote-docker, or another backend that can keep sandboxes"),
+                                help="Sandbox: docker, remote-docker, podman, docker+runsc, daytona or another "
+                                     "backend that can keep sandboxes (daytona: set up, then stopped); modal, "
+                                     "local, apple-container and agentcore cannot make one without starting it "
+                                     "and say why"),
 ) -> None:
     from benchflow.sandbox.manage import create_from_task_dir
 
@@ -38,6 +41,8 @@ def create(
 
 
 def _age(epoch: float) -> str:
+    if not epoch:
+        return "-"  # not known (e.g. a cloud sandbox BenchFlow did not make)
     minutes = max(0, (time.time() - epoch) / 60)
     return f"{minutes:.0f}m" if minutes < 120 else f"{minutes / 60:.1f}h"
 
@@ -49,9 +54,16 @@ def _notes(notes: list[str], errors: list[str]) -> None:
         typer.echo(f"error: {error}", err=True)
 
 
-@list_cmd.command(help="List sandboxes BenchFlow created (Docker containers and local sandboxes) "
-                       "and kept sandboxes (kept-sandbox.json).")
+ALL_HELP = ("Every sandbox on the account, not only BENCHFLOW_DAYTONA_OWNER's: on Daytona the whole account, on "
+            "Modal the whole environment (every app), those BenchFlow did not make too (marked, never cleaned "
+            "up); other backends list only BenchFlow's, and a note says so")
+
+
+@list_cmd.command(help="List sandboxes BenchFlow created (Docker containers, local sandboxes, cloud sandboxes; "
+                       "on Daytona only BENCHFLOW_DAYTONA_OWNER's when it is set) and kept sandboxes "
+                       "(kept-sandbox.json).")
 def list_(
+    everything: bool = typer.Option(False, "--all", help=ALL_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the sandboxes as JSON"),
     release_proof: Optional[List[Path]] = typer.Option(
         None, "--release-proof",
@@ -64,28 +76,36 @@ def list_(
         return
     from benchflow.sandbox.orphans import scan
 
-    found = scan()
+    found = scan(everything=everything)
     rows, errors = found.rows, found.errors
     _notes(found.notes, errors)
     if as_json:
         typer.echo(json.dumps([row.to_json() for row in rows], indent=2))
     elif not rows:
-        typer.echo("No sandboxes made by BenchFlow.")
+        typer.echo("No sandboxes." if everything else "No sandboxes made by BenchFlow.")
     else:
-        from rich.table import Table
-
-        from benchflow.cli.console import stdout_console
-
-        table = Table(box=None, pad_edge=False)
-        for column in ("NAME", "ID", "SANDBOX", "STATE", "OWNER", "JOB/TRIAL", "AGE", "KEPT"):
-            table.add_column(column)
-        for row in rows:
-            where = "/".join(part for part in (row.job, row.trial) if part) or "-"
-            table.add_row(row.name, row.id[:12], row.sandbox, row.state, row.owner, where, _age(row.created),
-                          "yes" if row.kept else "")
-        stdout_console().print(table)
+        _print_rows(rows, made_by=everything)
     if errors:
         raise typer.Exit(1)
+
+
+def _print_rows(rows: list, *, made_by: bool) -> None:
+    """The table of ``bench sandbox list``; ``made_by`` (``--all``): a column saying whose each one is."""
+    from rich.table import Table
+
+    from benchflow.cli.console import stdout_console
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("NAME", "ID", "SANDBOX", "STATE", "OWNER", "JOB/TRIAL", "AGE", "KEPT",
+                   *(("MADE BY",) if made_by else ())):
+        table.add_column(column)
+    for row in rows:
+        where = "/".join(part for part in (row.job, row.trial) if part) or "-"
+        whose = ("not BenchFlow" if row.foreign else f"BenchFlow ({row.account_owner})" if row.account_owner
+                 else "BenchFlow")
+        table.add_row(row.name, row.id[:12], row.sandbox, row.state, row.owner, where, _age(row.created),
+                      "yes" if row.kept else "", *((whose,) if made_by else ()))
+    stdout_console().print(table)
 
 
 def _print_release_proof(paths: list[Path]) -> None:

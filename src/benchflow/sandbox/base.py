@@ -363,6 +363,10 @@ class OwnedSandbox:
     """True: its owning process runs; False: it is gone (an orphan); None: unknown (no recorded
     owner, or one on another host), so its age governs it."""
     kept: bool
+    account_owner: str | None = None
+    """The account-level owner it was made under (Daytona's ``BENCHFLOW_DAYTONA_OWNER``), when it has one."""
+    foreign: bool = False
+    """Not made by BenchFlow: listed by ``bench sandbox list --all`` only, never removed by cleanup."""
 
     def to_json(self) -> dict:
         import time
@@ -468,6 +472,20 @@ class Backend(abc.ABC):
         as removed.
         """
 
+    all_scope: str = "only the sandboxes BenchFlow made: it cannot list others"
+    """What ``bench sandbox list --all`` lists here, in a few words (said in the help and, for a backend
+    whose :meth:`every_sandbox` is None, as a note)."""
+
+    def every_sandbox(self) -> list[OwnedSandbox] | None:
+        """Every sandbox in :attr:`all_scope` (``bench sandbox list --all``): BenchFlow's, of every account
+        owner, then those it did not make (``foreign``). None (the default): it can list only its own,
+        as :meth:`leftovers` does.
+
+        Raises:
+            SandboxUnavailable: the backend cannot be looked at.
+        """
+        return None
+
     def stale_snapshots(self, owner: str | None = None) -> list[str]:
         """Snapshots of the job ``owner`` (None: of every job) that nothing will use again: made by a
         process that is gone and not retained (what a ``kill -9`` of a run left). Default: none.
@@ -490,6 +508,14 @@ class Backend(abc.ABC):
     def cache(self) -> CacheStore | None:
         """What it keeps between runs, for ``bench cache``; None when nothing."""
         return None
+
+    no_keep_reason: str = "its sandboxes cannot outlive a run"
+    """Why ``capabilities.keep`` is off, in a few words (``bench sandbox create`` and ``--keep-sandbox`` say it)."""
+
+    @property
+    def no_cache_reason(self) -> str:
+        """Why :attr:`cache` is None, in a few words (``bench cache --sandbox NAME`` says it)."""
+        return "keeps no cache"
 
     def set_build_concurrency(self, n: int) -> None:
         """At most ``n`` image builds at once in this process (``--build-concurrency``)."""

@@ -44,7 +44,7 @@ def _keeping_backend(name: str, what: str):
     backend = get_backend(name)
     if not backend.capabilities.keep:
         raise ConfigError(f"--sandbox {name}: {what} needs a sandbox that can outlive a run, and {name} "
-                          "cannot keep its sandboxes")
+                          f"cannot keep one: {backend.no_keep_reason}")
     return backend
 
 

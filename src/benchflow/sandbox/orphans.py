@@ -46,14 +46,21 @@ class Scan:
         return [row for _, rows in self.found for row in rows]
 
 
-def scan(backends: list[Backend] | None = None) -> Scan:
-    """Ask each backend (default: every registered one) for its sandboxes."""
+def scan(backends: list[Backend] | None = None, *, everything: bool = False) -> Scan:
+    """Ask each backend (default: every registered one) for its sandboxes; ``everything``: for every
+    sandbox it can see (``bench sandbox list --all``: :meth:`Backend.every_sandbox`), with a note for
+    each backend that can list only its own."""
     from . import get_backend, names
 
     result = Scan()
     for backend in backends if backends is not None else [get_backend(n) for n in names()]:
         try:
-            result.found.append((backend, backend.leftovers()))
+            rows = backend.every_sandbox() if everything else None
+            if rows is None:
+                rows = backend.leftovers()
+                if everything and (rows or backend.available()[0]):  # not for one that is not here at all
+                    result.notes.append(f"{backend.name}: --all lists {backend.all_scope}")
+            result.found.append((backend, rows))
         except SandboxUnavailable as exc:
             if backend.configured():
                 result.errors.append(f"{backend.name}: {exc}")

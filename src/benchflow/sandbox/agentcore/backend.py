@@ -108,6 +108,11 @@ class AgentCoreBackend(Backend):
     """See the module docstring."""
 
     name = NAME
+    no_keep_reason = ("an AgentCore runtime session starts when it is made and ends with its run, so it cannot "
+                      "be made without starting it")
+    no_cache_reason = ("keeps no cache of its own: its images are built on the local Docker engine "
+                       "(bench cache -s docker lists them); their ECR copies are not listed in this version")
+    all_scope = "only the runtimes BenchFlow made (bf_…): the account's other AgentCore runtimes are not listed"
 
     @property
     def capabilities(self) -> Capabilities:

@@ -42,6 +42,10 @@ class AppleContainerBackend(Backend):
     """See the module docstring."""
 
     name = NAME
+    no_keep_reason = "kept containers are not built for apple-container in this version"
+    no_cache_reason = ("keeps no cache BenchFlow lists in this version: its images are in the container CLI's "
+                       "own store (container image list)")
+    all_scope = "only the containers BenchFlow made (container list --all shows the others)"
 
     @property
     def capabilities(self) -> Capabilities:

@@ -2,11 +2,12 @@
 
 A snapshot is a Daytona snapshot any sandbox can start from, so ``restore``
 starts a new sandbox from it and deletes the old one. Daytona snapshots carry
-no labels, so the owner is in the name: ``bf-snap-<host>-<pid>-<pid start>-<random>``;
-one whose process is gone is stale (``bench sandbox cleanup`` removes it) unless
-it was retained (its random part starts with ``r``). The
-job is not in the name (a job is a path), so the reap of one job's leftovers
-does not find them; ``stop()`` deletes its own snapshots.
+no labels, so the owner is in the name: ``bf-snap-[<BENCHFLOW_DAYTONA_OWNER>--]<host>-<pid>-<pid start>-<random>``
+(:func:`parse`); one whose process is gone is stale (``bench sandbox cleanup``
+removes it) unless it was retained (its random part starts with ``r``; ``bench
+cache -s daytona`` lists and cleans those). With an owner set, only that owner's
+are seen. The job is not in the name (a job is a path), so the reap of one job's
+leftovers does not find them; ``stop()`` deletes its own snapshots.
 """
 
 from __future__ import annotations
@@ -14,36 +15,75 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from dataclasses import dataclass
 
 from .. import docker_engine as eng
 from ..remote_common import first_line
 
 PREFIX = "bf-snap-"
-
+OWNER_SEP = "--"
+"""Between the owner and the host in a name (neither has a ``-``: :func:`_plain` makes it ``_``)."""
 
 RETAINED = "r"
 """First letter of the random part of a retained snapshot's name: it is never stale."""
 
 
+def _plain(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "." else "_" for ch in text)[:40]
+
+
+def owner_part() -> str | None:
+    """``BENCHFLOW_DAYTONA_OWNER`` as it is written in a snapshot name; None when it is not set."""
+    from .backend import owner
+
+    name = owner()
+    return _plain(name) if name else None
+
+
 def snapshot_name(*, retain: bool = False) -> str:
-    """A new snapshot name naming this process as its owner (and, ``retain``, kept past it)."""
+    """A new snapshot name naming this process (and its owner scope) as its owner (``retain``: kept past it)."""
     pid = os.getpid()
-    host = "".join(ch if ch.isalnum() or ch in "." else "_" for ch in socket.gethostname())[:40]
+    scope = f"{part}{OWNER_SEP}" if (part := owner_part()) else ""
     tail = (RETAINED if retain else "") + secrets.token_hex(4)
-    return f"{PREFIX}{host}-{pid}-{eng.process_start_ticks(pid) or 0}-{tail}"
+    return f"{PREFIX}{scope}{_plain(socket.gethostname())}-{pid}-{eng.process_start_ticks(pid) or 0}-{tail}"
 
 
-def owner_labels(name: str) -> dict[str, str] | None:
-    """The owner labels (:mod:`.docker_engine`) a snapshot name carries; None for a name not made here."""
+@dataclass(frozen=True)
+class Parsed:
+    """What a snapshot name made here says."""
+
+    owner: str | None
+    host: str
+    pid: str
+    start: str
+    retained: bool
+
+    def labels(self) -> dict[str, str]:
+        """Its owner labels (:mod:`.docker_engine`)."""
+        return {eng.HOST: self.host, eng.PID: self.pid, eng.PID_START: "" if self.start == "0" else self.start}
+
+
+def parse(name: str) -> Parsed | None:
+    """What the name of a snapshot made here says; None for one not made here."""
     if not name.startswith(PREFIX):
         return None
     parts = name[len(PREFIX):].rsplit("-", 3)
     if len(parts) != 4 or not parts[1].isdigit():
         return None
-    host, pid, start, tail = parts
-    if tail.startswith(RETAINED):
-        return None  # retained: removed only on purpose (remove_snapshots)
-    return {eng.HOST: host, eng.PID: pid, eng.PID_START: "" if start == "0" else start}
+    scope, pid, start, tail = parts
+    owner, _, host = scope.rpartition(OWNER_SEP)
+    return Parsed(owner=owner or None, host=host, pid=pid, start=start, retained=tail.startswith(RETAINED))
+
+
+def in_scope(parsed: Parsed | None) -> bool:
+    """Whether a snapshot (parsed name) is BenchFlow's and of this owner scope (every owner's without one)."""
+    part = owner_part()
+    return parsed is not None and (part is None or parsed.owner == part)
+
+
+def this_host() -> str:
+    """This host as a snapshot name writes it."""
+    return _plain(socket.gethostname())
 
 
 def _api(client):
@@ -53,20 +93,29 @@ def _api(client):
     return SnapshotsApi(client._api_client)
 
 
-def stale(client) -> list[str]:
-    """Names of this backend's snapshots whose owning process on this host is gone."""
-    api, names, page = _api(client), [], 1
-    host = "".join(ch if ch.isalnum() or ch in "." else "_" for ch in socket.gethostname())[:40]
+def ours(client) -> list:
+    """This owner scope's snapshots made here (the SDK's ``SnapshotDto``s), every page."""
+    api, items, page = _api(client), [], 1
     while True:
         found = api.get_all_snapshots(name=PREFIX, page=page, limit=100)
-        for item in found.items:
-            labels = owner_labels(item.name)
-            if labels is not None and labels[eng.HOST] == host and \
-                    eng.owner_alive(labels | {eng.HOST: socket.gethostname()}) is False:
-                names.append(item.name)
+        items.extend(item for item in found.items if in_scope(parse(item.name)))
         if page >= (found.total_pages or 1):
-            return names
+            return items
         page += 1
+
+
+def owner_gone(parsed: Parsed) -> bool | None:
+    """Whether the process that made a snapshot is gone: True/False on this host, None on another."""
+    if parsed.host != this_host():
+        return None
+    alive = eng.owner_alive(parsed.labels() | {eng.HOST: socket.gethostname()})
+    return None if alive is None else not alive
+
+
+def stale(client) -> list[str]:
+    """Names of this owner scope's snapshots, not retained, whose owning process on this host is gone."""
+    return [item.name for item in ours(client)
+            if not (parsed := parse(item.name)).retained and owner_gone(parsed) is True]
 
 
 def remove(client, names: list[str]) -> dict[str, str]:

@@ -35,6 +35,8 @@ PODMAN_SOCKET = "unix:///run/podman/podman.sock"
 class DockerBackend(Backend):
     """Sandboxes as containers on one Docker engine (see the module docstring)."""
 
+    all_scope = "only the containers BenchFlow made (the engine's own listing, docker ps -a, shows the others)"
+
     def __init__(self, name: str, remote: bool, *, url_env: str = eng.REMOTE_ENV, default_url: str | None = None,
                  host_mounts: bool | None = None, runtime: str | None = None) -> None:
         self.name = name
@@ -123,6 +125,10 @@ class DockerBackend(Backend):
 
         place = self._place()
         return None if place is False else DockerCache(place)
+
+    @property
+    def no_cache_reason(self) -> str:
+        return f"keeps no cache: {self.url_env} is not set (no engine to look at)"
 
     def image_status(self, ref: str, *, pull: bool = True) -> tuple[bool | None, str]:
         """On the engine, or pulled now (asked once per process)."""

@@ -16,6 +16,8 @@ from benchflow.sandbox.local.sandbox import CAPABILITIES, LocalSandbox
 
 class LocalBackend(Backend):
     name = "local"
+    no_keep_reason = "a local sandbox is namespaces of a BenchFlow process and ends with that process"
+    all_scope = "only BenchFlow's: every local sandbox is a process BenchFlow started"
     capabilities = CAPABILITIES
 
     def available(self) -> tuple[bool, str]:

@@ -7,7 +7,9 @@ and ``MODAL_ENVIRONMENT`` are the SDK's own settings. Every sandbox belongs to
 one Modal app (``BENCHFLOW_MODAL_APP``, default ``benchflow``) and carries the
 owner labels of the docker backend as Modal sandbox tags plus
 ``benchflow.backend=modal``, so ``leftovers`` finds what a killed run left with
-one ``Sandbox.list(tags=…)`` and ``remove`` terminates it.
+one ``Sandbox.list(tags=…)`` and ``remove`` terminates it; ``every_sandbox``
+(``bench sandbox list --all``) lists every sandbox of the Modal environment,
+in every app, those BenchFlow did not make too.
 
 What it can do (see docs/modal.md): ``no-network`` is Modal's
 ``block_network``, ``public`` its default; ``allowlist`` is refused (the
@@ -121,6 +123,8 @@ class ModalBackend(Backend):
     """See the module docstring."""
 
     name = NAME
+    all_scope = ("every sandbox of the Modal environment (MODAL_ENVIRONMENT), in every app, and those BenchFlow "
+                 "did not make (never removed by cleanup)")
 
     @property
     def capabilities(self) -> Capabilities:
@@ -128,6 +132,11 @@ class ModalBackend(Backend):
                             retained_snapshots=False, start_from_snapshot=True, gpus=True,
                             multi_service=False, build_from_dockerfile=True, resource_limits=True,
                             host_mounts=False, image_layers=False, keep=False, exec_writes_persist=True)
+
+    no_keep_reason = ("a Modal sandbox runs from the moment it is made until it is terminated (24 h at most), "
+                      "so it cannot be made without starting it")
+    no_cache_reason = ("keeps no cache BenchFlow can list: Modal caches the images it builds on its side and has "
+                       "no call to list or delete them (its snapshots expire after a day)")
 
     def available(self) -> tuple[bool, str]:
         return off_loop(self._available)
@@ -174,22 +183,19 @@ class ModalBackend(Backend):
 
     def _leftovers(self, owner: str | None) -> list[OwnedSandbox]:
         wanted = wanted_labels(NAME, owner)
-        try:
-            with client() as modal_client:
-                import modal
 
-                app, rows = _app(modal_client), []
-                if app is None:
-                    return []  # no sandbox was ever made in this app
-                for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=modal_client):
-                    tags = box.get_tags()
-                    if carries(tags, wanted):
-                        rows.append(_row(box.object_id, tags))
-                return rows
-        except SandboxUnavailable:
-            return []
-        except Exception as exc:
-            raise SandboxUnavailable(f"Modal sandboxes cannot be listed: {first_line(exc)}") from exc
+        def ours(modal_client, modal) -> list[OwnedSandbox]:
+            app = _app(modal_client)
+            if app is None:
+                return []  # no sandbox was ever made in this app
+            return [_row(box.object_id, tags, f"modal app {app_name()}")
+                    for box in modal.Sandbox.list(app_id=app.app_id, tags=wanted, client=modal_client)
+                    if carries(tags := box.get_tags(), wanted)]
+
+        return _listing(ours)
+
+    def every_sandbox(self) -> list[OwnedSandbox]:
+        return off_loop(lambda: _listing(_every))
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         return off_loop(lambda: self._remove(ids))
@@ -224,9 +230,34 @@ def _app(modal_client):
         return None
 
 
-def _row(sandbox_id: str, tags: dict[str, str]) -> OwnedSandbox:
+def _listing(ask: Callable) -> list[OwnedSandbox]:
+    """``ask(client, modal)``'s rows; none without a token, and any other failure one line."""
+    try:
+        with client() as modal_client:
+            import modal
+
+            return ask(modal_client, modal)
+    except SandboxUnavailable:
+        return []
+    except Exception as exc:
+        raise SandboxUnavailable(f"Modal sandboxes cannot be listed: {first_line(exc)}") from exc
+
+
+def _every(modal_client, modal) -> list[OwnedSandbox]:
+    """Every sandbox of the environment: BenchFlow's first, then those it did not make."""
+    ours, rows = wanted_labels(NAME), []
+    for box in modal.Sandbox.list(client=modal_client):
+        tags = box.get_tags()
+        rows.append(_row(box.object_id, tags, "modal") if carries(tags, ours) else OwnedSandbox(
+            id=box.object_id, name=box.object_id, sandbox=NAME, engine="modal", state="running", image="-",
+            created=0.0, job=None, trial=None, task=None, owner="not BenchFlow's", owner_alive=None, kept=False,
+            foreign=True))
+    return sorted(rows, key=lambda row: row.foreign)
+
+
+def _row(sandbox_id: str, tags: dict[str, str], engine: str) -> OwnedSandbox:
     return owned_row(tags, alive=eng.owner_alive(tags), id=sandbox_id, name=sandbox_id, sandbox=NAME,
-                     engine=f"modal app {app_name()}", state="running", image="built",
+                     engine=engine, state="running", image="built",
                      created=eng.created_at(tags, time.time()) or 0.0, kept=False)
 
 
