@@ -63,6 +63,7 @@ SandboxUser = Annotated[Optional[str], typer.Option("--sandbox-user", hidden=Tru
 BaseImageOverride = Annotated[Optional[str], typer.Option("--base-image-override", hidden=True, help="Rewrite task Dockerfile FROM images on the runtime task copy.")]
 CaBundle = Annotated[Optional[str], typer.Option("--ca-bundle", hidden=True, help="Trust this CA bundle (PEM) inside image builds and sandboxes, for TLS-intercepting proxies; 'host' uses this machine's bundle ($SSL_CERT_FILE or the system one)")]
 FreshInstall = Annotated[bool, typer.Option("--fresh-install", hidden=True, help="Install the agent in every trial instead of starting from its cached image layer (same as BENCHFLOW_FRESH_INSTALL=1)")]
+SandboxSetupTimeout = Annotated[Optional[int], typer.Option("--sandbox-setup-timeout", min=1, help="Timeout (seconds) for sandbox user setup inside the environment (default: 120; keeps the file's value with --config).")]
 KeepSandbox = Annotated[Optional[str], typer.Option("--keep-sandbox", help="Keep a trial's sandbox: on-failure, always or never (default). bench sandbox attach <trial> opens a shell in it; bench sandbox release <trial> deletes it.")]
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON and the run card on stderr, and run nothing; exits 1 when the run card would refuse the run.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only warnings, errors and the final score")]
@@ -127,7 +128,7 @@ PANELS: dict[str, tuple[object, ...]] = {
     "Tasks": (Include, Exclude, Limit, SampleSeed, Dataset, Registry, Hub, IgnoreBenchVersion, SourceRepo,
               SourcePath, SourceRef, ExpectedTasks),
     "Sandbox and job folder": (Sandbox, Concurrency, WarmPool, BuildConcurrency, JobsDir, JobName, Fresh,
-                               RestartChanged, SandboxUser, BaseImageOverride, CaBundle, FreshInstall, KeepSandbox,
+                               RestartChanged, SandboxUser, SandboxSetupTimeout, BaseImageOverride, CaBundle, FreshInstall, KeepSandbox,
                                DryRun, Quiet),
     "Time, budgets and retries": (TimeoutMultiplier, IdleTimeout, MaxCostUsd, MaxTokens, MaxSandboxSeconds,
                                   MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts),

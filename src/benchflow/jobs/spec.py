@@ -124,6 +124,8 @@ class RunSpec(BaseModel):
     """None: the default (10 min, 30 at effort xhigh/max); 0: no idle watchdog."""
     freeze_workspace: bool = False
     keep_sandbox: Literal["never", "on-failure", "always"] = "never"
+    sandbox_setup_timeout_sec: float | None = Field(default=None, gt=0)
+    """How long the sandbox user's setup inside a started sandbox may take (None: the backend's default, 120 s)."""
     checkpoints: list[int] | Literal["every-prompt"] | None = None
     """Keep a retained sandbox snapshot after these prompts (``every-prompt`` or ``prompt:N[,M]``);
     ``bench branch --from-checkpoint <trial>`` forks from one later."""

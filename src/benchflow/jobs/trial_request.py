@@ -83,7 +83,8 @@ def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
     for sandbox_options in hooks(req.spec, "sandbox_options"):  # e.g. whether the image keeps the task's skills
         options.update(sandbox_options(req))
     spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.agent_user,
-                         base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle, **options,
+                         base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
+                         setup_timeout_sec=req.spec.sandbox_setup_timeout_sec, **options,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},
                          mounts=None if req.models is None or not req.bridge_mounts
                          else req.models.mounts_for(trial, req.backend.capabilities))

@@ -131,6 +131,8 @@ class SandboxSpec:
     """Acceptable GPU types, first preferred (task ``sandbox.gpu_types``)."""
     network_mode: NetworkMode = "public"
     build_timeout_sec: float = 600.0
+    setup_timeout_sec: float = 120.0
+    """How long the setup inside a started sandbox (its user, ``/logs``) may take (``--sandbox-setup-timeout``)."""
     env: Mapping[str, str] = field(default_factory=dict)
     workdir: str | None = None
     """Task ``sandbox.workdir``; else the image WORKDIR; ``/`` becomes ``/root``."""

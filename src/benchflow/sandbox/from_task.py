@@ -19,7 +19,7 @@ def sanitize(name: str) -> str:
 def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | None = "agent",
                   base_image_override: str | None = None, labels: Mapping[str, str] | None = None,
                   ca_bundle: Path | None = None, mounts: Mapping[str, Path] | None = None,
-                  bundled_skills: bool = True) -> SandboxSpec:
+                  bundled_skills: bool = True, setup_timeout_sec: float | None = None) -> SandboxSpec:
     """The spec of a loaded :class:`benchflow.tasks.Task`; ``digest`` defaults to the task's own;
     ``bundled_skills=False`` leaves ``environment/skills/`` out of the image (a no-skill run)."""
     cfg = task.config.sandbox
@@ -31,4 +31,5 @@ def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | N
         build_timeout_sec=float(cfg.build_timeout_sec), env=dict(cfg.env or {}), workdir=cfg.workdir,
         base_image_override=base_image_override, sandbox_user=sandbox_user, labels=dict(labels or {}),
         ca_bundle=ca_bundle, mounts=dict(mounts or {}), compose_file=task.paths.compose_file,
-        compose_variables=dict(getattr(task, "compose_env", None) or {}), bundled_skills=bundled_skills)
+        compose_variables=dict(getattr(task, "compose_env", None) or {}), bundled_skills=bundled_skills,
+        setup_timeout_sec=SandboxSpec.setup_timeout_sec if setup_timeout_sec is None else setup_timeout_sec)

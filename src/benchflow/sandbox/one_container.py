@@ -32,8 +32,6 @@ class OneContainerSandbox(abc.ABC):
     """Its page under docs/."""
     NO_MOUNTS = ""
     """Why no host folder can be mounted into it."""
-    SETUP_TIMEOUT_SEC: float | None = None
-    """How long the setup script may run (None: as long as it takes)."""
 
     def __init__(self, spec, *, capabilities) -> None:
         self.spec = spec
@@ -93,7 +91,10 @@ class OneContainerSandbox(abc.ABC):
         image_wd = await self._image_workdir() if self.spec.workdir is None else None
         self._workdir = resolve_workdir(self.spec.workdir, image_wd)
         done = await self.exec(["sh", "-c", SETUP, "sh", self.spec.sandbox_user or "", self._workdir], cwd="/",
-                               timeout=self.SETUP_TIMEOUT_SEC)
+                               timeout=self.spec.setup_timeout_sec)
+        if done.timed_out:
+            raise SandboxError(f"{self.spec.name}: sandbox setup did not finish within "
+                               f"{self.spec.setup_timeout_sec:g}s (--sandbox-setup-timeout)")
         if not done.success:
             raise SandboxError(f"{self.spec.name}: sandbox setup failed (rc={done.return_code}): "
                                f"{(done.stdout + done.stderr).strip()[-500:]}")

@@ -103,7 +103,6 @@ class AppleContainerSandbox(OneContainerSandbox):
     KIND = "the apple-container sandbox"
     DOC = "docs/apple-container.md"
     NO_MOUNTS = "a unix socket does not cross into its VM"
-    SETUP_TIMEOUT_SEC = SETUP_TIMEOUT_SEC
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
         super().__init__(spec, capabilities=capabilities)

@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SETUP_TIMEOUT_SEC = 120
 
 
 class DockerSandbox(Snapshots, Teardown):
@@ -205,10 +204,10 @@ class DockerSandbox(Snapshots, Teardown):
                            pack_members([(ca.CA_PATH, bundle, 0o644)]))
             worker = asyncio.ensure_future(call(self._start_blocking, box))
             try:
-                status, output = await asyncio.wait_for(asyncio.shield(worker), SETUP_TIMEOUT_SEC)
+                status, output = await asyncio.wait_for(asyncio.shield(worker), self.spec.setup_timeout_sec)
             except asyncio.TimeoutError:
                 raise SandboxError(f"{self.spec.name}: sandbox setup did not finish within "
-                                   f"{SETUP_TIMEOUT_SEC}s") from None
+                                   f"{self.spec.setup_timeout_sec:g}s (--sandbox-setup-timeout)") from None
             except EngineError as exc:
                 raise SandboxError(f"{self.spec.name}: the container did not start: "
                                    f"{exc.explanation or exc}") from exc
