@@ -167,7 +167,7 @@ def check(
     for row in rows:
         mark = "ok  " if row["ok"] else "FAIL"
         pin = (row["git_commit_id"] or "HEAD")[:12] if row["git_url"] else "archive"
-        line = f"{mark}  {row['dataset']}@{row['version']}  {row['task']}  {pin}  {row['digest']}"
+        line = f"{mark}  {row['dataset']}@{row['version']}  {row['task']}  {pin}  {row['digest'] or 'no digest'}"
         typer.echo(line + (f"  {'; '.join(row['issues'])}" if row.get("issues") else ""))
     failed = sum(not r["ok"] for r in rows)
     typer.echo(f"{len(rows)} tasks at level {level.value}: {len(rows) - failed} ok, {failed} with issues"

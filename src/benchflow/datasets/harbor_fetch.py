@@ -67,7 +67,7 @@ def _fetch(url: str, ref: str, tasks: list[RegistryTask]) -> tuple[str, list[Reg
     work = task_cache.scratch_dir("clone-")
     try:
         got = sparse_checkout(url, ref, [t.path or "" for t in tasks], work)
-        if ref != "HEAD" and len(ref) in (40, 64) and got != ref.lower():
+        if tasks[0].pinned and got != ref.lower():
             raise DatasetError(f"{url}: fetched commit {got}, but the registry pins {ref}")
         resolved = []
         for task in tasks:
