@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
-from tests.unit.test_harbor_job_config import harbor_config_json
+from tests.harbor_job_configs import harbor_config_json
 
 
 @pytest.fixture
