@@ -52,3 +52,13 @@ def entry(repo: Path, sha: str, name: str, version: str, tasks: list[str], *, fo
 def write_registry(path: Path, entries: list[dict]) -> Path:
     path.write_text(json.dumps(entries, indent=2))
     return path
+
+
+def harbor_entry(repo: Path, sha: str | None, name: str, version: str, tasks: list[str], *,
+                 folder: str = "tasks") -> dict:
+    """A Harbor ``registry.json`` entry (a DatasetSpec): tasks by git_url, git_commit_id and path, no digest;
+    ``sha=None`` leaves git_commit_id out (Harbor: the repository's HEAD)."""
+    url = repo.resolve().as_uri()
+    rows = [{"name": t, "git_url": url, **({"git_commit_id": sha} if sha else {}), "path": f"{folder}/{t}"}
+            for t in tasks]
+    return {"name": name, "version": version, "description": f"{name} from Harbor", "tasks": rows, "metrics": []}

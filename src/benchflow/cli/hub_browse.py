@@ -17,8 +17,9 @@ show_cmd = typer.Typer(add_completion=False)
 inspect_cmd = typer.Typer(add_completion=False)
 check_cmd = typer.Typer(add_completion=False)
 
-REGISTRY_HELP = ("Registry JSON URL or local file, or a BenchFlow Hub as hub:<url> (default: BenchFlow's registry, "
-                 "then $BENCHFLOW_HUB_URL for an org/name dataset)")
+REGISTRY_HELP = ("Registry JSON URL or local file (BenchFlow's or Harbor's format), a BenchFlow Hub as hub:<url>, "
+                 "or harbor for Harbor's registry (default: BenchFlow's registry, then $BENCHFLOW_HUB_URL for an "
+                 "org/name dataset)")
 HUB_HELP = "A BenchFlow Hub to read org/name@version from (default: $BENCHFLOW_HUB_URL when set)"
 PRIME_INSTALL = "the prime CLI is not installed: install it with 'uv tool install prime' (or 'pip install prime'), then 'prime login'"
 
@@ -102,7 +103,13 @@ def show(
         typer.echo(f"bench version: {entry.bench_version}")
     width = max((len(t.name) for t in entry.tasks), default=0)
     for task in sorted(entry.tasks, key=lambda t: t.name):
-        typer.echo(f"{task.name.ljust(width)}  {task.digest}")
+        typer.echo(f"{task.name.ljust(width)}  {task.digest or _unpinned(task)}")
+
+
+def _unpinned(task: object) -> str:
+    """What a Harbor entry (no digest) pins instead: its commit, or nothing (the repository's HEAD)."""
+    commit = getattr(task, "git_commit_id", None)
+    return f"no digest (commit {commit})" if getattr(task, "pinned", False) else f"not pinned ({commit or 'HEAD'})"
 
 
 @inspect_cmd.command(help="Inspect a file from a hub environment package.\n\n"
@@ -159,8 +166,8 @@ def check(
         atomic.write_jsonl(out, rows)
     for row in rows:
         mark = "ok  " if row["ok"] else "FAIL"
-        pin = row["git_commit_id"][:12] if row["git_commit_id"] else "archive"
-        line = f"{mark}  {row['dataset']}@{row['version']}  {row['task']}  {pin}  {row['digest']}"
+        pin = (row["git_commit_id"] or "HEAD")[:12] if row["git_url"] else "archive"
+        line = f"{mark}  {row['dataset']}@{row['version']}  {row['task']}  {pin}  {row['digest'] or 'no digest'}"
         typer.echo(line + (f"  {'; '.join(row['issues'])}" if row.get("issues") else ""))
     failed = sum(not r["ok"] for r in rows)
     typer.echo(f"{len(rows)} tasks at level {level.value}: {len(rows) - failed} ok, {failed} with issues"

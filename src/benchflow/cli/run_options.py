@@ -38,7 +38,7 @@ Exclude = Annotated[Optional[list[str]], typer.Option("--exclude", "-x", help="S
 Limit = Annotated[Optional[int], typer.Option("--limit", "--n-tasks", "-n", help="Run at most N tasks: the first N by name, or a seeded random sample with --sample-seed")]
 SampleSeed = Annotated[Optional[int], typer.Option("--sample-seed", hidden=True, help="Seed for the --n-tasks random sample")]
 Dataset = Annotated[Optional[str], typer.Option("--dataset", "-d", help="A dataset instead of a target: name@version from a registry, or org/name@version from a BenchFlow Hub")]
-Registry = Annotated[Optional[str], typer.Option("--registry", help="The registry for --dataset: a URL, a file or hub:<url> (default: BenchFlow's registry, then $BENCHFLOW_HUB_URL for an org/name dataset)")]
+Registry = Annotated[Optional[str], typer.Option("--registry", help="The registry for --dataset: a URL, a file or hub:<url> (BenchFlow's or Harbor's format), or harbor for Harbor's registry (default: BenchFlow's registry, then Harbor's; $BENCHFLOW_HUB_URL for an org/name dataset)")]
 Hub = Annotated[Optional[str], typer.Option("--hub", hidden=True, help="Read --dataset from this BenchFlow Hub, as the bench hub commands' --hub does (the same as --registry hub:<url>)")]
 IgnoreBenchVersion = Annotated[bool, typer.Option("--ignore-bench-version", hidden=True, help="Run a dataset even when this bench version is outside the range it was validated against. Only valid with --dataset.")]
 SourceRepo = Annotated[Optional[str], typer.Option("--source-repo", help="GitHub repo of the tasks as org/repo (e.g. benchflow-ai/skillsbench)")]

@@ -8,9 +8,9 @@ from typing import Any
 from benchflow.errors import ConfigError, DatasetError
 
 from . import task_cache
-from .registry import DatasetVersion, find_version, parse_dataset_ref
-from .registry_load import LoadedRegistry, load_registry, registry_location
-from .resolve import fetch_tasks
+from .registry import DatasetVersion, parse_dataset_ref
+from .registry_load import LoadedRegistry, open_dataset
+from .resolve import fetch_resolved, fetch_tasks
 
 
 def version_row(version: DatasetVersion) -> dict[str, Any]:
@@ -37,8 +37,7 @@ def open_version(spec: str, version: str | None, registry: str | None, hub: str 
     ref = parse_dataset_ref(text, flag="SOURCE_ENV")
     if version is not None and ref.version != version:
         raise ConfigError(f"{spec}: the version is given twice ({ref.version} and --version {version}); give one")
-    loaded = load_registry(registry_location(registry, hub, ref))
-    return loaded, find_version(loaded.versions, ref, loaded.location)
+    return open_dataset(ref, registry, hub)
 
 
 def read_task_file(loaded: LoadedRegistry, version: DatasetVersion, path: str) -> tuple[Path, bytes]:
@@ -102,11 +101,13 @@ def _check_one(loaded: LoadedRegistry, version: DatasetVersion, task: Any, cache
     scope = task_cache.cache_at(cache_dir) if cache_dir is not None else contextlib.nullcontext()
     with scope:
         try:
-            home = fetch_tasks(version, loaded, [task])[0]
+            resolved = fetch_resolved(version, loaded, [task])[0][0]  # a Harbor task: its digest is computed
         except DatasetError as exc:
             return {"ok": False, "digest_ok": False, "issues": [str(exc)]}
+        home = task_cache.task_home(resolved)
         found = task_digest(home)
-    if found != task.digest:
-        return {"ok": False, "digest_ok": False, "issues": [f"cached content digest {found} != {task.digest}"]}
+    if found != resolved.digest:
+        return {"ok": False, "digest_ok": False, "issues": [f"cached content digest {found} != {resolved.digest}"]}
     report = check_task(home, level="structural")
-    return {"ok": report.ok, "digest_ok": True, "issues": report.issues, "warnings": report.warnings}
+    return {"ok": report.ok, "digest_ok": True, "digest": resolved.digest, "git_commit_id": resolved.git_commit_id,
+            "issues": report.issues, "warnings": report.warnings}

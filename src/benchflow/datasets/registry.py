@@ -4,12 +4,19 @@ A registry is a JSON list of dataset versions. Each task is pinned either by a
 git repository and commit (``git_url``, ``git_commit_id``, ``path``) or, as a
 BenchFlow Hub serves them, by a ``.tar.gz`` archive (``archive_url``); both
 carry the task's content ``digest`` (§1.9), which is checked before any run.
+
+Harbor's ``registry.json`` is the same list without digests: a git task with no
+``digest`` is a Harbor entry, its digest computed from what is fetched
+(``harbor_fetch``), and its ``git_commit_id`` may be missing (the repository's
+HEAD) or a branch or tag: such a task is not pinned, and the commit fetched is
+recorded instead.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from pydantic import (
@@ -34,8 +41,8 @@ class RegistryTask(BaseModel):
 
     name: str
     """The task's name; also its folder name in a run."""
-    digest: str
-    """``sha256:<hex>`` of the task's files (contracts §1.9)."""
+    digest: str | None = None
+    """``sha256:<hex>`` of the task's files (contracts §1.9); None in a Harbor entry (computed when fetched)."""
     git_url: str | None = None
     git_commit_id: str | None = None
     """The full commit SHA the task is read at; the fetched commit must equal it."""
@@ -53,18 +60,28 @@ class RegistryTask(BaseModel):
 
     @field_validator("digest")
     @classmethod
-    def _digest(cls, value: str) -> str:
-        if not _DIGEST.match(value):
+    def _digest(cls, value: str | None) -> str | None:
+        if value is not None and not _DIGEST.match(value):
             raise ValueError(f"digest {value!r} is not sha256:<64 hex digits>")
         return value
 
     @model_validator(mode="after")
     def _pinned(self) -> RegistryTask:
         if self.archive_url:
+            if self.digest is None:
+                raise ValueError(f"task {self.name}: an archive_url task needs its digest")
             return self
-        if not (self.git_url and self.git_commit_id and self.path):
+        if self.digest is None:  # a Harbor entry: git_commit_id may be missing (HEAD) or a ref
+            if not self.path:
+                raise ValueError(f"task {self.name}: give git_url, git_commit_id and path, or archive_url")
+            if not self.git_url:
+                return self  # Harbor's local-path task: listed, refused by name if it is run
+            if (self.git_commit_id or "").startswith("-"):
+                raise ValueError(f"task {self.name}: git_commit_id {self.git_commit_id!r} is not a commit or ref")
+            self.path = str(PurePosixPath(self.path))  # Harbor reads "./tasks/x/" as "tasks/x"
+        elif not (self.git_url and self.git_commit_id and self.path):
             raise ValueError(f"task {self.name}: give git_url, git_commit_id and path, or archive_url")
-        if not re.fullmatch(r"[0-9a-f]{40}", self.git_commit_id):
+        elif not re.fullmatch(r"[0-9a-f]{40}", self.git_commit_id):
             raise ValueError(f"task {self.name}: git_commit_id must be a full 40-hex commit SHA")
         parts = self.path.strip("/").split("/")
         if self.path.startswith("/") or any(p in {"", ".", ".."} for p in parts):
@@ -73,7 +90,14 @@ class RegistryTask(BaseModel):
 
     @property
     def hex(self) -> str:
+        if self.digest is None:
+            raise ValueError(f"task {self.name}: no digest until it is fetched")
         return self.digest.split(":", 1)[1]
+
+    @property
+    def pinned(self) -> bool:
+        """Pinned to one commit (a full SHA); False for a Harbor entry at HEAD, a branch or a tag."""
+        return bool(self.git_commit_id and re.fullmatch(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}", self.git_commit_id))
 
 
 class DatasetVersion(BaseModel):

@@ -2,8 +2,12 @@
 
 ``--registry`` takes a path, a ``file://`` URL, an ``http(s)://`` URL or
 ``hub:<url>`` (the hub's ``<url>/api/registry.json``); ``--hub URL`` is the same as
-``hub:URL``. With neither, a ``name@version`` dataset is read from BenchFlow's
-registry and an ``org/name@version`` one from ``$BENCHFLOW_HUB_URL``.
+``hub:URL``; ``harbor`` names Harbor's registry and ``benchflow`` BenchFlow's.
+With neither, a ``name@version`` dataset is looked up in BenchFlow's registry
+first and, when it has no such dataset version, in Harbor's (``open_dataset``);
+an ``org/name@version`` one is read from ``$BENCHFLOW_HUB_URL``. A mirror of
+either registry is named by ``$BENCHFLOW_REGISTRY_URL`` or
+``$BENCHFLOW_HARBOR_REGISTRY_URL``.
 
 A registry read over the network is kept in the user cache, so a later run (or
 ``bench eval resume``) without network reads the copy it fetched last.
@@ -25,9 +29,12 @@ from benchflow.errors import ConfigError, DatasetError
 from benchflow.util import atomic
 from benchflow.util.cache_dir import cache_root
 
-from .registry import DatasetRef, DatasetVersion, parse_registry
+from .registry import DatasetRef, DatasetVersion, find_version, parse_registry
 
 DEFAULT_REGISTRY_URL = "https://raw.githubusercontent.com/benchflow-ai/skillsbench/main/registry.json"
+HARBOR_REGISTRY_URL = "https://raw.githubusercontent.com/laude-institute/harbor/main/registry.json"
+REGISTRY_ENV = "BENCHFLOW_REGISTRY_URL"
+HARBOR_ENV = "BENCHFLOW_HARBOR_REGISTRY_URL"
 HUB_ENV = "BENCHFLOW_HUB_URL"
 HUB_REGISTRY_PATH = "/api/registry.json"
 
@@ -63,6 +70,10 @@ def registry_location(registry: str | None, hub: str | None, ref: DatasetRef | N
         raise ConfigError("--registry and --hub both name a registry; give one (--hub URL = --registry hub:URL)")
     if hub:
         return "hub:" + hub
+    if registry == "harbor":
+        return harbor_registry()
+    if registry == "benchflow":
+        return default_registry()
     if registry:
         return registry
     if ref is not None and ref.on_hub:
@@ -71,7 +82,41 @@ def registry_location(registry: str | None, hub: str | None, ref: DatasetRef | N
             raise ConfigError(f"{ref}: an org/name dataset lives on a BenchFlow Hub; give --hub URL "
                               f"or set ${HUB_ENV}")
         return "hub:" + env
-    return DEFAULT_REGISTRY_URL
+    return default_registry()
+
+
+def default_registry() -> str:
+    """BenchFlow's registry: ``$BENCHFLOW_REGISTRY_URL`` (a mirror) or the one on GitHub."""
+    return os.environ.get(REGISTRY_ENV) or DEFAULT_REGISTRY_URL
+
+
+def harbor_registry() -> str:
+    """Harbor's registry: ``$BENCHFLOW_HARBOR_REGISTRY_URL`` (a mirror) or Harbor's default URL."""
+    return os.environ.get(HARBOR_ENV) or HARBOR_REGISTRY_URL
+
+
+def open_dataset(ref: DatasetRef, registry: str | None, hub: str | None) -> tuple[LoadedRegistry, DatasetVersion]:
+    """The registry and entry of ``ref``: from the registry named, else BenchFlow's, then Harbor's.
+
+    Raises:
+        ConfigError: conflicting flags, or an org/name dataset with no hub.
+        DatasetError: a registry that cannot be read, or no such dataset version (in neither registry,
+            naming both, when none was named).
+    """
+    if registry or hub or ref.on_hub:
+        loaded = load_registry(registry_location(registry, hub, ref))
+        return loaded, find_version(loaded.versions, ref, loaded.location)
+    ours = load_registry(default_registry())
+    try:
+        return ours, find_version(ours.versions, ref, f"BenchFlow's registry {ours.location}")
+    except DatasetError as exc:
+        mine = str(exc)
+    try:
+        harbor = load_registry(harbor_registry())
+        return harbor, find_version(harbor.versions, ref, f"Harbor's registry {harbor.location}")
+    except DatasetError as exc:
+        raise DatasetError(f"{ref} is in neither registry: {mine}; {exc}; check the name and version "
+                           "(bench hub list, bench hub list --registry harbor) or give --registry") from None
 
 
 def load_registry(location: str) -> LoadedRegistry:

@@ -4,7 +4,8 @@ Resolution (contracts §7.3): the version is matched by name and version string;
 its bench-version range is checked; tasks already in the content-addressed cache
 are reused (no git, no network); the others are fetched at their pinned commit
 (or archive) and enter the cache only when their digest matches. The plan digests
-every task again before any sandbox starts.
+every task again before any sandbox starts. Tasks of a Harbor entry (no digest)
+are fetched by ``harbor_fetch`` and recorded under the digest of what was fetched.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from typing import Any
 from benchflow.errors import DatasetError
 
 from . import task_cache
-from .registry import DatasetVersion, RegistryTask, find_version, parse_dataset_ref
-from .registry_load import LoadedRegistry, load_registry, registry_location
+from .harbor_fetch import FetchedGroup, resolve_harbor
+from .registry import DatasetVersion, RegistryTask, parse_dataset_ref
+from .registry_load import LoadedRegistry, open_dataset
 
 GITHUB_PREFIX = "https://github.com/"
 
@@ -34,7 +36,10 @@ class TaskSource:
     dataset_name: str | None = None
     dataset_version: str | None = None
     registry_digests: dict[str, str] = field(default_factory=dict)
-    """Task name → the digest the registry pins (what each planned task must match)."""
+    """Task name → the digest the registry pins, or for a Harbor entry the digest of what was fetched
+    (what each planned task must match)."""
+    warnings: list[str] = field(default_factory=list)
+    """For the run card: tasks that are not pinned (a Harbor entry at HEAD or a branch)."""
 
     def provenance(self) -> dict[str, Any]:
         return {"source": self.source, "dataset_name": self.dataset_name, "dataset_version": self.dataset_version}
@@ -69,7 +74,7 @@ def _check_pins(version: DatasetVersion, registry: LoadedRegistry) -> None:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise DatasetError(f"{version.ref}: two tasks named {dupes[0]!r}; task names must be unique")
-    git = [t for t in version.tasks if not t.archive_url]
+    git = [t for t in version.tasks if not t.archive_url and t.digest is not None]  # Harbor's may differ
     pins = {(t.git_url, t.git_commit_id) for t in git}
     if len(pins) > 1:
         raise DatasetError(f"{version.ref}: tasks pin {len(pins)} repositories or commits; a dataset version "
@@ -79,7 +84,7 @@ def _check_pins(version: DatasetVersion, registry: LoadedRegistry) -> None:
         raise DatasetError(f"{version.ref}: tasks live in {len(parents)} folders; a dataset version keeps its "
                            "tasks in one parent folder")
     if not registry.local:
-        for task in git:
+        for task in [t for t in version.tasks if t.git_url]:
             if not (task.git_url or "").startswith(GITHUB_PREFIX):
                 raise DatasetError(f"{version.ref}: task {task.name}: git_url {task.git_url!r} is not a "
                                    "github.com repository (a registry from the network may pin github.com only)")
@@ -115,19 +120,37 @@ def _fetch_archive(task: RegistryTask, registry: LoadedRegistry) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def fetch_tasks(version: DatasetVersion, registry: LoadedRegistry, tasks: list[RegistryTask]) -> list[Path]:
-    """Put ``tasks`` of ``version`` in the cache (those not there yet: fetched and digest-checked).
+def fetch_resolved(version: DatasetVersion, registry: LoadedRegistry,
+                   tasks: list[RegistryTask]) -> tuple[list[RegistryTask], list[FetchedGroup]]:
+    """Put ``tasks`` of ``version`` in the cache (those not there yet: fetched and digest-checked);
+    the tasks with every digest known (a Harbor entry's: of what was fetched), and Harbor's fetches.
 
     Raises:
         DatasetError: the version breaks a pinning rule, or a task cannot be fetched or does not match.
     """
     _check_pins(version, registry)
-    missing = [t for t in tasks if task_cache.cached(t) is None]
+    ours = [t for t in tasks if t.digest is not None]
+    missing = [t for t in ours if task_cache.cached(t) is None]
     _fetch_git([t for t in missing if not t.archive_url])
     for task in missing:
         if task.archive_url:
             _fetch_archive(task, registry)
-    return [task_cache.task_home(t) for t in tasks]
+    harbor, groups = resolve_harbor([t for t in tasks if t.digest is None]) if len(ours) < len(tasks) else ([], [])
+    known = {t.name: t for t in [*ours, *harbor]}
+    return [known[t.name] for t in tasks], groups
+
+
+def fetch_tasks(version: DatasetVersion, registry: LoadedRegistry, tasks: list[RegistryTask]) -> list[Path]:
+    """The cache folders of ``tasks`` of ``version``, fetched first if need be (see ``fetch_resolved``)."""
+    return [task_cache.task_home(t) for t in fetch_resolved(version, registry, tasks)[0]]
+
+
+def _harbor_source(tasks: list[RegistryTask], groups: list[FetchedGroup]) -> dict[str, Any]:
+    parents = {str(Path(t.path or "").parent) for t in tasks if t.git_url}
+    first = groups[0]
+    return {"repo": first.git_url, "commit": first.commit, "path": parents.pop() if len(parents) == 1 else None,
+            "digests": "computed from the tasks fetched (a Harbor entry pins no digest)",
+            "repos": [g.record() for g in groups]}
 
 
 def resolve_dataset(text: str, *, registry: str | None = None, hub: str | None = None,
@@ -140,16 +163,18 @@ def resolve_dataset(text: str, *, registry: str | None = None, hub: str | None =
             or one whose content does not match its digest (exit 1).
     """
     ref = parse_dataset_ref(text)
-    loaded = load_registry(registry_location(registry, hub, ref))
-    version = find_version(loaded.versions, ref, loaded.location)
+    loaded, version = open_dataset(ref, registry, hub)
     if not version.tasks:
         raise DatasetError(f"{version.ref}: the registry lists no task for it")
     check_bench_version(version, ignore_bench_version)
-    fetch_tasks(version, loaded, version.tasks)
+    tasks, groups = fetch_resolved(version, loaded, version.tasks)
     first = version.tasks[0]
     source: dict[str, Any] = {"registry": loaded.location, "dataset": version.ref}
-    if first.git_url:
+    if groups:
+        source.update(_harbor_source(tasks, groups))
+    elif first.git_url:
         source.update(repo=first.git_url, commit=first.git_commit_id, path=str(Path(first.path or "").parent))
-    return TaskSource(dirs=[task_cache.task_home(t) for t in version.tasks], tasks_dir=None, source=source,
+    return TaskSource(dirs=[task_cache.task_home(t) for t in tasks], tasks_dir=None, source=source,
                       dataset_name=version.name, dataset_version=version.version,
-                      registry_digests={t.name: t.digest for t in version.tasks})
+                      registry_digests={t.name: t.digest or "" for t in tasks},
+                      warnings=[g.warning(version.ref) for g in groups if not g.pinned])

@@ -5,11 +5,17 @@ digest covers: no symlinks, no special files) whose digest equals the pinned
 one; the folder appears by one rename, so a reader never sees half a task.
 Every run digests the cached task again before it starts (``jobs/plan.py``),
 so a cache edited by hand is refused, not run.
+
+A task its registry pins by commit but not by digest (a Harbor entry) enters
+under the digest of what was fetched, and ``pins/`` remembers which digest a
+``(git_url, commit, path)`` gave, so a later run finds it with no git.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import stat
@@ -19,6 +25,7 @@ from pathlib import Path
 
 from benchflow.errors import DatasetError
 from benchflow.tasks.digest import task_digest, task_files
+from benchflow.util import atomic
 from benchflow.util.cache_dir import cache_root
 
 from .registry import RegistryTask
@@ -91,7 +98,8 @@ def drop_symlinks(root: Path) -> None:
 
 
 def place(task: RegistryTask, src: Path, where: str, root: Path) -> Path:
-    """Copy ``src`` (a folder under the fetched tree ``root``) into the cache as ``task`` after checking its digest.
+    """Copy ``src`` (a folder under the fetched tree ``root``) into the cache as ``task`` after checking its digest
+    (a task with no digest enters under the digest of its copy; the returned folder's parent names it).
 
     Raises:
         DatasetError: ``src`` is missing or outside ``root``, or its content does not match the pinned
@@ -99,16 +107,16 @@ def place(task: RegistryTask, src: Path, where: str, root: Path) -> Path:
     """
     if not inside(src, root):
         raise DatasetError(f"task {task.name}: not found at {where}; the registry entry points at nothing")
-    tmp = scratch_dir(f"{task.hex[:12]}-")
+    tmp = scratch_dir("place-")
     try:
         copy = tmp / task.name
         copy.mkdir()
         copy_regular_files(src, copy)
         found = task_digest(copy)
-        if found != task.digest:
+        if task.digest is not None and found != task.digest:
             raise DatasetError(f"task {task.name}: content digest {found} does not match the registry's "
                                f"{task.digest} ({where}); refusing to run a task that is not the pinned one")
-        home = task_home(task)
+        home = task_home(task.model_copy(update={"digest": found}))
         home.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.rename(copy, home)
@@ -118,3 +126,23 @@ def place(task: RegistryTask, src: Path, where: str, root: Path) -> Path:
         return home
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pin_file(git_url: str, commit: str, path: str) -> Path:
+    key = hashlib.sha256(f"{git_url}\n{commit}\n{path}".encode()).hexdigest()[:32]
+    return datasets_root() / "pins" / f"{key}.json"
+
+
+def pinned_digest(git_url: str, commit: str, path: str) -> str | None:
+    """The digest ``path`` of ``git_url`` at ``commit`` gave when it was fetched, or None (not fetched yet)."""
+    try:
+        data = json.loads(_pin_file(git_url, commit, path).read_text())
+    except (OSError, ValueError):
+        return None
+    digest = data.get("digest") if isinstance(data, dict) else None
+    return digest if isinstance(digest, str) and digest.startswith("sha256:") else None
+
+
+def record_pin(git_url: str, commit: str, path: str, digest: str) -> None:
+    atomic.write_json(_pin_file(git_url, commit, path),
+                      {"git_url": git_url, "git_commit_id": commit, "path": path, "digest": digest})

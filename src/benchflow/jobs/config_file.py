@@ -1,8 +1,8 @@
-"""Read a ``--config`` run-config YAML (native or Harbor-style) into RunSpec fields.
+"""Read a ``--config`` run-config YAML (native or a Harbor job config) into RunSpec fields.
 
-Native keys are the flat ones of the contracts (§7.1); the Harbor-style form
-(``agents:``/``datasets:``/``orchestrator:``) is mapped onto them. Unknown
-keys are refused with the file and key named, never ignored.
+Native keys are the flat ones of the contracts (§7.1); a Harbor ``job.yaml`` or
+``config.json`` is recognised and mapped onto them (``harbor_job_config``).
+Unknown keys are refused with the file and key named, never ignored.
 """
 
 from __future__ import annotations
@@ -97,35 +97,14 @@ def _prompts(value: Any) -> list[str]:
     return ["@instruction" if p is None else str(p) for p in items]
 
 
-def _harbor(data: dict[str, Any]) -> dict[str, Any]:
-    """Map the Harbor-style keys onto native ones."""
-    native = {k: v for k, v in data.items() if k not in {"agents", "datasets", "orchestrator", "n_attempts"}}
-    agents = data.get("agents") or []
-    if agents:
-        first = agents[0] or {}
-        native.setdefault("agent", first.get("name"))
-        if first.get("model_name"):
-            native.setdefault("model", first["model_name"])
-        if first.get("reasoning_effort"):
-            native.setdefault("reasoning_effort", first["reasoning_effort"])
-    datasets = data.get("datasets") or []
-    if datasets and isinstance(datasets[0], dict) and datasets[0].get("path"):
-        native.setdefault("tasks_dir", datasets[0]["path"])
-    if "n_attempts" in data:
-        native.setdefault("max_retries", max(int(data["n_attempts"]) - 1, 0))
-    orchestrator = data.get("orchestrator") or {}
-    if "n_concurrent_trials" in orchestrator:
-        native.setdefault("concurrency", orchestrator["n_concurrent_trials"])
-    env = native.get("environment")
-    if isinstance(env, dict):
-        native["environment"] = env.get("type")
-    for alias in ("includes", "include_tasks"):
-        if alias in native:
-            native["include"] = native.pop(alias)
-    for alias in ("excludes", "exclude_tasks"):
-        if alias in native:
-            native["exclude"] = native.pop(alias)
-    return native
+def _legacy_aliases(data: dict[str, Any]) -> dict[str, Any]:
+    """The 0.7 Harbor-style form's spellings of include and exclude."""
+    data = dict(data)
+    for alias, key in (("includes", "include"), ("include_tasks", "include"), ("excludes", "exclude"),
+                       ("exclude_tasks", "exclude")):
+        if alias in data:
+            data[key] = data.pop(alias)
+    return data
 
 
 def load_run_config(path: str | Path) -> dict[str, Any]:
@@ -147,17 +126,19 @@ def load_run_config(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{source}: not valid YAML/JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a run config must be a mapping of keys to values")
+    from .harbor_job_config import harbor_fields, is_harbor
+
+    if is_harbor(data):  # a Harbor job.yaml / config.json: its keys mapped, the rest refused by name
+        data = harbor_fields(_legacy_aliases(data), source)
     return spec_fields(data, source)
 
 
 def spec_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
-    """Map run-config keys (native or Harbor-style) onto nested RunSpec fields.
+    """Map run-config keys onto nested RunSpec fields.
 
     Raises:
         ConfigError: unknown key or wrong type, naming ``source``.
     """
-    if "agents" in data or "datasets" in data or "orchestrator" in data:
-        data = _harbor(data)
     out: dict[str, Any] = {}
     if isinstance(data.get("source"), dict):  # source: {repo, path, ref} (contracts §7.1)
         data = {**{f"source_{k}": v for k, v in data["source"].items()},

@@ -256,6 +256,9 @@ def make_plan(spec: RunSpec, *, pull_images: bool = True) -> Plan:
                 backend=get_backend(sandbox), provenance=fetched.provenance() if fetched else None,
                 registry_digests=fetched.registry_digests if fetched else {})
     plan.card = judge(plan, availability, pull_images=pull_images)
+    if fetched is not None and fetched.warnings:  # e.g. a Harbor task at HEAD: not pinned
+        plan.card.warnings.extend(fetched.warnings)
+        plan.card.notes.extend(fetched.warnings)
     return plan
 
 
