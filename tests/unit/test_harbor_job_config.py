@@ -129,3 +129,25 @@ def test_keys_that_do_not_map_are_refused_by_name_in_one_line(tmp_path, yaml, ne
 ])
 def test_our_own_run_config_is_read_as_before(tmp_path, yaml, fields):
     assert load_run_config(_write(tmp_path, yaml)) == fields
+
+
+def test_a_benchflow_0_7_config_keeps_its_reading_of_n_attempts(tmp_path, monkeypatch):
+    """0.7 (contracts §7.1) read n_attempts as the attempts of one trial; Harbor 0.2x reads it as trials per task.
+    A file with only the keys 0.7 knew is 0.7's; one Harbor-only key makes it Harbor's."""
+    monkeypatch.setenv("REAL_TOKEN", "tok-123")
+    legacy = build_run_spec(_write(tmp_path, """\
+jobs_dir: runs
+n_attempts: 3
+orchestrator: {n_concurrent_trials: 2}
+environment: {type: docker, env: ["TOKEN=${REAL_TOKEN}", "MODE=fast"]}
+agents: [{name: oracle, skip_install: false}]
+datasets: [{path: tasks}]
+include_tasks: [hello]
+"""))
+    assert (legacy.retry.attempts, legacy.trials, legacy.concurrency) == (2, 1, 2)
+    assert legacy.agent_env == {"TOKEN": "tok-123", "MODE": "fast"} and legacy.selection.include == ["hello"]
+    harbor = build_run_spec(_write(tmp_path, "n_attempts: 3\nn_concurrent_trials: 2\ndatasets: [{path: tasks}]\n",
+                                   "harbor.yaml"))
+    assert (harbor.trials, harbor.concurrency) == (3, 2)
+    with pytest.raises(ConfigError, match=r"agents\[0\]\.skip_install: BenchFlow installs the agent"):
+        build_run_spec(_write(tmp_path, "n_attempts: 2\nagents: [{name: oracle, skip_install: true}]\n", "s.yaml"))

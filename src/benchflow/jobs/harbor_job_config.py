@@ -7,7 +7,8 @@ and is read exactly as before. The keys that map become run-config keys:
 
     agents[0].name / model_name / env / kwargs.reasoning_effort → agent / model / agent_env / reasoning_effort
     agents[0].override_timeout_sec            → config_override {agent: {timeout_sec}}
-    n_attempts                                → trials (Harbor runs every task that many times: pass@k)
+    n_attempts                                → trials (Harbor runs every task that many times: pass@k);
+                                                in a BenchFlow 0.7 config (:func:`is_legacy`), max_retries = n - 1
     n_concurrent_trials (or orchestrator.…)   → concurrency;  retry.max_retries → max_retries
     timeout_multiplier, quiet, jobs_dir, job_name → the same keys
     environment.type                          → sandbox (docker, podman, daytona, modal, apple-container)
@@ -80,6 +81,49 @@ MARKERS = frozenset({"agents", "datasets", "tasks", "orchestrator", "n_attempts"
                      "verifier", *_TOP})
 
 
+LEGACY_TOP = frozenset({"jobs_dir", "n_attempts", "orchestrator", "environment", "agents", "datasets"})
+"""The Harbor-style keys a BenchFlow 0.7 config has (contracts §7.1), beside our own run-config keys."""
+
+
+def is_legacy(data: dict[str, Any]) -> bool:
+    """A BenchFlow 0.7 Harbor-style config: only the keys 0.7 read, in the shapes it read them.
+
+    0.7 read ``n_attempts`` as the attempts of one trial (``max_retries = n - 1``); Harbor 0.2x reads it as
+    the trials of each task (pass@k). A file with any key or shape only Harbor 0.2x has is Harbor's."""
+    harbor_only = (MARKERS | {"job_name", "timeout_multiplier", "quiet", "extra_instructions"}) - LEGACY_TOP
+    if harbor_only & data.keys():
+        return False
+    orchestrator, environment = data.get("orchestrator") or {}, data.get("environment")
+    agents, datasets = data.get("agents") or [], data.get("datasets") or []
+    return (isinstance(orchestrator, dict) and set(orchestrator) <= {"n_concurrent_trials"}
+            and (not isinstance(environment, dict) or (set(environment) <= {"type", "env"}
+                                                        and isinstance(environment.get("env", []), list)))
+            and all(isinstance(a, dict) and set(a) <= {"name", "model_name", "reasoning_effort", "skip_install"}
+                    for a in agents)
+            and all(isinstance(d, dict) and set(d) <= {"path"} for d in datasets))
+
+
+def _legacy_environment(r: _Reader, data: dict[str, Any]) -> dict[str, Any]:
+    """0.7's ``environment.env: ["K=${V}"]`` (expanded from this environment) as the agent's variables, and its
+    ``skip_install: false``; what is left is read as Harbor's."""
+    import os
+
+    environment = data.get("environment")
+    if isinstance(environment, dict) and environment.get("env"):
+        pairs = environment["env"]
+        if not isinstance(pairs, list) or not all(isinstance(p, str) and "=" in p for p in pairs):
+            r.refuse("environment.env", 'expected a list of "KEY=VALUE" strings (values may read ${VAR})')
+        r.set("environment.env", "agent_env", {k: os.path.expandvars(v) for k, _, v in
+                                               (p.partition("=") for p in pairs)})
+        data = {**data, "environment": {k: v for k, v in environment.items() if k != "env"}}
+    agents = [dict(a) for a in data.get("agents") or []]
+    for i, agent in enumerate(agents):
+        if agent.pop("skip_install", False):
+            r.refuse(f"agents[{i}].skip_install", "BenchFlow installs the agent into a cached image layer (a "
+                                                 "second run reuses it); remove it")
+    return {**data, "agents": agents} if agents else data
+
+
 def is_harbor(data: dict[str, Any]) -> bool:
     """A Harbor job config: a key our run config does not have, or ``environment`` as a mapping."""
     return bool(MARKERS & data.keys()) or isinstance(data.get("environment"), dict)
@@ -143,8 +187,13 @@ def harbor_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
     for key in ("job_name", "jobs_dir", "timeout_multiplier"):
         if data.get(key) is not None:
             r.set(key, key, data[key])
-    if "n_attempts" in data:
+    legacy = is_legacy(data)
+    if "n_attempts" in data and legacy:  # BenchFlow 0.7's reading (contracts §7.1): attempts of one trial
+        r.set("n_attempts", "max_retries", max(int(data["n_attempts"]) - 1, 0))
+    elif "n_attempts" in data:
         r.set("n_attempts", "trials", data["n_attempts"])
+    if legacy:
+        data = _legacy_environment(r, data)
     r.defaults("", {k: v for k, v in data.items() if k in _TOP}, _TOP)
     r.defaults("verifier", r.mapping("verifier", data.get("verifier")), _VERIFIER)
     orchestrator = dict(r.mapping("orchestrator", data.get("orchestrator")))
