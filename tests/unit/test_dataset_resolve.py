@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import http.server
 import io
 import json
 import shutil
 import tarfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from benchflow.datasets.repo_targets import fetch_repo, looks_like_repo, parse_t
 from benchflow.errors import ConfigError, DatasetError
 from benchflow.tasks.digest import task_digest
 from tests.registry_repos import commit_all, entry, task_repo, write_registry
+from tests.doubles.static_site import StaticSite
 
 
 @pytest.fixture
@@ -106,20 +105,6 @@ def test_registry_entries_are_checked_field_by_field():
         parse_registry({"name": "x"}, "r.json")
 
 
-class _Hub:
-    """A loopback HTTP server for a folder: a registry at /api/registry.json and task archives."""
-
-    def __init__(self, root: Path) -> None:
-        handler = lambda *a, **kw: http.server.SimpleHTTPRequestHandler(*a, directory=str(root), **kw)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def _tar_gz(task: Path) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
@@ -139,7 +124,7 @@ def test_a_hub_registry_serves_archive_tasks_verified_like_git_ones(cache, tmp_p
                      "digest": task_digest(repo / "tasks" / name)})
     rows[1]["digest"] = task_digest(repo / "tasks" / "h1")  # h2's archive is not what this pins
     (site / "api" / "registry.json").write_text(json.dumps([{"name": "org/set", "version": "0.1", "tasks": rows}]))
-    hub = _Hub(site)
+    hub = StaticSite(site)
     try:
         with pytest.raises(DatasetError, match="task h2: content digest"):
             resolve_dataset("org/set@0.1", hub=hub.url)
@@ -157,7 +142,7 @@ def test_a_registry_from_the_network_may_pin_github_only(cache, tmp_path):
     site = tmp_path / "site"
     (site / "api").mkdir(parents=True)
     (site / "api" / "registry.json").write_text(json.dumps([entry(repo, sha, "org/x", "1", ["t"])]))
-    hub = _Hub(site)
+    hub = StaticSite(site)
     try:
         with pytest.raises(DatasetError, match="not a github.com repository"):
             resolve_dataset("org/x@1", hub=hub.url)
@@ -215,7 +200,7 @@ def test_a_registry_fetched_once_is_read_from_the_cache_when_the_network_is_gone
     site = tmp_path / "site"
     (site / "api").mkdir(parents=True)
     (site / "api" / "registry.json").write_text(json.dumps([{"name": "org/x", "version": "1", "tasks": []}]))
-    hub = _Hub(site)
+    hub = StaticSite(site)
     try:
         first = load_registry(f"hub:{hub.url}")
     finally:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from benchflow.datasets.registry_load import open_dataset
 from benchflow.errors import DatasetError
 from benchflow.tasks.digest import task_digest
 from tests.registry_repos import commit_all, entry, harbor_entry, task_repo, write_registry
+from tests.doubles.static_site import StaticSite
 
 
 @pytest.fixture
@@ -98,20 +97,6 @@ def test_a_harbor_local_path_task_is_listed_but_refused_by_name(cache, tmp_path)
         resolve_dataset("loc@1", registry=str(registry))
 
 
-class _Site:
-    """Loopback HTTP for a folder of registry files (BenchFlow's and Harbor's default URLs point here)."""
-
-    def __init__(self, root: Path) -> None:
-        handler = lambda *a, **kw: http.server.SimpleHTTPRequestHandler(*a, directory=str(root), **kw)
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def registries(tmp_path, monkeypatch, cache):
     """BenchFlow's registry (alpha@1.0) and Harbor's (terminal-bench@2.0, alpha@2.0) on loopback."""
@@ -121,7 +106,7 @@ def registries(tmp_path, monkeypatch, cache):
     (site / "ours.json").write_text(json.dumps([entry(repo, sha, "alpha", "1.0", ["t"])]))
     (site / "harbor.json").write_text(json.dumps([harbor_entry(repo, sha, "terminal-bench", "2.0", ["t"]),
                                                   harbor_entry(repo, sha, "alpha", "2.0", ["t"])]))
-    server = _Site(site)
+    server = StaticSite(site)
     monkeypatch.setenv("BENCHFLOW_REGISTRY_URL", f"{server.url}/ours.json")
     monkeypatch.setenv("BENCHFLOW_HARBOR_REGISTRY_URL", f"{server.url}/harbor.json")
     yield server.url

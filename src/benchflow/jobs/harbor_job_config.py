@@ -144,6 +144,17 @@ class _Reader:
             self.refuse(key, f"expected a mapping, got {value!r}")
         return value
 
+    def only(self, key: str, value: Any, what: str, why_one: str) -> dict[str, Any] | None:
+        """The one mapping of the list ``value`` (None for none), else refused: not a list of mappings, or
+        several (``why_one``)."""
+        if value is None or value == []:
+            return None
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            self.refuse(key, f"expected a list of {what}")
+        if len(value) > 1:
+            self.refuse(key, f"{len(value)} {key}: {why_one}")
+        return dict(value[0])
+
     def set(self, key: str, native: str, value: Any) -> None:
         if value is None:
             return
@@ -244,14 +255,10 @@ def _environment(r: _Reader, env: dict[str, Any]) -> None:
 
 
 def _agents(r: _Reader, agents: Any) -> None:
-    if agents is None or agents == []:
+    agent = r.only("agents", agents, "agents ({name, model_name, ...})", "a BenchFlow run has one; give one agent "
+                   "and run each other with -a NAME -m MODEL (or a --matrix file)")
+    if agent is None:
         return
-    if not isinstance(agents, list) or not all(isinstance(a, dict) for a in agents):
-        r.refuse("agents", "expected a list of agents ({name, model_name, ...})")
-    if len(agents) > 1:
-        r.refuse("agents", f"{len(agents)} agents: a BenchFlow run has one; give one agent and run each other "
-                           "with -a NAME -m MODEL (or a --matrix file)")
-    agent = dict(agents[0])
     r.set("agents[0].name", "agent", agent.pop("name", None))
     r.set("agents[0].model_name", "model", agent.pop("model_name", None))
     r.set("agents[0].reasoning_effort", "reasoning_effort", agent.pop("reasoning_effort", None))  # Harbor 0.7 form
@@ -270,14 +277,10 @@ def _agents(r: _Reader, agents: Any) -> None:
 
 
 def _datasets(r: _Reader, datasets: Any) -> None:
-    if datasets is None or datasets == []:
+    ds = r.only("datasets", datasets, "datasets ({path} or {name, version})", "a BenchFlow run reads one; give "
+                "one and run the others as runs of their own")
+    if ds is None:
         return
-    if not isinstance(datasets, list) or not all(isinstance(d, dict) for d in datasets):
-        r.refuse("datasets", "expected a list of datasets ({path} or {name, version})")
-    if len(datasets) > 1:
-        r.refuse("datasets", f"{len(datasets)} datasets: a BenchFlow run reads one; give one and run the others "
-                             "as runs of their own")
-    ds = dict(datasets[0])
     legacy = r.mapping("datasets[0].registry", ds.pop("registry", None))  # Harbor's older {url|path} form
     registry = ds.pop("registry_url", None) or ds.pop("registry_path", None) or legacy.get("url") or legacy.get("path")
     name, version, ref = ds.pop("name", None), ds.pop("version", None), ds.pop("ref", None)
