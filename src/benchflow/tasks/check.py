@@ -179,6 +179,10 @@ def _publication(task: Task) -> list[str]:
     out: list[str] = []
     if task.layout != "task-md":
         out.append("task.toml: publication needs the native task.md layout; run bench import")
+    package = task.config.task
+    if package is not None and not package.is_package_name:
+        out.append(f"task.name {package.name!r}: a published task is named org/name (letters, digits, '.', '_', "
+                   "'-'; no '..'); rename it")
     for legacy in ("task.toml", "instruction.md"):
         if task.layout == "task-md" and (d / legacy).exists():
             out.append(f"{legacy}: remove it; a published task keeps only task.md")
