@@ -42,7 +42,11 @@ def _override(value: str | None) -> dict[str, Any] | None:
 
     from benchflow.errors import ConfigError
 
-    text = Path(value[1:]).read_text() if value.startswith("@") else value
+    try:
+        text = Path(value[1:]).read_text() if value.startswith("@") else value
+    except OSError as exc:
+        raise ConfigError(f"--config-override {value}: cannot read it ({exc.strerror}); give an existing file "
+                          "after @, or the patch inline") from None
     try:
         data = json.loads(text)
     except ValueError:
@@ -57,9 +61,6 @@ def _override(value: str | None) -> dict[str, Any] | None:
                 raise ConfigError("--config-override: not JSON, YAML or TOML") from None
     if not isinstance(data, dict):
         raise ConfigError("--config-override: must be a mapping, e.g. '{\"agent\":{\"timeout_sec\":120}}'")
-    bad = sorted(set(data) - {"agent", "sandbox", "metadata"})
-    if bad:
-        raise ConfigError(f"--config-override: only agent, sandbox and metadata may be patched, not {bad[0]}")
     return data
 
 
