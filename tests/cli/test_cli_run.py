@@ -71,6 +71,19 @@ def test_run_config_is_the_whole_run_and_flags_win(bench, tasks: Path, tmp_path:
     assert [t["name"] for t in doc["tasks"]] == ["hello"]
 
 
+def test_retry_concurrency_flag_and_run_config_key_reach_the_plan(bench, tasks: Path, tmp_path: Path) -> None:
+    import json
+
+    flag = bench("run", str(tasks), "--dry-run", "--retry-concurrency", "2")
+    config = tmp_path / "run.yaml"
+    config.write_text(f"tasks_dir: {tasks}\nretry_concurrency: 3\n")
+    key = bench("run", "--config", str(config), "--dry-run")
+    assert json.loads(flag.stdout)["retry"]["concurrency"] == 2, flag.stderr
+    assert json.loads(key.stdout)["retry"]["concurrency"] == 3, key.stderr
+    zero = bench("run", str(tasks), "--dry-run", "--retry-concurrency", "0")
+    assert zero.returncode == 2 and "retry.concurrency" in zero.stderr
+
+
 def test_resume_refuses_a_folder_that_is_not_a_job(bench, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     done = bench("eval", "resume", str(tmp_path / "empty"))

@@ -88,3 +88,28 @@ def test_a_worker_that_keeps_dying_is_retried_then_fails_the_run(tmp_path: Path,
     assert calls == [["a", "b"]] * 3
     exits = [e for e in events if e["type"] == "worker_exited"]
     assert [e["will_retry"] for e in exits] == [True, True, False]
+
+
+def test_every_worker_gets_the_one_retry_slots_folder(tmp_path: Path, monkeypatch) -> None:
+    """--retry-concurrency N with shards: one folder of N slots, named in every worker's message."""
+    import json
+    from types import SimpleNamespace
+
+    from benchflow.jobs.layout import JobPaths
+    from benchflow.shards import run as shards
+
+    seen: list[dict] = []
+
+    async def worker(self, keys: list[str]) -> int:
+        message = json.loads(self._message(keys))
+        seen.append({**message, "slots": sorted(p.name for p in Path(message["retry_slots"]).iterdir())})
+        return 0
+
+    monkeypatch.setattr(shards.Shard, "_one_worker", worker)
+    spec = RunSpec.model_validate({"worker_concurrency": 1, "concurrency": 2, "worker_start_stagger_sec": 0,
+                                   "retry": {"concurrency": 2}})
+    todo = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
+    asyncio.run(shards.run_shards(spec, SimpleNamespace(backend=None), JobPaths(tmp_path / "job"), todo,
+                                  lambda e: None))
+    assert len(seen) == 2 and seen[0]["retry_slots"] == seen[1]["retry_slots"]
+    assert seen[0]["slots"] == ["slot-0", "slot-1"]

@@ -78,6 +78,7 @@ MaxRollouts = Annotated[Optional[int], typer.Option("--max-rollouts", hidden=Tru
 TokenBudget = Annotated[Optional[int], typer.Option("--token-budget", hidden=True, help="Per-trial budget in tokens (input, cached included, plus output): BenchFlow's model gateway refuses the next model call once it is spent, the agent is stopped and its work graded")]
 TurnBudget = Annotated[Optional[int], typer.Option("--turn-budget", hidden=True, help="Per-trial budget in turns, one turn being one model call through BenchFlow's model gateway; enforced like --token-budget")]
 RetryPolicy = Annotated[Optional[str], typer.Option("--retry-policy", hidden=True, help="Retry policy: default or unscored-only  [default: default]")]
+RetryConcurrency = Annotated[Optional[int], typer.Option("--retry-concurrency", hidden=True, help="Run at most this many retry attempts at once (first attempts never wait for one); with worker shards, for all workers together")]
 RetryAttempts = Annotated[Optional[int], typer.Option("--retry-attempts", hidden=True, help="Retries per task after a retryable failure (overrides the default of 2)")]
 Checkpoints = Annotated[Optional[str], typer.Option("--checkpoints", hidden=True, help="Keep a sandbox snapshot after these prompts: every-prompt or prompt:N[,M]. Later bench branch --from-checkpoint <trial> forks from one. Needs a sandbox that can keep snapshots (docker); each is a full filesystem image.")]
 CheckpointKeep = Annotated[Optional[int], typer.Option("--checkpoint-keep", min=1, hidden=True, help="Keep at most this many checkpoints per trial (default 3, or a run config's checkpoint_keep); the oldest is deleted.")]
@@ -131,7 +132,7 @@ PANELS: dict[str, tuple[object, ...]] = {
                                RestartChanged, SandboxUser, SandboxSetupTimeout, BaseImageOverride, CaBundle, FreshInstall, KeepSandbox,
                                DryRun, Quiet),
     "Time, budgets and retries": (TimeoutMultiplier, IdleTimeout, MaxCostUsd, MaxTokens, MaxSandboxSeconds,
-                                  MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts),
+                                  MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts, RetryConcurrency),
     "Verifier": (FreezeWorkspace,),
     "Trust": (AllowTaskEnv, AllowCloudMetadata, HostLogin, CaptureTokens, UsageTracking),
     "Gates and outputs": (FailUnder, FailOn, SummaryOut, TaskManifestOut, RunConfigOut, AcceptDeviations),

@@ -174,10 +174,11 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
 
 async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask], agent: Any,
                     ca_bundle: Path | None, emit: Callable[[Event], None],
-                    gateway: Any = None) -> tuple[dict[str, Any], BudgetKeeper]:
+                    gateway: Any = None, retry_slots: str | None = None) -> tuple[dict[str, Any], BudgetKeeper]:
     """Schedule ``todo`` in this process (gateway for a model-calling agent, budgets, retries);
     task key -> final result (None: never finished), and the budget keeper. A worker shard runs this too.
-    ``gateway``: as :func:`run_async`."""
+    ``gateway``: as :func:`run_async`; ``retry_slots``: the file slots (``util.file_slots``) that cap
+    retries across processes (worker shards), else a cap of this process's own."""
     backend = plan.backend
     models = None
     if not agent.is_control:  # the model gateway and its bridges: only a model-calling agent needs them
@@ -201,7 +202,7 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
             scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
                                   warm_pool=spec.effective_warm_pool,
                                   retry_attempts=spec.retry.attempts, retry_policy=spec.retry.policy,
-                                  budget=budget, emit=emit,
+                                  budget=budget, emit=emit, retry_slot=_retry_slot(spec, retry_slots),
                                   run_attempt=executor.run_attempt if executor is not None else None)
             with sigterm_cancels_current_task():
                 fresh = await scheduler.run(todo)
@@ -209,6 +210,19 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
         if models is not None:
             await asyncio.shield(models.stop())
     return fresh, budget
+
+
+def _retry_slot(spec: RunSpec, folder: str | None) -> Callable[[], Any] | None:
+    """What a retry attempt holds under ``--retry-concurrency``: a slot of ``folder`` (the file slots worker
+    shards share), else one of this process's semaphore; None without a cap."""
+    if spec.retry.concurrency is None:
+        return None
+    if folder is not None:
+        from benchflow.util.file_slots import held_slot
+
+        return lambda: held_slot(folder)
+    slots = asyncio.Semaphore(spec.retry.concurrency)
+    return lambda: slots
 
 
 def exit_code(spec: RunSpec, summary: dict[str, Any],

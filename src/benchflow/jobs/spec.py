@@ -56,6 +56,9 @@ class Retry(BaseModel):
     attempts: int = Field(default=2, ge=0)
     """Retries per trial after a retryable failure."""
     policy: Literal["default", "unscored-only"] = "default"
+    concurrency: int | None = Field(default=None, ge=1)
+    """At most this many retry attempts run at once (first attempts never wait for one); None: no cap
+    beyond ``RunSpec.concurrency``. With worker shards the cap is shared by every worker."""
 
 
 class Gates(BaseModel):

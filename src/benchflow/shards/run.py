@@ -13,7 +13,8 @@ stay, the sandboxes it left are removed first (``sandbox.orphans.reap``, owner
 gone), and the rest run again, as a resumed job would. Ctrl-C or SIGTERM stops
 every worker with SIGTERM and waits for each to remove its sandboxes; the job
 stays resumable. ``--build-concurrency`` is one limit for all workers: a folder
-of slot files (``util/file_slots.py``) each build holds one of.
+of slot files (``util/file_slots.py``) each build holds one of, and so is
+``--retry-concurrency`` (another folder of slots, each retry attempt holds one).
 """
 
 from __future__ import annotations
@@ -86,10 +87,11 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
     from benchflow.util.file_slots import make_slots
 
     make_slots(slots, spec.build_concurrency or spec.concurrency)
+    retry_slots = make_slots(slots / "retries", spec.retry.concurrency) if spec.retry.concurrency else None
     emit({"type": "workers_started", "workers": len(sizes), "concurrency": sizes})
     try:
         runs = [Shard(index=i, spec=spec, plan=plan, paths=paths, keys=[t.key for t in shard], size=size,
-                      slots=slots, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
+                      slots=slots, retry_slots=retry_slots, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
                 for i, (shard, size) in enumerate(zip(shards, sizes))]
         # return_exceptions: a cancelled gather then returns only once every shard has stopped its worker
         # (without it, the first shard to finish its cancellation would end the wait for the others)
@@ -111,9 +113,11 @@ class Shard:
     """One shard's worker process, restarted after a crash while retries last."""
 
     def __init__(self, *, index: int, spec: RunSpec, plan: Plan, paths: JobPaths, keys: list[str], size: int,
-                 slots: Path, fresh: dict[str, Any], emit: Callable[[Event], None]) -> None:
+                 slots: Path, fresh: dict[str, Any], emit: Callable[[Event], None],
+                 retry_slots: Path | None = None) -> None:
         self.index, self.spec, self.plan, self.paths = index, spec, plan, paths
         self.keys, self.size, self.slots, self.fresh, self.emit = keys, size, slots, fresh, emit
+        self.retry_slots = retry_slots
         self.final: set[str] = set()
 
     def _unfinished(self) -> list[str]:
@@ -144,7 +148,7 @@ class Shard:
     def _message(self, keys: list[str]) -> str:
         worker_spec = self.spec.model_copy(update={"concurrency": self.size, "worker_concurrency": None})
         return json.dumps({"spec": worker_spec.model_dump(mode="json"), "job_dir": str(self.paths.root),
-                           "keys": keys}) + "\n"
+                           "keys": keys, "retry_slots": str(self.retry_slots) if self.retry_slots else None}) + "\n"
 
     async def _one_worker(self, keys: list[str]) -> int:
         from benchflow.sandbox.docker_build import BUILD_SLOTS_ENV
