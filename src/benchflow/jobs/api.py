@@ -174,18 +174,20 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
 
 async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask], agent: Any,
                     ca_bundle: Path | None, emit: Callable[[Event], None],
-                    gateway: Any = None, retry_slots: str | None = None) -> tuple[dict[str, Any], BudgetKeeper]:
+                    gateway: Any = None, retry_slots: str | None = None,
+                    ledger: Any = None) -> tuple[dict[str, Any], BudgetKeeper]:
     """Schedule ``todo`` in this process (gateway for a model-calling agent, budgets, retries);
     task key -> final result (None: never finished), and the budget keeper. A worker shard runs this too.
     ``gateway``: as :func:`run_async`; ``retry_slots``: the file slots (``util.file_slots``) that cap
-    retries across processes (worker shards), else a cap of this process's own."""
+    retries across processes (worker shards), else a cap of this process's own; ``ledger``: the job
+    budget's spend shared with other processes (:class:`BudgetKeeper`'s ``ledger``)."""
     backend = plan.backend
     models = None
     if not agent.is_control:  # the model gateway and its bridges: only a model-calling agent needs them
         from .model_access import ModelAccess
 
         models = await ModelAccess.start(spec, shared=gateway)
-    budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None)
+    budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None, ledger=ledger)
     labels = {"benchflow.job": str(paths.root.resolve())}
 
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
@@ -207,6 +209,8 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
             with sigterm_cancels_current_task():
                 fresh = await scheduler.run(todo)
     finally:
+        if ledger is not None:
+            budget.sync()  # the last spend, cancellations and tasks left unstarted, for the job's summary
         if models is not None:
             await asyncio.shield(models.stop())
     return fresh, budget

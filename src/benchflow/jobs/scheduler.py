@@ -90,14 +90,13 @@ class Scheduler:
 
     async def _attempt(self, planned: PlannedTask, attempt: int) -> dict[str, Any] | None:
         """Run one attempt; None when the budget kept it from starting or cancelled it."""
-        if not self.budget.may_start():
-            self.budget.not_started.append(planned.key)
-            self.emit({"type": "not_started", "task": planned.key, "reason": self.budget.stopped})
-            return None
         request = self.make_request(planned, attempt)
         request.run_slot = self._run_slots
         key = f"{planned.key}#{attempt}"
-        self.budget.begin(key)
+        if not self.budget.try_start(key):
+            self.budget.not_started.append(planned.key)
+            self.emit({"type": "not_started", "task": planned.key, "reason": self.budget.stopped})
+            return None
         self.emit({"type": "trial_started", "task": planned.key, "attempt": attempt})
         runner = asyncio.create_task((self.run_attempt or run_trial)(request))
         self._running[key] = runner
