@@ -85,6 +85,8 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
             err.print(f"  refuse: {line}", markup=False)
         for line in card.warnings:
             err.print(f"  warning: {line}", markup=False)
+        if card.deviations and spec.accept_deviations:
+            err.print(f"  accepted deviations ({spec.accept_deviations}): {'; '.join(card.deviations)}", markup=False)
         for planned in plan.tasks:
             if planned.fit is not None:
                 err.print(f"  task {planned.name}: {planned.fit.summary()}", markup=False)

@@ -108,7 +108,7 @@ FailOn = Annotated[Optional[list[str]], typer.Option("--fail-on", hidden=True, h
 SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True, help="Write the run's benchflow.run-summary JSON (job dir, counts, gate) here")]
 TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
 RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
-AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json.")]
+AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's run-reference.toml (a strict one refuses the run without it); kept in run-card.json.")]
 
 # Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
 PublishHf = Annotated[Optional[str], typer.Option("--publish-hf", hidden=True, help="Upload final eval artifacts to a HF dataset repo")]
