@@ -143,33 +143,6 @@ SCORING_SECTIONS = frozenset({"verifier", "reward", "steps", "multi_step_reward_
 """Task config sections that decide a trial's score: a ``--config-override`` of one is warned about."""
 
 
-def _against_reference(plan: Plan, card: RunCard) -> None:
-    """Judge the run against its task set's run-reference.toml: deviations listed; a strict reference
-    refuses them unless ``--accept-deviations`` says why."""
-    from . import run_reference
-
-    path = run_reference.find(plan.tasks_dir)
-    accepted = plan.spec.accept_deviations
-    if path is None:
-        if accepted:
-            card.warnings.append(f"--accept-deviations: the task set has no {run_reference.NAME}, so there is "
-                                 "nothing to deviate from; the reason is kept as given")
-        return
-    strict, reference = run_reference.load(path)
-    card.reference = str(path)
-    card.deviations = run_reference.deviations(plan.spec, reference, {"sandbox": plan.sandbox})
-    if not card.deviations:
-        if accepted:
-            card.warnings.append(f"--accept-deviations: this run matches {path}; nothing to accept")
-        return
-    listed = "; ".join(card.deviations)
-    if strict and not accepted:
-        card.refusals.append(f"this run differs from {path} ({listed}); run as the reference does, or say why "
-                             "with --accept-deviations TEXT")
-    elif not accepted:
-        card.warnings.append(f"this run differs from {path} ({listed}); its scores are not the reference's")
-
-
 def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in patch.items():
@@ -325,7 +298,9 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
             _fit(planned, backend, card, pull_images)
         if plan.spec.agent == "oracle" and not _has_oracle(plan.spec, planned.task):
             card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
-    _against_reference(plan, card)
+    from .run_reference import judge as against_reference
+
+    against_reference(plan, card)
     scoring = sorted(set(plan.spec.config_override or {}) & SCORING_SECTIONS)
     if scoring:
         card.warnings.append(f"--config-override patches {', '.join(scoring)}: trials are scored otherwise than "

@@ -93,3 +93,28 @@ def deviations(spec: RunSpec, reference: dict[str, Any], resolved: dict[str, Any
                  else [(key, want, run[key])])
         out.extend(f"{name}: reference {ref!r}, this run {got!r}" for name, ref, got in pairs if ref != got)
     return out
+
+
+def judge(plan: Any, card: Any) -> None:
+    """Judge the run against its task set's run-reference.toml: deviations listed; a strict reference
+    refuses them unless ``--accept-deviations`` says why."""
+    path = find(plan.tasks_dir)
+    accepted = plan.spec.accept_deviations
+    if path is None:
+        if accepted:
+            card.warnings.append(f"--accept-deviations: the task set has no {NAME}, so there is "
+                                 "nothing to deviate from; the reason is kept as given")
+        return
+    strict, reference = load(path)
+    card.reference = str(path)
+    card.deviations = deviations(plan.spec, reference, {"sandbox": plan.sandbox})
+    if not card.deviations:
+        if accepted:
+            card.warnings.append(f"--accept-deviations: this run matches {path}; nothing to accept")
+        return
+    listed = "; ".join(card.deviations)
+    if strict and not accepted:
+        card.refusals.append(f"this run differs from {path} ({listed}); run as the reference does, or say why "
+                             "with --accept-deviations TEXT")
+    elif not accepted:
+        card.warnings.append(f"this run differs from {path} ({listed}); its scores are not the reference's")
