@@ -67,7 +67,7 @@ class RunCard:
         """``run-card.json`` as written (``benchflow.records.RunCardRecord``)."""
         return RunCardRecord(verdict="accept" if self.accepted else "refuse", refusals=self.refusals,
                              warnings=self.warnings, accepted_deviations=self.accepted_deviations,
-                             deviations=self.deviations, reference=self.reference,
+                             deviations=self.deviations if self.reference else None, reference=self.reference,
                              agent=plan.spec.agent, model=plan.spec.model, sandbox=plan.sandbox,
                              n_tasks=len(plan.tasks)).to_json()
 
