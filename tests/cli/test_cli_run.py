@@ -24,7 +24,10 @@ def tasks(tmp_path: Path) -> Path:
     (["--agent-env", "NOEQUALS"], "KEY=VALUE"),
     (["--agent-idle-timeout", "soon"], "--agent-idle-timeout"),
     (["--sandbox", "moon"], "unknown sandbox"),
-    (["--config-override", "{\"verifier\": {}}"], "only agent, sandbox and metadata"),
+    (["--config-override", "{\"task\": {\"name\": \"org/other\"}}"], "cannot patch task: it names the task"),
+    (["--config-override", "{\"verfier\": {}}"], "'verfier' is not a task config section; patch one of agent,"),
+    (["--config-override", "{\"verifier\": {\"timeout_sec\": \"soon\"}}"], "verifier.timeout_sec"),
+    (["--config-override", "@/no/such/patch.json"], "cannot read it"),
 ])
 def test_bad_flag_values_are_one_line_and_exit_2(bench, tasks: Path, args: list[str], needle: str) -> None:
     done = bench("run", str(tasks), "--dry-run", *args)
@@ -66,6 +69,19 @@ def test_run_config_is_the_whole_run_and_flags_win(bench, tasks: Path, tmp_path:
     doc = json.loads(plan.stdout)
     assert doc["agent"] == "nop" and doc["concurrency"] == 2
     assert [t["name"] for t in doc["tasks"]] == ["hello"]
+
+
+def test_retry_concurrency_flag_and_run_config_key_reach_the_plan(bench, tasks: Path, tmp_path: Path) -> None:
+    import json
+
+    flag = bench("run", str(tasks), "--dry-run", "--retry-concurrency", "2")
+    config = tmp_path / "run.yaml"
+    config.write_text(f"tasks_dir: {tasks}\nretry_concurrency: 3\n")
+    key = bench("run", "--config", str(config), "--dry-run")
+    assert json.loads(flag.stdout)["retry"]["concurrency"] == 2, flag.stderr
+    assert json.loads(key.stdout)["retry"]["concurrency"] == 3, key.stderr
+    zero = bench("run", str(tasks), "--dry-run", "--retry-concurrency", "0")
+    assert zero.returncode == 2 and "retry.concurrency" in zero.stderr
 
 
 def test_resume_refuses_a_folder_that_is_not_a_job(bench, tmp_path: Path) -> None:

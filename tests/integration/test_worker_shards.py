@@ -152,3 +152,16 @@ def test_ctrl_c_stops_every_worker_and_the_job_resumes(tmp_path: Path) -> None:
     done = run_bench("eval", "resume", str(job), timeout=300)
     assert done.returncode == 0, done.stderr
     assert _finished_tasks(jobs) == TASKS
+
+
+def test_a_job_budget_is_one_budget_for_every_worker(tmp_path: Path) -> None:
+    """--max-rollouts 2 over two workers of four tasks: two rollouts in all, as one process would run."""
+    jobs = tmp_path / "jobs"
+    done = run_bench("run", str(_tasks(tmp_path, 0)), "--jobs-dir", str(jobs), "-j", "2",
+                     "--worker-concurrency", "1", "--worker-start-stagger-sec", "0", "--max-rollouts", "2",
+                     timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert len(_finished_tasks(jobs)) == 2
+    budget = json.loads((_job(jobs) / "summary.json").read_text())["budget"]
+    assert budget["spent"]["rollouts"] == 2 and budget["reason"] == "max_rollouts"
+    assert len(budget["not_started"]) == 2

@@ -109,3 +109,62 @@ def test_retry_rules_follow_the_contract() -> None:
     assert not is_retryable({"rewards": None, "error_category": "api_error", "error": "provider api error [x/permanent]"})
     assert is_retryable({"rewards": None, "error_category": "other"}, "unscored-only")
     assert [backoff_sec(k) for k in (2, 3, 4, 7)] == [2.0, 4.0, 8.0, 30.0]
+
+
+async def _retries_under_a_cap(retry_slot, n: int = 4) -> tuple[int, int]:
+    """(peak first attempts, peak retry attempts running at once) for ``n`` tasks whose first attempt fails
+    with an infrastructure error; every first attempt waits until all ``n`` have started."""
+    all_started = asyncio.Event()
+    firsts = running = peak = 0
+
+    async def fake(req):
+        nonlocal firsts, running, peak
+        if req.attempt == 1:
+            firsts += 1
+            if firsts == n:
+                all_started.set()
+            await asyncio.wait_for(all_started.wait(), timeout=10)
+            return {"rewards": None, "error": "connection reset", "error_category": "infra_failure"}
+        running += 1
+        peak = max(peak, running)
+        for _ in range(5):  # let every other retry that may run now start
+            await asyncio.sleep(0)
+        running -= 1
+        return {"rewards": {"reward": 1.0}}
+
+    s = make(concurrency=n, retries=1)
+    s.run_attempt, s.retry_slot = fake, retry_slot
+    results = await s.run(planned(n))
+    assert all(r == {"rewards": {"reward": 1.0}} for r in results.values())
+    return firsts, peak
+
+
+async def test_retry_concurrency_caps_retries_and_never_first_attempts() -> None:
+    one = asyncio.Semaphore(1)
+    assert await _retries_under_a_cap(lambda: one) == (4, 1)
+    assert await _retries_under_a_cap(None) == (4, 4)  # without the cap they all run together
+
+
+async def test_retry_slots_in_a_folder_cap_retries_across_schedulers(tmp_path) -> None:
+    """Worker shards share --retry-concurrency through file slots: two schedulers, one slot."""
+    from benchflow.util.file_slots import held_slot, make_slots
+
+    folder = make_slots(tmp_path / "retries", 1)
+    inside = peak = 0
+
+    async def fake(req):
+        nonlocal inside, peak
+        if req.attempt == 1:
+            return {"rewards": None, "error": "connection reset", "error_category": "infra_failure"}
+        inside += 1
+        peak = max(peak, inside)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        inside -= 1
+        return {"rewards": {"reward": 1.0}}
+
+    shards = [make(concurrency=2, retries=1) for _ in range(2)]
+    for s in shards:
+        s.run_attempt, s.retry_slot = fake, (lambda: held_slot(folder))
+    await asyncio.gather(*(s.run(planned(2)) for s in shards))
+    assert peak == 1

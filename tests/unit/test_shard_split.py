@@ -25,10 +25,8 @@ def test_concurrency_is_split_over_ceil_workers(concurrency, per_worker, tasks, 
     assert shard_sizes(concurrency, per_worker, tasks) == sizes
 
 
-def test_job_budgets_and_other_executors_are_refused_with_shards() -> None:
-    spec = RunSpec.model_validate({"worker_concurrency": 1, "budget": {"max_cost_usd": 5}})
-    with pytest.raises(ConfigError, match="--max-cost-usd"):
-        refuse_unshardable(spec)
+def test_other_executors_are_refused_with_shards_and_job_budgets_are_not() -> None:
+    refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1, "budget": {"max_cost_usd": 5}}))
     with pytest.raises(ConfigError, match="--executor ray"):
         refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1, "executor": "ray"}))
     refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1}))
@@ -88,3 +86,28 @@ def test_a_worker_that_keeps_dying_is_retried_then_fails_the_run(tmp_path: Path,
     assert calls == [["a", "b"]] * 3
     exits = [e for e in events if e["type"] == "worker_exited"]
     assert [e["will_retry"] for e in exits] == [True, True, False]
+
+
+def test_every_worker_gets_the_one_retry_slots_folder(tmp_path: Path, monkeypatch) -> None:
+    """--retry-concurrency N with shards: one folder of N slots, named in every worker's message."""
+    import json
+    from types import SimpleNamespace
+
+    from benchflow.jobs.layout import JobPaths
+    from benchflow.shards import run as shards
+
+    seen: list[dict] = []
+
+    async def worker(self, keys: list[str]) -> int:
+        message = json.loads(self._message(keys))
+        seen.append({**message, "slots": sorted(p.name for p in Path(message["retry_slots"]).iterdir())})
+        return 0
+
+    monkeypatch.setattr(shards.Shard, "_one_worker", worker)
+    spec = RunSpec.model_validate({"worker_concurrency": 1, "concurrency": 2, "worker_start_stagger_sec": 0,
+                                   "retry": {"concurrency": 2}})
+    todo = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
+    asyncio.run(shards.run_shards(spec, SimpleNamespace(backend=None), JobPaths(tmp_path / "job"), todo,
+                                  lambda e: None))
+    assert len(seen) == 2 and seen[0]["retry_slots"] == seen[1]["retry_slots"]
+    assert seen[0]["slots"] == ["slot-0", "slot-1"]

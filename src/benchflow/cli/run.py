@@ -42,7 +42,11 @@ def _override(value: str | None) -> dict[str, Any] | None:
 
     from benchflow.errors import ConfigError
 
-    text = Path(value[1:]).read_text() if value.startswith("@") else value
+    try:
+        text = Path(value[1:]).read_text() if value.startswith("@") else value
+    except OSError as exc:
+        raise ConfigError(f"--config-override {value}: cannot read it ({exc.strerror}); give an existing file "
+                          "after @, or the patch inline") from None
     try:
         data = json.loads(text)
     except ValueError:
@@ -57,9 +61,6 @@ def _override(value: str | None) -> dict[str, Any] | None:
                 raise ConfigError("--config-override: not JSON, YAML or TOML") from None
     if not isinstance(data, dict):
         raise ConfigError("--config-override: must be a mapping, e.g. '{\"agent\":{\"timeout_sec\":120}}'")
-    bad = sorted(set(data) - {"agent", "sandbox", "metadata"})
-    if bad:
-        raise ConfigError(f"--config-override: only agent, sandbox and metadata may be patched, not {bad[0]}")
     return data
 
 
@@ -84,6 +85,8 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
             err.print(f"  refuse: {line}", markup=False)
         for line in card.warnings:
             err.print(f"  warning: {line}", markup=False)
+        if card.deviations and spec.accept_deviations:
+            err.print(f"  accepted deviations ({spec.accept_deviations}): {'; '.join(card.deviations)}", markup=False)
         for planned in plan.tasks:
             if planned.fit is not None:
                 err.print(f"  task {planned.name}: {planned.fit.summary()}", markup=False)
@@ -198,6 +201,7 @@ def run_command(
     expected_tasks: O.ExpectedTasks = None,
     retry_policy: O.RetryPolicy = None,
     retry_attempts: O.RetryAttempts = None,
+    retry_concurrency: O.RetryConcurrency = None,
     matrix: O.Matrix = None,
     sample_seed: O.SampleSeed = None,
     fresh_install: O.FreshInstall = False,
@@ -263,6 +267,7 @@ def run_command(
         "task_manifest_out": str(task_manifest_out) if task_manifest_out else None,
         "run_config_out": str(run_config_out) if run_config_out else None,
         "retry.policy": retry_policy, "retry.attempts": retry_attempts,
+        "retry.concurrency": retry_concurrency,
         "matrix": str(matrix) if matrix else None, "seeds": seeds, "usage_tracking": usage_tracking,
         "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
         "host_login": host_login or None, "capture_tokens": capture_tokens or None, "allow_cloud_metadata": allow_cloud_metadata or None,

@@ -26,7 +26,7 @@ AgentEnv = Annotated[Optional[list[str]], typer.Option("--agent-env", "--env", h
 Prompt = Annotated[Optional[list[str]], typer.Option("--prompt", hidden=True, help="Prompt(s) to send (default: the task prompt: the task.md body, or instruction.md for older tasks); @instruction is the task prompt")]
 ExtraInstruction = Annotated[Optional[str], typer.Option("--extra-instruction", help="Text appended to every task's instruction")]
 Config = Annotated[Optional[Path], typer.Option("--config", "--run-config", help="YAML run-config file (the whole run spec)")]
-ConfigOverride = Annotated[Optional[str], typer.Option("--config-override", hidden=True, help="Deep-merge a config patch into each task's resolved config for this run. Inline JSON/YAML/TOML or an @file ref, e.g. --config-override '{\"agent\":{\"timeout_sec\":120}}'; recorded by content hash for replay.")]
+ConfigOverride = Annotated[Optional[str], typer.Option("--config-override", hidden=True, help="Deep-merge a config patch into each task's resolved config for this run. Inline JSON/YAML/TOML or an @file ref, e.g. --config-override '{\"agent\":{\"timeout_sec\":120}}'. Varies one knob (budget, skills, stopping rules: any section but task, source and schema_version) while the tasks, agent, model and environment stay fixed; recorded by content hash for replay.")]
 TasksDir = Annotated[Optional[Path], typer.Option("--tasks-dir", hidden=True, help="Local tasks directory")]
 Matrix = Annotated[Optional[Path], typer.Option("--matrix", hidden=True, help="YAML file whose models: maps each alias to a model, or to {model, agent, agent_env}; {agent: oracle} for a control")]
 Trials = Annotated[Optional[int], typer.Option("--trials", help="Run every task N times (pass@k); each repeat is a job of its own, in <jobs dir>/<agent>/trial-NN  [default: 1]")]
@@ -78,6 +78,7 @@ MaxRollouts = Annotated[Optional[int], typer.Option("--max-rollouts", hidden=Tru
 TokenBudget = Annotated[Optional[int], typer.Option("--token-budget", hidden=True, help="Per-trial budget in tokens (input, cached included, plus output): BenchFlow's model gateway refuses the next model call once it is spent, the agent is stopped and its work graded")]
 TurnBudget = Annotated[Optional[int], typer.Option("--turn-budget", hidden=True, help="Per-trial budget in turns, one turn being one model call through BenchFlow's model gateway; enforced like --token-budget")]
 RetryPolicy = Annotated[Optional[str], typer.Option("--retry-policy", hidden=True, help="Retry policy: default or unscored-only  [default: default]")]
+RetryConcurrency = Annotated[Optional[int], typer.Option("--retry-concurrency", hidden=True, help="Run at most this many retry attempts at once (first attempts never wait for one); with worker shards, for all workers together")]
 RetryAttempts = Annotated[Optional[int], typer.Option("--retry-attempts", hidden=True, help="Retries per task after a retryable failure (overrides the default of 2)")]
 Checkpoints = Annotated[Optional[str], typer.Option("--checkpoints", hidden=True, help="Keep a sandbox snapshot after these prompts: every-prompt or prompt:N[,M]. Later bench branch --from-checkpoint <trial> forks from one. Needs a sandbox that can keep snapshots (docker); each is a full filesystem image.")]
 CheckpointKeep = Annotated[Optional[int], typer.Option("--checkpoint-keep", min=1, hidden=True, help="Keep at most this many checkpoints per trial (default 3, or a run config's checkpoint_keep); the oldest is deleted.")]
@@ -107,7 +108,7 @@ FailOn = Annotated[Optional[list[str]], typer.Option("--fail-on", hidden=True, h
 SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True, help="Write the run's benchflow.run-summary JSON (job dir, counts, gate) here")]
 TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
 RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
-AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's reference; kept in run-card.json.")]
+AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's run-reference.toml (a strict one refuses the run without it); kept in run-card.json.")]
 
 # Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
 PublishHf = Annotated[Optional[str], typer.Option("--publish-hf", hidden=True, help="Upload final eval artifacts to a HF dataset repo")]
@@ -131,7 +132,7 @@ PANELS: dict[str, tuple[object, ...]] = {
                                RestartChanged, SandboxUser, SandboxSetupTimeout, BaseImageOverride, CaBundle, FreshInstall, KeepSandbox,
                                DryRun, Quiet),
     "Time, budgets and retries": (TimeoutMultiplier, IdleTimeout, MaxCostUsd, MaxTokens, MaxSandboxSeconds,
-                                  MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts),
+                                  MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts, RetryConcurrency),
     "Verifier": (FreezeWorkspace,),
     "Trust": (AllowTaskEnv, AllowCloudMetadata, HostLogin, CaptureTokens, UsageTracking),
     "Gates and outputs": (FailUnder, FailOn, SummaryOut, TaskManifestOut, RunConfigOut, AcceptDeviations),

@@ -174,17 +174,20 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
 
 async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask], agent: Any,
                     ca_bundle: Path | None, emit: Callable[[Event], None],
-                    gateway: Any = None) -> tuple[dict[str, Any], BudgetKeeper]:
+                    gateway: Any = None, retry_slots: str | None = None,
+                    ledger: Any = None) -> tuple[dict[str, Any], BudgetKeeper]:
     """Schedule ``todo`` in this process (gateway for a model-calling agent, budgets, retries);
     task key -> final result (None: never finished), and the budget keeper. A worker shard runs this too.
-    ``gateway``: as :func:`run_async`."""
+    ``gateway``: as :func:`run_async`; ``retry_slots``: the file slots (``util.file_slots``) that cap
+    retries across processes (worker shards), else a cap of this process's own; ``ledger``: the job
+    budget's spend shared with other processes (:class:`BudgetKeeper`'s ``ledger``)."""
     backend = plan.backend
     models = None
     if not agent.is_control:  # the model gateway and its bridges: only a model-calling agent needs them
         from .model_access import ModelAccess
 
         models = await ModelAccess.start(spec, shared=gateway)
-    budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None)
+    budget = BudgetKeeper(spec.budget, spend_source=models.spent if models else None, ledger=ledger)
     labels = {"benchflow.job": str(paths.root.resolve())}
 
     def make_request(planned: PlannedTask, attempt: int) -> TrialRequest:
@@ -201,14 +204,29 @@ async def run_units(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plann
             scheduler = Scheduler(make_request=make_request, concurrency=spec.concurrency,
                                   warm_pool=spec.effective_warm_pool,
                                   retry_attempts=spec.retry.attempts, retry_policy=spec.retry.policy,
-                                  budget=budget, emit=emit,
+                                  budget=budget, emit=emit, retry_slot=_retry_slot(spec, retry_slots),
                                   run_attempt=executor.run_attempt if executor is not None else None)
             with sigterm_cancels_current_task():
                 fresh = await scheduler.run(todo)
     finally:
+        if ledger is not None:
+            budget.sync()  # the last spend, cancellations and tasks left unstarted, for the job's summary
         if models is not None:
             await asyncio.shield(models.stop())
     return fresh, budget
+
+
+def _retry_slot(spec: RunSpec, folder: str | None) -> Callable[[], Any] | None:
+    """What a retry attempt holds under ``--retry-concurrency``: a slot of ``folder`` (the file slots worker
+    shards share), else one of this process's semaphore; None without a cap."""
+    if spec.retry.concurrency is None:
+        return None
+    if folder is not None:
+        from benchflow.util.file_slots import held_slot
+
+        return lambda: held_slot(folder)
+    slots = asyncio.Semaphore(spec.retry.concurrency)
+    return lambda: slots
 
 
 def exit_code(spec: RunSpec, summary: dict[str, Any],

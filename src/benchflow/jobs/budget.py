@@ -2,11 +2,14 @@
 
 Checked between starts; ``max_sandbox_seconds`` also counts running trials and
 is re-checked while they run. At a cap nothing new starts; running trials
-finish (rollouts) or are cancelled (seconds, cost, tokens).
+finish (rollouts) or are cancelled (seconds, cost, tokens). With a ``ledger``
+(worker shards: ``benchflow.shards.ledger``) the other processes' spend counts
+against the same caps, and a start is decided under the ledger's lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,24 +31,48 @@ class BudgetKeeper:
     """Spend reported by the model gateway (tokens, cost_usd)."""
     spend_source: Callable[[], dict[str, float]] | None = None
     """Where ``external_spent`` is read from (the gateway), re-read at every check."""
+    ledger: Any = None
+    """Shared with other processes under the same caps (``hold()``, ``publish(own) -> their totals``);
+    None: this process spends the budget alone."""
+    others: dict[str, float] = field(default_factory=dict)
+    """The other processes' rollouts, seconds, tokens and cost_usd, as last read from the ledger."""
 
-    def _refresh(self) -> None:
+    def sync(self) -> None:
+        """Re-read the gateway's spend; with a ledger, publish this process's and read the others'."""
         if self.spend_source is not None:
             spent = self.spend_source()
             self.external_spent = {"tokens": spent.get("tokens", 0), "cost_usd": spent.get("cost_usd", 0.0)}
+        if self.ledger is not None:
+            self.others = self.ledger.publish({
+                "rollouts": self.started, "finished_seconds": self.finished_seconds,
+                "running": list(self.running.values()), **self.external_spent, "stopped": self.stopped,
+                "cancelled": self.cancelled, "not_started": self.not_started})
 
     def _money_cap(self) -> str | None:
-        self._refresh()
-        if self.caps.max_cost_usd is not None and self.external_spent.get("cost_usd", 0) >= self.caps.max_cost_usd:
+        spent = {k: self.external_spent.get(k, 0) + self.others.get(k, 0) for k in ("cost_usd", "tokens")}
+        if self.caps.max_cost_usd is not None and spent["cost_usd"] >= self.caps.max_cost_usd:
             return "max_cost_usd"
-        if self.caps.max_tokens is not None and self.external_spent.get("tokens", 0) >= self.caps.max_tokens:
+        if self.caps.max_tokens is not None and spent["tokens"] >= self.caps.max_tokens:
             return "max_tokens"
         return None
+
+    def try_start(self, trial_key: str) -> bool:
+        """Start ``trial_key`` when every cap allows one more start (decided under the ledger's lock and
+        published before it is released); False once a cap is reached."""
+        with self.ledger.hold() if self.ledger is not None else contextlib.nullcontext():
+            if not self.may_start():
+                self.sync()  # the others see why this process stopped
+                return False
+            self.begin(trial_key)
+            self.sync()
+        return True
 
     def may_start(self) -> bool:
         if self.stopped:
             return False
-        if self.caps.max_rollouts is not None and self.started >= self.caps.max_rollouts:
+        self.sync()
+        rollouts = self.started + self.others.get("rollouts", 0)
+        if self.caps.max_rollouts is not None and rollouts >= self.caps.max_rollouts:
             self.stopped = "max_rollouts"
         elif self.over_seconds():
             self.stopped = "max_sandbox_seconds"
@@ -63,15 +90,17 @@ class BudgetKeeper:
             self.finished_seconds += time.monotonic() - began
 
     def spent_seconds(self) -> float:
+        """This process's trial seconds, running trials included."""
         now = time.monotonic()
         return self.finished_seconds + sum(now - t for t in self.running.values())
 
     def over_seconds(self) -> bool:
         cap = self.caps.max_sandbox_seconds
-        return cap is not None and self.spent_seconds() >= cap
+        return cap is not None and self.spent_seconds() + self.others.get("seconds", 0.0) >= cap
 
     def must_cancel_running(self) -> bool:
         """True once a cap that cancels running trials is reached."""
+        self.sync()
         if self.over_seconds():
             self.stopped = self.stopped or "max_sandbox_seconds"
             return True

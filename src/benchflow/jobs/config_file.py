@@ -25,7 +25,7 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "build_concurrency": ("build_concurrency", int), "warm_pool": ("warm_pool", int),
     "worker_concurrency": ("worker_concurrency", int), "worker_retries": ("worker_retries", int),
     "worker_start_stagger_sec": ("worker_start_stagger_sec", float), "executor": ("executor", str),
-    "max_retries": ("retry.attempts", int), "retry_policy": ("retry.policy", str),
+    "max_retries": ("retry.attempts", int), "retry_policy": ("retry.policy", str), "retry_concurrency": ("retry.concurrency", int),
     "agent_env": ("agent_env", dict), "allow_task_env": ("allow_task_env", list), "include": ("selection.include", list), "exclude": ("selection.exclude", list),
     "limit": ("selection.limit", int), "sample_seed": ("selection.sample_seed", int),
     "expected_tasks": ("selection.expected_tasks", int), "sandbox_user": ("sandbox_user", str),

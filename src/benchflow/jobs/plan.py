@@ -50,6 +50,10 @@ class RunCard:
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     accepted_deviations: str | None = None
+    deviations: list[str] = field(default_factory=list)
+    """How this run differs from its task set's run-reference.toml (``jobs.run_reference``)."""
+    reference: str | None = None
+    """That run-reference.toml, when the task set has one."""
     env_refusals: list[str] = field(default_factory=list)
     """The refusals that are the user's to fix with ``--allow-task-env`` (``bench run`` exits 2)."""
     notes: list[str] = field(default_factory=list)
@@ -63,6 +67,7 @@ class RunCard:
         """``run-card.json`` as written (``benchflow.records.RunCardRecord``)."""
         return RunCardRecord(verdict="accept" if self.accepted else "refuse", refusals=self.refusals,
                              warnings=self.warnings, accepted_deviations=self.accepted_deviations,
+                             deviations=self.deviations if self.reference else None, reference=self.reference,
                              agent=plan.spec.agent, model=plan.spec.model, sandbox=plan.sandbox,
                              n_tasks=len(plan.tasks)).to_json()
 
@@ -134,6 +139,10 @@ def _task_dirs(spec: RunSpec) -> tuple[list[Path], str | None]:
     return dirs, tasks_dir
 
 
+SCORING_SECTIONS = frozenset({"verifier", "reward", "steps", "multi_step_reward_strategy"})
+"""Task config sections that decide a trial's score: a ``--config-override`` of one is warned about."""
+
+
 def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in patch.items():
@@ -142,7 +151,7 @@ def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def apply_override(task: Any, override: dict[str, Any] | None) -> None:
-    """Deep-merge ``--config-override`` into the task's resolved config (agent, sandbox, metadata only).
+    """Deep-merge ``--config-override`` into the task's resolved config (the sections ``RunSpec`` allows).
 
     Raises:
         ConfigError: the patched config is not valid; the message names the key.
@@ -289,6 +298,13 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
             _fit(planned, backend, card, pull_images)
         if plan.spec.agent == "oracle" and not _has_oracle(plan.spec, planned.task):
             card.refusals.append(f"{planned.name}: no oracle (oracle/solve.sh or solution/solve.sh) to run")
+    from .run_reference import judge as against_reference
+
+    against_reference(plan, card)
+    scoring = sorted(set(plan.spec.config_override or {}) & SCORING_SECTIONS)
+    if scoring:
+        card.warnings.append(f"--config-override patches {', '.join(scoring)}: trials are scored otherwise than "
+                             "the task scores itself; compare them only with runs under the same patch")
     note = _fallback_note(plan)
     if note:
         card.warnings.append(note)

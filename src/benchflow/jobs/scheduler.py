@@ -3,14 +3,18 @@
 Each trial holds a *pool* slot for its whole life (at most ``concurrency +
 warm_pool`` sandboxes exist) and a *run* slot for its agent and verifier
 phases (at most ``concurrency`` agents run). A trial waiting for a run slot
-has its sandbox built and started already: that is the warm pool.
+has its sandbox built and started already: that is the warm pool. A retry
+(attempt 2 and on) also holds a *retry* slot for its whole attempt when
+``--retry-concurrency`` caps them; first attempts never wait for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +37,8 @@ class Scheduler:
     emit: Callable[[Event], None]
     run_attempt: Callable[[TrialRequest], Awaitable[dict[str, Any]]] | None = None
     """Runs one attempt: None for ``run_trial`` here, else an executor's (``benchflow.executors``)."""
+    retry_slot: Callable[[], AbstractAsyncContextManager[Any]] | None = None
+    """Held around each retry attempt (``--retry-concurrency``): None, no cap beyond ``concurrency``."""
 
     async def run(self, tasks: list[PlannedTask]) -> dict[str, dict[str, Any] | None]:
         """Task name -> final result (None when it never finished: budget or cancellation)."""
@@ -69,33 +75,41 @@ class Scheduler:
                     delay = backoff_sec(attempt, base)
                     self.emit({"type": "retry", "task": planned.key, "attempt": attempt, "delay_sec": delay})
                     await asyncio.sleep(delay)
-                if not self.budget.may_start():
-                    self.budget.not_started.append(planned.key)
-                    self.emit({"type": "not_started", "task": planned.key, "reason": self.budget.stopped})
+                capped = attempt > 1 and self.retry_slot is not None
+                async with self.retry_slot() if capped else contextlib.nullcontext():  # type: ignore[misc]
+                    result = await self._attempt(planned, attempt)
+                if result is None:
                     return
-                request = self.make_request(planned, attempt)
-                request.run_slot = self._run_slots
-                key = f"{planned.key}#{attempt}"
-                self.budget.begin(key)
-                self.emit({"type": "trial_started", "task": planned.key, "attempt": attempt})
-                runner = asyncio.create_task((self.run_attempt or run_trial)(request))
-                self._running[key] = runner
-                try:
-                    result = await runner
-                except asyncio.CancelledError:
-                    if key in self.budget.cancelled and not _self_cancelled():
-                        self.emit({"type": "trial_cancelled", "task": planned.key, "reason": self.budget.stopped})
-                        return
-                    raise
-                finally:
-                    self._running.pop(key, None)
-                    self.budget.end(key)
                 results[planned.key] = result
                 retry = attempt <= self.retry_attempts and is_retryable(result, self.retry_policy)
                 self.emit({"type": "trial_finished", "task": planned.key, "attempt": attempt,
                            "result": result, "will_retry": retry})
                 if not retry:
                     return
+
+
+    async def _attempt(self, planned: PlannedTask, attempt: int) -> dict[str, Any] | None:
+        """Run one attempt; None when the budget kept it from starting or cancelled it."""
+        request = self.make_request(planned, attempt)
+        request.run_slot = self._run_slots
+        key = f"{planned.key}#{attempt}"
+        if not self.budget.try_start(key):
+            self.budget.not_started.append(planned.key)
+            self.emit({"type": "not_started", "task": planned.key, "reason": self.budget.stopped})
+            return None
+        self.emit({"type": "trial_started", "task": planned.key, "attempt": attempt})
+        runner = asyncio.create_task((self.run_attempt or run_trial)(request))
+        self._running[key] = runner
+        try:
+            return await runner
+        except asyncio.CancelledError:
+            if key in self.budget.cancelled and not _self_cancelled():
+                self.emit({"type": "trial_cancelled", "task": planned.key, "reason": self.budget.stopped})
+                return None
+            raise
+        finally:
+            self._running.pop(key, None)
+            self.budget.end(key)
 
 
 def _self_cancelled() -> bool:

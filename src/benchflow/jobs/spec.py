@@ -56,6 +56,9 @@ class Retry(BaseModel):
     attempts: int = Field(default=2, ge=0)
     """Retries per trial after a retryable failure."""
     policy: Literal["default", "unscored-only"] = "default"
+    concurrency: int | None = Field(default=None, ge=1)
+    """At most this many retry attempts run at once (first attempts never wait for one); None: no cap
+    beyond ``RunSpec.concurrency``. With worker shards the cap is shared by every worker."""
 
 
 class Gates(BaseModel):
@@ -154,6 +157,8 @@ class RunSpec(BaseModel):
     ca_bundle: str | None = None
     """CA bundle to trust inside builds and sandboxes; ``host`` = this machine's bundle."""
     config_override: dict[str, Any] | None = None
+    """A patch deep-merged into each task's resolved config (any TaskConfig section but its identity:
+    ``OVERRIDE_REFUSED``); recorded in every trial's config.json by content hash."""
     task_skills: bool | None = None
     """True: also deploy the task's ``environment/skills``; False: no skill of the task (not even its
     ``sandbox.skills_dir``); None: the task's ``sandbox.skills_dir`` only (``benchflow.skills.policy``)."""
@@ -199,6 +204,13 @@ class RunSpec(BaseModel):
     def _feature_field(cls, value: Any, info: Any) -> Any:
         """A feature's own setting as that feature reads it (``--executor``, ``--checkpoints``)."""
         return parse_field(info.field_name, value)
+
+    @field_validator("config_override")
+    @classmethod
+    def _override_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value:
+            check_override_keys(value)
+        return value
 
     @field_validator("agent_env")
     @classmethod
@@ -290,6 +302,31 @@ class RunSpec(BaseModel):
         canonical = json.dumps(self.config_override, sort_keys=True, separators=(",", ":"))
         return {"keys": sorted(self.config_override), "sha256": "sha256:" + hashlib.sha256(canonical.encode()).hexdigest(),
                 "patch": self.config_override}
+
+
+OVERRIDE_REFUSED = {
+    "schema_version": "it is the task file's format version, read before any patch applies",
+    "task": "it names the task (name, version, authors); a run cannot make a task another one",
+    "source": "it records where the task came from; a run cannot change its provenance",
+}
+"""Task config sections ``--config-override`` cannot patch, and why."""
+
+
+def check_override_keys(patch: dict[str, Any]) -> None:
+    """Every top-level key of ``patch`` is a task config section a run may patch.
+
+    Raises:
+        ValueError: names the first key that is not, and what to do.
+    """
+    from benchflow.tasks.config import TaskConfig
+
+    sections = sorted(set(TaskConfig.model_fields) - set(OVERRIDE_REFUSED))
+    for key in sorted(patch):
+        if key in OVERRIDE_REFUSED:
+            raise ValueError(f"--config-override cannot patch {key}: {OVERRIDE_REFUSED[key]}")
+        if key not in sections:
+            raise ValueError(f"--config-override: {key!r} is not a task config section; patch one of "
+                             f"{', '.join(sections)}")
 
 
 def agent_user(flag: str) -> str | None:

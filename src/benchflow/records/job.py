@@ -32,6 +32,11 @@ class RunCardRecord(Record):
     warnings: list[str] = Field([], description="What the plan noticed but accepted.")
     accepted_deviations: str | None = Field(None, description="--accept-deviations: why this run differs from "
                                             "its task set's reference.")
+    deviations: list[str] | None = Field(None, description="How this run differs from its task set's "
+                                         "run-reference.toml, one line per setting: 'key: reference X, this run "
+                                         "Y'; null when the task set has none.")
+    reference: str | None = Field(None, description="The task set's run-reference.toml the run was judged "
+                                  "against, or null when it has none.")
     agent: str | None = Field(None, description="The agent.")
     model: str | None = Field(None, description="The model, or null.")
     sandbox: str | None = Field(None, description="The sandbox backend chosen.")

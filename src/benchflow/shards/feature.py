@@ -1,5 +1,5 @@
 """Worker shards as a run feature (``jobs.extensions``): a run with ``--worker-concurrency`` is refused what a
-shard cannot keep (a job budget, another executor) before the job folder is touched, and its trials run in
+shard cannot keep (another executor) before the job folder is touched, and its trials run in
 worker subprocesses (:func:`.run.run_shards`) while this process only watches them."""
 
 from __future__ import annotations

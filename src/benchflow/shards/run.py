@@ -12,8 +12,11 @@ A worker that dies (crash, ``kill -9``) is started again up to
 stay, the sandboxes it left are removed first (``sandbox.orphans.reap``, owner
 gone), and the rest run again, as a resumed job would. Ctrl-C or SIGTERM stops
 every worker with SIGTERM and waits for each to remove its sandboxes; the job
-stays resumable. ``--build-concurrency`` is one limit for all workers: a folder
-of slot files (``util/file_slots.py``) each build holds one of.
+stays resumable. The job budgets (``--max-cost-usd``, ``--max-tokens``,
+``--max-sandbox-seconds``, ``--max-rollouts``) are one budget for all workers
+(:mod:`.ledger`). ``--build-concurrency`` is one limit for all workers: a folder
+of slot files (``util/file_slots.py``) each build holds one of, and so is
+``--retry-concurrency`` (another folder of slots, each retry attempt holds one).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from benchflow.jobs.layout import JobPaths
 from benchflow.jobs.plan import Plan, PlannedTask
 from benchflow.jobs.spec import RunSpec
 
+from .ledger import document
 from .worker import EXIT_REFUSED
 
 Event = dict[str, Any]
@@ -60,17 +64,10 @@ def shard_sizes(concurrency: int, worker_concurrency: int, tasks: int) -> list[i
 
 
 def refuse_unshardable(spec: RunSpec) -> None:
-    """Job budgets are kept by one process's scheduler (shards would each spend the whole cap), and
-    another executor already spreads the trials."""
+    """Another executor already spreads the trials. (Job budgets are shared: :mod:`.ledger`.)"""
     if spec.executor != "in-process":
         raise ConfigError(f"--worker-concurrency with --executor {spec.executor}: the executor already spreads "
                           "the trials; drop one of them")
-    caps = spec.budget.model_dump(exclude_none=True)
-    job_caps = sorted(k for k in caps if k in {"max_cost_usd", "max_tokens", "max_sandbox_seconds", "max_rollouts"})
-    if job_caps:
-        flag = "--" + job_caps[0].replace("_", "-")
-        raise ConfigError(f"--worker-concurrency: the job budget {flag} is kept in one process; "
-                          "drop --worker-concurrency or the budget")
 
 
 async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[PlannedTask],
@@ -86,10 +83,13 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
     from benchflow.util.file_slots import make_slots
 
     make_slots(slots, spec.build_concurrency or spec.concurrency)
+    retry_slots = make_slots(slots / "retries", spec.retry.concurrency) if spec.retry.concurrency else None
+    ledger = slots / "budget"  # the job budget's spend, one file per worker (.ledger)
+    ledger.mkdir(mode=0o700)
     emit({"type": "workers_started", "workers": len(sizes), "concurrency": sizes})
     try:
         runs = [Shard(index=i, spec=spec, plan=plan, paths=paths, keys=[t.key for t in shard], size=size,
-                      slots=slots, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
+                      slots=slots, retry_slots=retry_slots, ledger=ledger, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
                 for i, (shard, size) in enumerate(zip(shards, sizes))]
         # return_exceptions: a cancelled gather then returns only once every shard has stopped its worker
         # (without it, the first shard to finish its cancellation would end the wait for the others)
@@ -98,22 +98,25 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
         if failures:
             raise failures[0]
         left = [keys for keys in outcomes if keys]
+        budget = document(ledger, BudgetKeeper(spec.budget).document())
     finally:
         shutil.rmtree(slots, ignore_errors=True)
     if left:
         raise WorkerFailed(f"{len(left)} worker(s) died more than --worker-retries {spec.worker_retries} time(s); "
                            f"{sum(map(len, left))} task(s) unfinished (e.g. {left[0][0]}); rerun the same command "
                            "to resume the job")
-    return fresh, BudgetKeeper(spec.budget).document()
+    return fresh, budget
 
 
 class Shard:
     """One shard's worker process, restarted after a crash while retries last."""
 
     def __init__(self, *, index: int, spec: RunSpec, plan: Plan, paths: JobPaths, keys: list[str], size: int,
-                 slots: Path, fresh: dict[str, Any], emit: Callable[[Event], None]) -> None:
+                 slots: Path, fresh: dict[str, Any], emit: Callable[[Event], None],
+                 retry_slots: Path | None = None, ledger: Path | None = None) -> None:
         self.index, self.spec, self.plan, self.paths = index, spec, plan, paths
         self.keys, self.size, self.slots, self.fresh, self.emit = keys, size, slots, fresh, emit
+        self.retry_slots, self.ledger = retry_slots, ledger
         self.final: set[str] = set()
 
     def _unfinished(self) -> list[str]:
@@ -144,7 +147,8 @@ class Shard:
     def _message(self, keys: list[str]) -> str:
         worker_spec = self.spec.model_copy(update={"concurrency": self.size, "worker_concurrency": None})
         return json.dumps({"spec": worker_spec.model_dump(mode="json"), "job_dir": str(self.paths.root),
-                           "keys": keys}) + "\n"
+                           "keys": keys, "retry_slots": str(self.retry_slots) if self.retry_slots else None,
+                           "budget_ledger": str(self.ledger)}) + "\n"
 
     async def _one_worker(self, keys: list[str]) -> int:
         from benchflow.sandbox.docker_build import BUILD_SLOTS_ENV

@@ -67,7 +67,10 @@ async def _work(message: dict[str, Any], emit: Any) -> None:
     agent = agents.resolve(spec.agent, harness=spec.harness)
     plan.backend.set_build_concurrency(spec.build_concurrency or spec.concurrency)
     _cancel_on_eof(asyncio.current_task())
-    await run_units(spec, plan, paths, todo, agent, resolve_ca_bundle(spec.ca_bundle), emit)
+    from .ledger import Ledger
+
+    await run_units(spec, plan, paths, todo, agent, resolve_ca_bundle(spec.ca_bundle), emit,
+                    retry_slots=message.get("retry_slots"), ledger=Ledger(Path(message["budget_ledger"])))
 
 
 def main() -> int:
