@@ -24,6 +24,7 @@ from tests.doubles.scripted_common import (
     ScriptedServer,
     approx_tokens,
     fill_schema,
+    grade,
     plan_tool_call,
     sse,
 )
@@ -35,6 +36,17 @@ def _has_tool_result(body: dict[str, Any]) -> bool:
         if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
             return True
     return False
+
+
+def _user_text(body: dict[str, Any]) -> str:
+    parts = []
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):
+            parts += [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return "\n".join(parts)
 
 
 def _json_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -82,6 +94,9 @@ class ScriptedAnthropic(ScriptedServer):
                                   "input": call.arguments}], call
         if _has_tool_result(body):
             return "final", [{"type": "text", "text": self.work.summary}], None
+        verdict = None if tools else grade(_user_text(body))
+        if verdict is not None:
+            return "verdict", [{"type": "text", "text": verdict}], None
         return "side", [{"type": "text", "text": "Hello world file"}], None
 
     async def _messages(self, request: Request) -> Response:

@@ -9,6 +9,9 @@ the conversation it is sent, the way a model would, by one rule:
 * the request offers a shell or file-writing tool and the conversation holds no
   tool result yet → call that tool to do the task's :class:`Work`;
 * the conversation holds a tool result → finish the turn with a short text;
+* a grading request with no tools (a BenchFlow judge's prompt: a ``# Rubric`` of JSON criteria and
+  the deliverables) → a verdict (:func:`grade`): a criterion is met (1) when every phrase its
+  description quotes in double quotes appears in the deliverables, else not (0);
 * anything else (summaries, a call with no tools) → a plain answer.
 
 Tool arguments are built from the tool's own JSON Schema, so the same server
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import threading
 import time
@@ -130,6 +134,28 @@ def plan_tool_call(tools: list[tuple[str, dict[str, Any]]], work: Work) -> ToolC
     return None
 
 
+_RUBRIC = re.compile(r"# Rubric\n\n(\{.*?\})\s*# Deliverables[^\n]*\n\n(.*)\n\n# Your answer", re.DOTALL)
+
+
+def grade(prompt: str) -> str | None:
+    """The verdict on a judge's grading ``prompt`` (JSON ``{"criteria": [...]}``), or None when it is not one."""
+    found = _RUBRIC.search(prompt)
+    if found is None:
+        return None
+    try:
+        criteria = json.loads(found.group(1))["criteria"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    deliverables = found.group(2)
+    verdicts = []
+    for criterion in criteria:
+        quoted = re.findall(r'"([^"]+)"', str(criterion.get("description", "")))
+        met = bool(quoted) and all(q in deliverables for q in quoted)
+        verdicts.append({"name": criterion.get("name"), "score": 1 if met else 0,
+                         "reasoning": ("found " if met else "missing ") + ", ".join(quoted)})
+    return json.dumps({"criteria": verdicts})
+
+
 def approx_tokens(payload: Any) -> int:
     """A deterministic token count for a request: about four characters a token."""
     return max(1, len(json.dumps(payload, sort_keys=True)) // 4)
@@ -144,7 +170,7 @@ def sse(data: Any, event: str | None = None) -> bytes:
 
 @dataclass
 class Call:
-    """One request the server got and what it answered (``tool_call``, ``final``, ``side``, ``count``, ``models``)."""
+    """One request the server got and what it answered (``tool_call``, ``final``, ``verdict``, ``side``, ``count``, ``models``)."""
 
     path: str
     kind: str

@@ -172,3 +172,27 @@ def test_a_pushed_run_is_on_the_leaderboard_page(published: Hub, hub_job, tmp_pa
             assert page.evaluate("window.__xss") is None
         finally:
             browser.close()
+
+
+@pytest.mark.docker
+def test_hub_show_gives_the_versions_control_results(published: Hub, hub_job, tmp_path: Path) -> None:
+    """An oracle run and a nop run of the version, pushed: show names the tasks that went against each
+    (the fixture's oracle fails reward-fail on purpose; nop solves neither task)."""
+    jobs = tmp_path / "jobs"
+    ran = bench_cmd("run", "-d", DATASET, "--hub", published.url, "--agent", "nop", "--jobs-dir", str(jobs),
+                    "--job-name", "nop-control", env={"BENCHFLOW_CACHE": str(tmp_path / "cache")})
+    assert ran.returncode in (0, 1), ran.stdout + ran.stderr
+    for job, label in ((hub_job[1], "oracle control"), (jobs / "nop-control", "nop control")):
+        pushed = bench_cmd("hub", "push", str(job), "--label", label, env=published.env())
+        assert pushed.returncode == 0, pushed.stderr
+    shown = bench_cmd("hub", "show", DATASET, "--hub", published.url)
+    assert shown.returncode == 0, shown.stderr
+    out = shown.stdout
+    assert "oracle: solve rate 0.500 over 2/2 tasks" in out and "(oracle control)" in out
+    assert "not solved by the oracle: reward-fail\n" in out
+    assert "empty (nop): solve rate 0.000 over 2/2 tasks" in out and "solved doing nothing" not in out
+    as_json = json.loads(bench_cmd("hub", "show", DATASET, "--hub", published.url, "--json").stdout)
+    assert {t["name"] for t in as_json["tasks"]} == {"reward-pass", "reward-fail"}
+    by_kind = {c["control"]: c for c in as_json["controls"]}
+    assert by_kind["oracle"]["control_deviations"] == ["reward-fail"] and by_kind["oracle"]["label"] == "oracle control"
+    assert by_kind["empty"]["control_deviations"] == [] and by_kind["empty"]["agent"] == "nop"

@@ -134,13 +134,29 @@ def test_an_existing_database_runs_only_the_new_steps(engine, monkeypatch: pytes
     migrations.upgrade(engine)
     create_token(engine, "alice")
 
-    def step_2(conn) -> None:  # noqa: ANN001 - what a later release's step looks like
+    def later(conn) -> None:  # noqa: ANN001 - what a later release's step looks like
         conn.execute(text("ALTER TABLE users ADD COLUMN display_name VARCHAR(200)"))
 
-    monkeypatch.setattr(migrations, "STEPS", [*migrations.STEPS, (2, "users.display_name", step_2)])
-    monkeypatch.setattr(migrations, "LATEST", 2)
-    assert migrations.upgrade(engine) == [2]
+    step = migrations.LATEST + 1
+    monkeypatch.setattr(migrations, "STEPS", [*migrations.STEPS, (step, "users.display_name", later)])
+    monkeypatch.setattr(migrations, "LATEST", step)
+    assert migrations.upgrade(engine) == [step]
     assert migrations.upgrade(engine) == []
     with engine.connect() as conn:
         assert conn.execute(text("SELECT name, display_name FROM users")).all() == [("alice", None)]
-        assert migrations.current_version(conn) == 2
+        assert migrations.current_version(conn) == step
+
+
+def test_a_step_1_database_gets_the_control_columns_and_keeps_its_entries(engine) -> None:
+    with engine.begin() as conn:
+        migrations.current_version(conn)  # makes hub_schema_version, as a first start did
+        migrations._step_1(conn)
+        conn.execute(text("INSERT INTO hub_schema_version (version) VALUES (1)"))
+        conn.execute(text("INSERT INTO users (id, name, created_at) VALUES (1, 'alice', 'now')"))
+        conn.execute(text("INSERT INTO runs (id, job_name, pusher_id, pushed_at, bundle_key, n_trials) "
+                          "VALUES (1, 'j', 1, 'now', 'k', 2)"))
+        conn.execute(text("INSERT INTO leaderboard_entries (run_id, agent, tasks, trials) VALUES (1, 'oracle', 2, 2)"))
+    assert migrations.upgrade(engine) == [2]
+    with engine.connect() as conn:
+        rows = conn.execute(text("SELECT agent, control, control_deviations FROM leaderboard_entries")).all()
+    assert rows == [("oracle", None, None)]  # entries pushed before the step name no control

@@ -68,3 +68,42 @@ def test_lift_is_paired_over_cases_scored_on_both_sides(tmp_path: Path) -> None:
     assert out["lift"]["paired"] == 3 and out["lift"]["pass_rate_delta"] == 0.0
     assert -1.0 <= out["lift"]["ci"]["low"] < 0.0 < out["lift"]["ci"]["high"] <= 1.0
     assert figures(evals, with_skill, None)["lift"] is None
+
+
+def test_a_judge_model_runs_the_sentence_only_cases(tmp_path: Path) -> None:
+    data = {"evals": [{"id": "w", "prompt": "p", "expected_output": "a polite note",
+                       "expectations": ["The note says \"thank you\"", "It is short"]},
+                      {"id": "c", "prompt": "q", "expectations": [CHECK, "Also words"]}]}
+    without = load(_skill(tmp_path / "a", data))
+    assert [c.id for c in without.cases] == ["c"] and [c.id for c in without.unscored] == ["w"]
+    judged = load(_skill(tmp_path / "b", data), judge_model="claude-sonnet-4-6")
+    assert [c.id for c in judged.cases] == ["w", "c"] and judged.unscored == []
+    assert [judged.judged(c) for c in judged.cases] == [True, False]  # a case with checks keeps its checks
+
+
+def test_a_judged_case_task_asks_the_llm_judge_with_one_criterion_per_sentence(tmp_path: Path) -> None:
+    from benchflow.skills.eval_judge import resolve
+    from benchflow.skills.eval_tasks import write_tasks
+    from benchflow.tasks.model import load_task
+
+    data = {"evals": [{"id": "w", "prompt": "Write a note.", "expected_output": "a polite note",
+                       "expectations": ["The note says \"thank you\"", "It is short"]}]}
+    evals = load(_skill(tmp_path / "s", data), judge_model="claude-sonnet-4-6")
+    route = resolve("claude-sonnet-4-6", {"ANTHROPIC_API_KEY": "sk-ant-secret-value-123456", "PATH": "/bin"})
+    assert route.env_names == ("ANTHROPIC_API_KEY",)
+    task_dir = write_tasks(evals, tmp_path / "tasks", route) / "case-w"
+    assert "sk-ant-secret" not in (task_dir / "task.toml").read_text()
+    task = load_task(task_dir)
+    verifier = task.config.verifier
+    assert verifier.type == "llm-judge" and verifier.judge.model == "claude-sonnet-4-6"
+    assert verifier.env == {"ANTHROPIC_API_KEY": "${ANTHROPIC_API_KEY:-}"}
+    assert "a polite note" in verifier.judge.context
+    rubric = json.loads((task_dir / verifier.judge.rubric_path).read_text())
+    assert [c["description"] for c in rubric["criteria"]] == ["The note says \"thank you\"", "It is short"]
+
+
+def test_a_judge_model_no_provider_serves_is_refused(tmp_path: Path) -> None:
+    from benchflow.skills.eval_judge import resolve
+
+    with pytest.raises(ConfigError, match="--judge-model claude-x: no provider key"):
+        resolve("claude-x", {"OPENAI_API_KEY": "sk-openai-key-0123456789", "GEMINI_API_KEY": "g-key-0123456789"})

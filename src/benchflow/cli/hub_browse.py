@@ -77,11 +77,13 @@ def show(
     source_env: str = typer.Argument(..., metavar="SOURCE_ENV", help="A dataset on a BenchFlow Hub as org/name@version (read from --hub, or from $BENCHFLOW_HUB_URL), a dataset of BenchFlow's registry as name@version (e.g. terminal-bench@2.0), or a hosted environment (e.g. primeintellect/general-agent)"),
     version: Optional[str] = typer.Option(None, "--version", help="Version (of the dataset or hosted environment)"),
     provider: Optional[str] = typer.Option(None, "--provider", help="Where to read it without a Hub: 'benchflow' (BenchFlow's registry; lists the dataset's tasks) or 'primeintellect' (default: benchflow for name@version, primeintellect for owner/name)"),
-    as_json: bool = typer.Option(False, "--json", help="Print the dataset's entry as JSON"),
-    hub: Optional[str] = typer.Option(None, "--hub", help=HUB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the dataset's entry as JSON (for a Hub version, the version and its controls)"),
+    hub: Optional[str] = typer.Option(None, "--hub", help="A BenchFlow Hub to read org/name@version from, with its control results (default: $BENCHFLOW_HUB_URL when set)"),
     registry: Optional[str] = typer.Option(None, "--registry", help=REGISTRY_HELP),
 ) -> None:
     from benchflow.datasets.browse import open_version
+    from benchflow.datasets.registry import DatasetRef
+    from benchflow.datasets.registry_load import registry_location
 
     chosen = _provider(provider)
     hosted = "/" in source_env and "@" not in source_env and not (hub or registry)  # owner/name: a hosted env
@@ -92,8 +94,15 @@ def show(
 
         raise ConfigError(f"{source_env}: give org/name@version for a dataset on a BenchFlow Hub")
     loaded, entry = open_version(source_env, version, registry, hub)
+    location = registry_location(registry, hub, DatasetRef(entry.name, entry.version))
+    controls = None
+    if location.startswith("hub:"):
+        from benchflow.hub import controls as hub_controls
+
+        controls = hub_controls.fetch(location[len("hub:"):].rstrip("/"), entry.name, entry.version)
     if as_json:
-        typer.echo(json.dumps(entry.model_dump(mode="json", exclude_none=True), indent=2))
+        body = entry.model_dump(mode="json", exclude_none=True)
+        typer.echo(json.dumps(body if controls is None else {**body, "controls": controls}, indent=2))
         return
     first = entry.tasks[0] if entry.tasks else None
     where = (f"{first.git_url}@{(first.git_commit_id or '')[:12]}" if first is not None and first.git_url
@@ -104,6 +113,11 @@ def show(
     width = max((len(t.name) for t in entry.tasks), default=0)
     for task in sorted(entry.tasks, key=lambda t: t.name):
         typer.echo(f"{task.name.ljust(width)}  {task.digest or _unpinned(task)}")
+    if controls is not None:
+        from benchflow.hub import controls as hub_controls
+
+        for line in hub_controls.lines(controls, len(entry.tasks)):
+            typer.echo(line)
 
 
 def _unpinned(task: object) -> str:

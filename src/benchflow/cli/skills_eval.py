@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import typer
 
@@ -35,28 +35,34 @@ def skills_eval(
     no_baseline: bool = typer.Option(False, "--no-baseline", help="Skip baseline (without-skill) runs"),
     export_gepa: bool = typer.Option(False, "--export-gepa", help="Export GEPA-compatible traces"),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (it is also written to skill-eval.json)"),
+    judge_model: Optional[str] = typer.Option(None, "--judge-model", help="Judge the plain-sentence expectations of "
+                                              "cases without checks with this model (its key from your environment)"),
 ) -> None:
     from benchflow import agents
     from benchflow.errors import ConfigError
     from benchflow.sandbox import names
-    from benchflow.skills import evals_file
+    from benchflow.skills import eval_judge, evals_file
     from benchflow.skills.eval_run import complete, pair_up, run_eval
 
-    evals = evals_file.load(skill_dir)
+    judge = eval_judge.resolve(judge_model) if judge_model is not None else None
+    evals = evals_file.load(skill_dir, judge_model=judge.model if judge else None)
     contenders = pair_up(agent, model)
     for contender in contenders:
         agents.resolve(contender.agent)  # an unknown agent is a one-line exit 2 before anything is written
     if sandbox not in names():
         raise ConfigError(f"--sandbox {sandbox}: not a sandbox here; use one of {', '.join(names())}")
     for case in evals.unscored:
-        typer.echo(f"note: case {case.id} left out: only plain-sentence expectations (they need a judge model)",
+        typer.echo(f"note: case {case.id} left out: only plain-sentence expectations (give --judge-model)",
                    err=True)
+    for case in evals.cases:
+        if judge is not None and case.checks and case.sentences:
+            typer.echo(f"note: case {case.id} is scored by its checks; its sentences are not judged", err=True)
 
     def say(line: str) -> None:
         typer.echo(line, err=True)
 
     report = run_eval(evals, contenders, sandbox=sandbox, concurrency=concurrency, jobs_dir=jobs_dir,
-                      baseline=not no_baseline, say=say)
+                      baseline=not no_baseline, judge=judge, say=say)
     if export_gepa:
         from benchflow.skills.gepa_export import export
 

@@ -158,6 +158,12 @@ async def leaderboard(request: Request) -> JSONResponse:
     return JSONResponse({"entries": result.rows, "page": page, "per_page": per_page, "total": result.total})
 
 
+async def controls(request: Request) -> JSONResponse:
+    row = await _dataset_or_404(request)
+    found = await run_in_threadpool(store.controls, _hub(request).engine, row["id"])
+    return JSONResponse({"dataset": str(_ref(request)), "n_tasks": row["n_tasks"], "controls": found})
+
+
 async def _receive(request: Request) -> tuple[Path, str, int]:
     hub = _hub(request)
     try:
@@ -337,6 +343,7 @@ def build_app(hub: Hub) -> Starlette:
         Route("/api/datasets", publish, methods=["POST"]),
         Route("/api/datasets/{org}/{name}/{version}", show_dataset),
         Route("/api/datasets/{org}/{name}/{version}/leaderboard", leaderboard),
+        Route("/api/datasets/{org}/{name}/{version}/controls", controls),
         Route("/api/datasets/{org}/{name}/{version}/tasks/{task}.tar.gz", download_task),
         Route("/api/blobs/{key}", put_blob, methods=["PUT"]),
         Route("/api/runs", push, methods=["POST"]),

@@ -137,9 +137,20 @@ def _check_task(folder: str, result: dict, config: dict, tasks: dict[str, str], 
         raise Refused(f"{folder}: task {task} ran with digest {digest}, but {dataset} pins {tasks[task]}")
 
 
+def _control(members: list[Any], is_success: Any) -> dict[str, Any]:
+    """An entry of control runs (all oracle, or all empty): which control, and the tasks that went
+    against it as JSON (the oracle did not solve them; the empty agent did)."""
+    kinds = {t.control for t in members}
+    if len(kinds) != 1 or None in kinds:
+        return {"control": None, "control_deviations": None}
+    kind = kinds.pop()
+    against = sorted({t.task_name for t in members if is_success(t.reward, None) != (kind == "oracle")})
+    return {"control": kind, "control_deviations": json.dumps(against)}
+
+
 def _figures(job_name: str, records: dict[str, dict[str, bytes]]) -> RunFigures:
     from benchflow.results.job import load_job
-    from benchflow.results.metrics import solve_rates
+    from benchflow.results.metrics import is_success, solve_rates
 
     with tempfile.TemporaryDirectory(prefix="hub-run-") as tmp:
         job = Path(tmp) / "job"
@@ -163,5 +174,5 @@ def _figures(job_name: str, records: dict[str, dict[str, bytes]]) -> RunFigures:
                         "solve_rate": rates["solve_rate"], "score": rates["score"],
                         "interval_low": interval.get("low"), "interval_high": interval.get("high"),
                         "total_tokens": sum(tokens) if tokens else None,
-                        "cost_usd": math.fsum(costs) if costs else None})
+                        "cost_usd": math.fsum(costs) if costs else None, **_control(members, is_success)})
     return RunFigures(job_name=job_name, n_trials=len(doc.trials), entries=entries)

@@ -128,8 +128,15 @@ def _step_1(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _step_2(conn: Connection) -> None:
+    """Control runs: which control an entry is (oracle, empty) and the tasks that went against it."""
+    conn.exec_driver_sql("ALTER TABLE leaderboard_entries ADD COLUMN control VARCHAR(20)")
+    conn.exec_driver_sql("ALTER TABLE leaderboard_entries ADD COLUMN control_deviations TEXT")
+
+
 STEPS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "users, api tokens, dataset versions and tasks, runs, leaderboard entries, trajectory captures", _step_1),
+    (2, "leaderboard entries: control (oracle, empty) and control_deviations", _step_2),
 ]
 LATEST = STEPS[-1][0]
 

@@ -94,6 +94,8 @@ leaderboard = Table(
     Column("interval_high", Float),
     Column("total_tokens", BigInteger),
     Column("cost_usd", Float),
+    Column("control", String(20)),
+    Column("control_deviations", Text),
     Index("ix_leaderboard_dataset_score", "dataset_id", "score"),
 )
 

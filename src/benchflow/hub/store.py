@@ -142,6 +142,24 @@ def leaderboard_page(engine: Engine, dataset_id: int, page: int, per_page: int) 
         return Page(_dicts(conn.execute(query)), page, per_page, total)
 
 
+def controls(engine: Engine, dataset_id: int) -> list[dict[str, Any]]:
+    """The newest pushed entry of each control (``oracle``, then ``empty``) of a version, with its run;
+    ``control_deviations`` decoded (the tasks the oracle did not solve, or the empty agent did)."""
+    lb, runs = m.leaderboard, m.runs
+    query = (select(lb, runs.c.label, runs.c.job_name, runs.c.pushed_at)
+             .join(runs, runs.c.id == lb.c.run_id)
+             .where(lb.c.dataset_id == dataset_id, lb.c.control.is_not(None))
+             .order_by(runs.c.pushed_at.desc(), lb.c.id.desc()))
+    newest: dict[str, dict[str, Any]] = {}
+    with engine.connect() as conn:
+        for row in _dicts(conn.execute(query)):
+            newest.setdefault(row["control"], row)
+    out = [newest[k] for k in ("oracle", "empty") if k in newest]
+    for row in out:
+        row["control_deviations"] = json.loads(row["control_deviations"] or "[]")
+    return out
+
+
 def add_capture(engine: Engine, *, digest: str, user_id: int, blob_key: str, size: int) -> bool:
     """Record a received trajectory capture; False when that digest is already there."""
     try:

@@ -27,6 +27,7 @@ from typing import Any
 from benchflow.errors import ConfigError
 from benchflow.util import atomic
 
+from .eval_judge import JudgeRoute
 from .evals_file import EvalSet
 
 BOOTSTRAP_SAMPLES = 2000
@@ -116,15 +117,17 @@ def eval_root(jobs_dir: str, skill: str) -> Path:
 
 
 def run_eval(evals: EvalSet, contenders: list[Contender], *, sandbox: str, concurrency: int, jobs_dir: str,
-             baseline: bool, say: Callable[[str], None] = lambda _l: None) -> dict[str, Any]:
-    """Run every contender with the skill (and without), write and return the report."""
+             baseline: bool, judge: JudgeRoute | None = None,
+             say: Callable[[str], None] = lambda _l: None) -> dict[str, Any]:
+    """Run every contender with the skill (and without), write and return the report; ``judge`` (for
+    an eval set with a judge model) scores the sentence-only cases, its provider variables allowed."""
     from benchflow.jobs.api import run
     from benchflow.jobs.spec import RunSpec
 
     from .eval_tasks import stage_skill, write_tasks
 
     root = eval_root(jobs_dir, evals.skill_name)
-    tasks = write_tasks(evals, root / "tasks")
+    tasks = write_tasks(evals, root / "tasks", judge)
     skills = stage_skill(evals, root / "skills")
     rows = []
     for contender in contenders:
@@ -134,7 +137,8 @@ def run_eval(evals: EvalSet, contenders: list[Contender], *, sandbox: str, concu
             spec = RunSpec(targets=[str(tasks)], agent=contender.agent, model=contender.model, sandbox=sandbox,
                            concurrency=concurrency, jobs_dir=str(root / "jobs"), job_name=f"{contender.label}__{mode}",
                            skill_mode="with-skill" if mode == "with-skill" else "no-skill",
-                           skills_dir=str(skills) if mode == "with-skill" else None, quiet=True)
+                           skills_dir=str(skills) if mode == "with-skill" else None, quiet=True,
+                           allow_task_env=list(judge.env_names) if judge else [])
             outcome = run(spec)
             rewards, trials = _side(outcome.job_dir)
             sides[mode] = {"job_dir": str(outcome.job_dir), "rewards": rewards, "trials": trials}
@@ -145,13 +149,15 @@ def run_eval(evals: EvalSet, contenders: list[Contender], *, sandbox: str, concu
                "cases": [{"id": c.id, "task": c.task_name,
                           "with_skill": with_side["rewards"].get(c.task_name),
                           "baseline": base_side["rewards"].get(c.task_name) if base_side else None,
+                          "scored_by": "judge" if evals.judged(c) else "checks",
                           "trials": {mode: side["trials"].get(c.task_name) for mode, side in sides.items()}}
                          for c in evals.cases]}
         rows.append(row)
     report = {"kind": "benchflow.skill-eval", "schema_version": 1, "skill": evals.skill_name,
               "skill_dir": str(evals.skill_dir), "evals_file": str(evals.file), "eval_dir": str(root),
               "sandbox": sandbox, "baseline": baseline, "cases": len(evals.cases),
-              "unscored_cases": [{"id": c.id, "reason": "only plain-sentence expectations (need a judge)"}
+              "judge_model": evals.judge_model,
+              "unscored_cases": [{"id": c.id, "reason": "only plain-sentence expectations (need --judge-model)"}
                                  for c in evals.unscored],
               "interval": {"confidence": 0.95, "method": "paired_nonparametric_bootstrap",
                            "samples": BOOTSTRAP_SAMPLES, "seed": BOOTSTRAP_SEED},

@@ -3,7 +3,8 @@
 Each is a task folder in the split layout (``task.toml``, ``instruction.md`` holding the case prompt
 verbatim, ``environment/Dockerfile``, ``tests/test.sh``). The case's ``files`` are copied into
 the workspace (``/app``). The verifier runs each check in ``/app``, prints ``PASS``/``FAIL`` with
-its description, and writes the fraction passed as the reward (1.0: the case passed). The skill
+its description, and writes the fraction passed as the reward (1.0: the case passed); a case of
+sentences only is judged instead (``--judge-model``, :mod:`.eval_judge`). The skill
 itself is staged beside them (``skills/<name>/``, without ``evals/``: the expectations are the
 answers) for ``--skills-dir``; nothing of the skill is in the tasks, so a baseline run cannot see it.
 """
@@ -15,7 +16,10 @@ import shlex
 import shutil
 from pathlib import Path
 
+from benchflow.util import atomic
+
 from .discover import SKIP_DIRS
+from .eval_judge import RUBRIC_PATH, JudgeRoute, rubric, verifier_toml
 from .evals_file import Check, EvalCase, EvalSet
 
 VERIFIER_TIMEOUT_SEC = 300
@@ -59,11 +63,12 @@ def _dockerfile(evals: EvalSet, case: EvalCase) -> str:
     return text
 
 
-def _task_toml(evals: EvalSet, case: EvalCase) -> str:
-    return (f'version = "1.0"\n\n[metadata]\ncategory = "skill-eval"\n'
+def _task_toml(evals: EvalSet, case: EvalCase, judge: JudgeRoute | None) -> str:
+    text = (f'version = "1.0"\n\n[metadata]\ncategory = "skill-eval"\n'
             f'tags = ["skill-eval", {_toml_str(evals.skill_name)}]\n\n'
             f"[agent]\ntimeout_sec = {float(evals.timeout_sec)}\n\n"
             f"[verifier]\ntimeout_sec = {float(VERIFIER_TIMEOUT_SEC)}\n")
+    return text + verifier_toml(case, judge) if evals.judged(case) else text
 
 
 def _toml_str(value: str) -> str:
@@ -72,19 +77,23 @@ def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
 
 
-def write_tasks(evals: EvalSet, root: Path) -> Path:
-    """Write one task per case under ``root``; returns ``root``."""
+def write_tasks(evals: EvalSet, root: Path, judge: JudgeRoute | None = None) -> Path:
+    """Write one task per case under ``root`` (a judged case's verifier asks ``judge``, which the set's
+    ``judge_model`` needs); returns ``root``."""
     for case in evals.cases:
         task = root / case.task_name
         (task / "environment").mkdir(parents=True)
         (task / "tests").mkdir()
-        (task / "task.toml").write_text(_task_toml(evals, case))
+        (task / "task.toml").write_text(_task_toml(evals, case, judge))
         (task / "instruction.md").write_text(case.prompt.rstrip("\n") + "\n")
         (task / "environment" / "Dockerfile").write_text(_dockerfile(evals, case))
         for rel in case.files:
             target = task / "environment" / "files" / Path(rel).name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(evals.skill_dir / rel, target)
+        if evals.judged(case):
+            atomic.write_text(task / RUBRIC_PATH, rubric(case))
+            continue
         test = task / "tests" / "test.sh"
         test.write_text(verifier_script(case))
         test.chmod(0o755)

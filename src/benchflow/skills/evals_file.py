@@ -10,8 +10,9 @@ Accepted shapes (docs/skill-evals.md):
 
 ``assertions`` is read as ``expectations``. An expectation is a check the generated verifier runs
 in the sandbox (``{"type": "file_exists" | "file_contains" | "file_matches" | "command", ...}``)
-or a plain sentence. Sentences need a judge model, which this command does not call: they are kept
-in the report, and a case with no check is left out (named on stderr). ``defaults.image`` and
+or a plain sentence. Sentences need a judge model (``--judge-model``): with one, a case with no
+check is scored by the judge over its sentences; without one, such a case is left out (named on
+stderr), and a case with checks is scored by its checks alone. ``defaults.image`` and
 ``defaults.timeout_sec`` set the case image and agent timeout; ``evals/Dockerfile`` replaces the
 generated one.
 """
@@ -52,7 +53,7 @@ class EvalCase:
     files: list[str] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
-    """Expectations in plain words (need a judge model; reported, not scored)."""
+    """Expectations in plain words (judged by ``--judge-model`` when the case has no check)."""
 
     @property
     def task_name(self) -> str:
@@ -65,12 +66,19 @@ class EvalSet:
     skill_dir: Path
     file: Path
     cases: list[EvalCase]
-    """The cases that have at least one check (the others are in ``unscored``)."""
+    """The cases that are run: those with a check, and with a judge model those with sentences only."""
     unscored: list[EvalCase]
+    """Sentence-only cases left out (no judge model)."""
     image: str = DEFAULT_IMAGE
     timeout_sec: int = DEFAULT_TIMEOUT_SEC
     dockerfile: Path | None = None
     """``evals/Dockerfile`` when the skill ships one."""
+    judge_model: str | None = None
+    """The model that judges the sentence-only cases (``--judge-model``)."""
+
+    def judged(self, case: EvalCase) -> bool:
+        """True when ``case`` is scored by the judge model (it has sentences and no check)."""
+        return self.judge_model is not None and not case.checks and bool(case.sentences)
 
 
 def _fail(where: str, problem: str) -> ConfigError:
@@ -144,12 +152,12 @@ def _skill_name(data: dict[str, Any], skill_dir: Path) -> str:
     return read_skill(skill_dir).name if skill_md(skill_dir) else skill_dir.name
 
 
-def load(skill_dir: Path) -> EvalSet:
-    """The eval set of ``skill_dir``.
+def load(skill_dir: Path, judge_model: str | None = None) -> EvalSet:
+    """The eval set of ``skill_dir``; with ``judge_model`` the sentence-only cases are run too.
 
     Raises:
         ConfigError: no ``evals/evals.json``, JSON that does not parse, a malformed case, or no case
-            with a check.
+            to score (no check, and no judge model for the sentences).
     """
     file = skill_dir / "evals" / "evals.json"
     if not skill_dir.is_dir():
@@ -184,13 +192,13 @@ def load(skill_dir: Path) -> EvalSet:
         raise ConfigError(f"{file}: defaults.image {image!r} is not an image reference")
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ConfigError(f"{file}: defaults.timeout_sec must be a positive number of seconds")
-    scored = [c for c in cases if c.checks]
+    scored = [c for c in cases if c.checks or (judge_model and c.sentences)]
     if not scored:
-        raise ConfigError(f"{file}: no case has a check the sandbox can run (plain-sentence expectations need a "
-                          "judge); add e.g. {\"type\": \"file_exists\", \"path\": \"out.txt\"} to a case")
+        raise ConfigError(f"{file}: no case has a check the sandbox can run (plain-sentence expectations need "
+                          "--judge-model); add e.g. {\"type\": \"file_exists\", \"path\": \"out.txt\"} to a case")
     custom = skill_dir / "evals" / "Dockerfile"
     if custom.is_symlink():
         raise ConfigError(f"{custom}: a link; make it a regular file")
     return EvalSet(skill_name=_skill_name(data, skill_dir), skill_dir=skill_dir, file=file, cases=scored,
-                   unscored=[c for c in cases if not c.checks], image=image, timeout_sec=int(timeout),
-                   dockerfile=custom if custom.is_file() else None)
+                   unscored=[c for c in cases if not (c.checks or (judge_model and c.sentences))], image=image, timeout_sec=int(timeout),
+                   dockerfile=custom if custom.is_file() else None, judge_model=judge_model)

@@ -6,7 +6,8 @@ keeps BenchFlow 0.x's layout, under the eval folder::
     gepa/skill.md                           the SKILL.md that was evaluated
     gepa/traces/<case>-<label>-<with|without>.json
                                             one per case, agent and side: prompt, expectations,
-                                            score, the verifier's PASS/FAIL lines as feedback,
+                                            score, the verifier's PASS/FAIL lines (a judged
+                                            case: the judge's verdict per sentence) as feedback,
                                             and the agent's trajectory (ACP events)
     gepa/summary.json                       per agent: pass rates and lift
 
@@ -34,6 +35,23 @@ def _read(path: Path, limit: int) -> str | None:
         return path.read_text(encoding="utf-8", errors="replace")[:limit] if path.is_file() else None
     except OSError:
         return None
+
+
+def _feedback(trial: Path) -> str | None:
+    """The checks' PASS/FAIL lines, or for a judged case the judge's score and reasoning per sentence."""
+    verifier = TrialPaths(trial).verifier_dir
+    lines = _read(verifier / "test-stdout.txt", MAX_FEEDBACK)
+    if lines is not None:
+        return lines
+    try:
+        details = json.loads(_read(verifier / "reward-details.json", 10_000_000) or "null")
+    except ValueError:
+        return None
+    criteria = details.get("criteria") if isinstance(details, dict) else None
+    if not isinstance(criteria, list):
+        return None
+    return "\n".join(f"{'PASS' if c.get('score') == 1 else 'FAIL'} {c.get('name')} ({c.get('score')}): "
+                     f"{c.get('reasoning', '')}" for c in criteria if isinstance(c, dict))[:MAX_FEEDBACK]
 
 
 def _events(trial: Path) -> list[dict[str, Any]]:
@@ -67,7 +85,7 @@ def export(report: dict[str, Any], evals: EvalSet) -> Path:
                     "prompt": case.prompt, "expected_output": case.expected_output,
                     "expectations": [c.to_json() for c in case.checks] + case.sentences,
                     "score": entry[key], "passed": entry[key] == 1.0 if entry[key] is not None else None,
-                    "feedback": _read(TrialPaths(Path(trial)).verifier_dir / "test-stdout.txt", MAX_FEEDBACK) if trial else None,
+                    "feedback": _feedback(Path(trial)) if trial else None,
                     "trajectory": _events(Path(trial)) if trial else [],
                     "trial_dir": trial, "skill_text": skill_text})
     atomic.write_json(out / "summary.json", {
