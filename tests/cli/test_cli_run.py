@@ -26,7 +26,7 @@ def tasks(tmp_path: Path) -> Path:
     (["--sandbox", "moon"], "unknown sandbox"),
     (["--config-override", "{\"task\": {\"name\": \"org/other\"}}"], "cannot patch task: it names the task"),
     (["--config-override", "{\"verfier\": {}}"], "'verfier' is not a task config section; patch one of agent,"),
-    (["--config-override", "{\"verifier\": {\"timeout_sec\": \"soon\"}}"], "verifier.timeout_sec"),
+    (["--config-override", "{\"agent\": {\"timeout_sec\": \"soon\"}}"], "agent.timeout_sec"),
     (["--config-override", "@/no/such/patch.json"], "cannot read it"),
 ])
 def test_bad_flag_values_are_one_line_and_exit_2(bench, tasks: Path, args: list[str], needle: str) -> None:

@@ -1,5 +1,5 @@
-"""``--config-override`` end to end: a patch of any task config section reaches the trial, and
-config.json records it (keys, content hash, patch)."""
+"""``--config-override`` end to end: a patch of a task config section reaches the trial, and config.json
+records it (keys, content hash, patch); a section that decides the score is refused (contracts §7.5)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from tests.taskgen import WRITE_HELLO, make_task
 
 pytestmark = pytest.mark.docker
 
-NEEDS_PATCH = 'if [ "$PATCHED" = yes ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt'
+NEEDS_PATCH = 'if [ "$(cat /app/patched 2>/dev/null)" = yes ]; then echo 1; else echo 0; fi > /logs/verifier/reward.txt'
+SOLVE = 'printf %s "${PATCHED:-no}" > /app/patched'
 
 
-def test_a_verifier_patch_reaches_the_verifier_and_is_recorded(tmp_path: Path) -> None:
-    make_task(tmp_path / "tasks", "needs-env", solve=WRITE_HELLO, test=NEEDS_PATCH)
-    patch = {"verifier": {"env": {"PATCHED": "yes"}}}
+def test_a_patch_reaches_the_trial_and_is_recorded(tmp_path: Path) -> None:
+    make_task(tmp_path / "tasks", "needs-env", solve=SOLVE, test=NEEDS_PATCH)
+    patch = {"oracle": {"env": {"PATCHED": "yes"}}}
     jobs = tmp_path / "jobs"
     plain = run_bench("run", str(tmp_path / "tasks"), "--jobs-dir", str(tmp_path / "plain"))
     done = run_bench("run", str(tmp_path / "tasks"), "--jobs-dir", str(jobs),
@@ -31,7 +32,12 @@ def test_a_verifier_patch_reaches_the_verifier_and_is_recorded(tmp_path: Path) -
     assert json.loads(after.read_text())["rewards"]["reward"] == 1.0
     recorded = json.loads((after.parent / "config.json").read_text())["config_override"]
     canonical = json.dumps(patch, sort_keys=True, separators=(",", ":")).encode()
-    assert recorded == {"keys": ["verifier"], "sha256": "sha256:" + hashlib.sha256(canonical).hexdigest(),
+    assert recorded == {"keys": ["oracle"], "sha256": "sha256:" + hashlib.sha256(canonical).hexdigest(),
                         "patch": patch}
-    [card] = jobs.rglob("run-card.json")
-    assert any("--config-override patches verifier" in w for w in json.loads(card.read_text())["warnings"])
+
+
+@pytest.mark.parametrize("section", ["verifier", "reward"])
+def test_a_section_that_decides_the_score_is_refused(tmp_path: Path, section: str) -> None:
+    make_task(tmp_path / "tasks", "needs-env", solve=SOLVE, test=NEEDS_PATCH)
+    done = run_bench("run", str(tmp_path / "tasks"), "--dry-run", "--config-override", json.dumps({section: {}}))
+    assert done.returncode == 2 and f"cannot patch {section}" in done.stderr and "contracts §7.5" in done.stderr

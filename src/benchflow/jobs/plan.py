@@ -139,10 +139,6 @@ def _task_dirs(spec: RunSpec) -> tuple[list[Path], str | None]:
     return dirs, tasks_dir
 
 
-SCORING_SECTIONS = frozenset({"verifier", "reward", "steps", "multi_step_reward_strategy"})
-"""Task config sections that decide a trial's score: a ``--config-override`` of one is warned about."""
-
-
 def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in patch.items():
@@ -301,10 +297,6 @@ def judge(plan: Plan, availability: tuple[bool, str], *, pull_images: bool = Tru
     from .run_reference import judge as against_reference
 
     against_reference(plan, card)
-    scoring = sorted(set(plan.spec.config_override or {}) & SCORING_SECTIONS)
-    if scoring:
-        card.warnings.append(f"--config-override patches {', '.join(scoring)}: trials are scored otherwise than "
-                             "the task scores itself; compare them only with runs under the same patch")
     note = _fallback_note(plan)
     if note:
         card.warnings.append(note)

@@ -308,6 +308,9 @@ OVERRIDE_REFUSED = {
     "schema_version": "it is the task file's format version, read before any patch applies",
     "task": "it names the task (name, version, authors); a run cannot make a task another one",
     "source": "it records where the task came from; a run cannot change its provenance",
+    **dict.fromkeys(("verifier", "reward", "steps", "multi_step_reward_strategy"),
+                    "it decides how the task is scored, which a run's patch must not change (contracts §7.5): "
+                    "a score would no longer be the task's; change the task itself (a copy) instead"),
 }
 """Task config sections ``--config-override`` cannot patch, and why."""
 
