@@ -134,6 +134,7 @@ def test_a_document_harbors_model_refuses_is_unreadable(harbor) -> None:
     (lambda d: d.update(schema_version="2.0"), "schema_version"),
     (lambda d: d.update(steps=[]), "steps"),
     (lambda d: d["steps"][0].update(source="tool"), r"steps\[0\]\.source"),
+    (lambda d: d["steps"][5].update(reasoning_content=["a", "list"]), r"steps\[5\]\.reasoning_content"),
     (lambda d: d["steps"][3]["tool_calls"][0].pop("arguments"), r"steps\[3\]\.tool_calls\[0\]"),
     (lambda d: d["steps"][3].update(observation={"results": [{"content": 7}]}), r"steps\[3\]\.observation"),
 ])

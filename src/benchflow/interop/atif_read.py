@@ -71,9 +71,13 @@ def _check(document: Any) -> None:
             raise ValueError(f"{where}.source: one of {', '.join(SOURCES)}")
         if not _content_ok(step.get("message")):
             raise ValueError(f"{where}.message: a string or a list of content parts")
+        for name, kind in (("reasoning_content", str), ("llm_call_count", int), ("extra", dict)):
+            if step.get(name) is not None and not isinstance(step[name], kind):
+                raise ValueError(f"{where}.{name}: a {kind.__name__}")
         for number, call in enumerate(step.get("tool_calls") or []):
             if not (isinstance(call, dict) and isinstance(call.get("tool_call_id"), str)
-                    and isinstance(call.get("function_name"), str) and isinstance(call.get("arguments"), dict)):
+                    and isinstance(call.get("function_name"), str) and isinstance(call.get("arguments"), dict)
+                    and isinstance(call.get("extra") or {}, dict)):
                 raise ValueError(f"{where}.tool_calls[{number}]: tool_call_id, function_name and arguments object")
         observation = step.get("observation")
         results = observation.get("results") if isinstance(observation, dict) else [] if observation is None else None
