@@ -97,7 +97,8 @@ def test_view_export_shows_the_harbor_job(bench, jobs, tmp_path):
     page = out.read_text()
     assert "verify-crash__Np3eS7g" in page and "EnvironmentStartTimeoutError" in page
     block = re.search(r'id="bf-export">(.*?)</script>', page, re.DOTALL).group(1)
-    answers = {(path, params.get("id"), params.get("kind")): body for path, params, body in json.loads(block)["answers"]}
+    answers = {(path, params.get("id"), params.get("kind")): body
+               for path, params, body in json.loads(block)["answers"]}
     # a trial page draws the agent's ATIF steps as the events of a BenchFlow trial's trajectory
     trial = answers[("trial", "fix-bug__Qm7aZ2k", None)]
     events = answers[("trajectory", "fix-bug__Qm7aZ2k", "acp")]["events"]

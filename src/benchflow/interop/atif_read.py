@@ -104,7 +104,8 @@ def _step_turns(step: dict[str, Any]) -> list[Turn]:
     results = (step.get("observation") or {}).get("results") or []
     tools = []
     for call in step.get("tool_calls") or []:
-        answers = [r for r in results if r.get("source_call_id") == call["tool_call_id"] and r.get("content") is not None]
+        answers = [r for r in results
+                   if r.get("source_call_id") == call["tool_call_id"] and r.get("content") is not None]
         tools.append(ToolUse(id=call["tool_call_id"], name=call["function_name"], arguments=call["arguments"],
                              output="\n".join(_text(r["content"]) for r in answers) if answers else None,
                              failed=any(_failed(r) for r in answers), extra=dict(call.get("extra") or {})))
