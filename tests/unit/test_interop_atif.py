@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, tool_folder
+from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, require_tool_folder
 from fixtures.jobgen import TrialSpec, write_job
 
 from benchflow.errors import JobFolderError
@@ -17,13 +16,7 @@ from benchflow.interop.export import export
 @pytest.fixture
 def harbor(monkeypatch: pytest.MonkeyPatch):
     """Harbor 0.25's TrajectoryValidator, imported from the wheel scripts/setup.d/interop-formats.sh unpacks."""
-    folder = tool_folder("harbor")
-    if folder is None:
-        reason = "Harbor's ATIF models are not unpacked; run scripts/setup.d/interop-formats.sh"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")
-        pytest.skip(reason)
-    monkeypatch.syspath_prepend(str(folder))  # the folder holds the harbor package and nothing else
+    monkeypatch.syspath_prepend(str(require_tool_folder("harbor")))  # the folder holds only the harbor package
     from harbor.utils.trajectory_validator import TrajectoryValidator
 
     return TrajectoryValidator

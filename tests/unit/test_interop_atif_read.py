@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from fixtures.interop_job import interop_job, tool_folder
+from fixtures.interop_job import interop_job, require_tool_folder
 
 from benchflow.interop import atif_read
 from benchflow.interop.turns import turns_of
@@ -29,13 +28,7 @@ HARBOR_TRIAL = (Path(__file__).resolve().parents[1] / "fixtures" / "harbor-job" 
 @pytest.fixture
 def harbor(monkeypatch: pytest.MonkeyPatch) -> None:
     """Harbor 0.25's own ATIF models importable, from the wheel scripts/setup.d/interop-formats.sh unpacks."""
-    folder = tool_folder("harbor")
-    if folder is None:
-        reason = "Harbor's ATIF models are not unpacked; run scripts/setup.d/interop-formats.sh"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")
-        pytest.skip(reason)
-    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.syspath_prepend(str(require_tool_folder("harbor")))
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ child interpreter with that folder at the end of sys.path (the environment's own
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, tool_folder
+from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, require_tool_folder
 
 from tests.conftest import ROOT
 
@@ -44,13 +43,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def inspect_folder() -> Path:
-    folder = tool_folder("inspect_ai")
-    if folder is None:
-        reason = "inspect_ai is not installed for the tests; run scripts/setup.d/interop-formats.sh"
-        if os.environ.get("CI"):
-            pytest.fail(f"{reason} (CI is set, so this fails instead of skipping)")
-        pytest.skip(reason)
-    return folder
+    return require_tool_folder("inspect_ai")
 
 
 @pytest.fixture
