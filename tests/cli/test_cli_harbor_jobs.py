@@ -4,6 +4,7 @@ result command as a user types it; the commands that cannot honour one refuse in
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import zipfile
@@ -13,6 +14,7 @@ import pytest
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "harbor-job" / "jobs"
 JOB_NAME = "2026-05-01__10-00-00"
+FAKE_KEY = "sk-ant-api03-" + "Q1w2E3r4T5" * 4  # what fix-bug__Hx4bP9c's shell printed (generate.py)
 BENCH_JOB = Path(__file__).resolve().parents[1] / "fixtures" / "records" / "job-0.7" / "2026-04-22__22-37-42"
 
 
@@ -94,6 +96,24 @@ def test_view_export_shows_the_harbor_job(bench, jobs, tmp_path):
     assert "6 trial page(s)" in proc.stderr + proc.stdout
     page = out.read_text()
     assert "verify-crash__Np3eS7g" in page and "EnvironmentStartTimeoutError" in page
+    block = re.search(r'id="bf-export">(.*?)</script>', page, re.DOTALL).group(1)
+    answers = {(path, params.get("id"), params.get("kind")): body
+               for path, params, body in json.loads(block)["answers"]}
+    # a trial page draws the agent's ATIF steps as the events of a BenchFlow trial's trajectory
+    trial = answers[("trial", "fix-bug__Qm7aZ2k", None)]
+    events = answers[("trajectory", "fix-bug__Qm7aZ2k", "acp")]["events"]
+    assert trial["totals"]["acp"] == len(events) == 9  # the instruction, a thought, 3 messages, 4 calls
+    assert [e["type"] for e in events[:4]] == ["user_message", "agent_thought", "agent_message", "tool_call"]
+    assert events[0]["text"] == "Solve the task fix-bug: read /app/README.md and make its tests pass."
+    edit = next(e for e in events if e["type"] == "tool_call" and e["title"] == "Edit")
+    assert edit["raw_input"]["new_string"] == "return a + b" and edit["status"] == "completed"
+    assert edit["raw_output"] == "The file /app/calc.py has been updated."
+    assert events[-1] == {"type": "agent_message", "text": "Fixed: add() returns a + b and the three tests pass."}
+    failed = answers[("trajectory", "regex-log__Tz6cR3e", "acp")]["events"]
+    assert "No such file or directory" in failed[2]["raw_output"]
+    assert answers[("trajectory", "verify-crash__Np3eS7g", "acp")]["total"] == 0  # its agent never ran
+    leaked = answers[("trajectory", "fix-bug__Hx4bP9c", "acp")]["events"][3]["raw_output"]
+    assert leaked.startswith("ANTHROPIC_API_KEY=") and FAKE_KEY not in page  # shared: redacted
 
 
 def test_bundle_packs_harbor_records_and_logs(bench, jobs, tmp_path):
@@ -106,12 +126,61 @@ def test_bundle_packs_harbor_records_and_logs(bench, jobs, tmp_path):
         assert f"{JOB_NAME}/{name}" in names
 
 
-@pytest.mark.parametrize("command", [["regrade"], ["eval", "regrade"], ["train", "convert"]])
-def test_regrade_and_train_refuse_a_harbor_folder_in_one_line(bench, jobs, tmp_path, command):
+@pytest.mark.parametrize("command", [["regrade"], ["eval", "regrade"], ["train", "token-coverage"]])
+def test_regrade_and_token_coverage_refuse_a_harbor_folder_in_one_line(bench, jobs, command):
     before = files_under(jobs)
-    extra = ["-o", str(tmp_path / "rows.jsonl")] if command[0] == "train" else []
     for target in (jobs / JOB_NAME, jobs / JOB_NAME / "fix-bug__Qm7aZ2k"):
-        line = one_line_error(bench(*command, str(target), *extra))
+        line = one_line_error(bench(*command, str(target)))
         assert "Harbor" in line and str(target) in line
     assert files_under(jobs) == before  # nothing written into the Harbor job
-    assert not (tmp_path / "rows.jsonl").exists()
+
+
+def atif_steps(trial: Path) -> list[dict]:
+    return json.loads((trial / "agent" / "trajectory.json").read_text())["steps"]
+
+
+def test_train_convert_makes_a_row_of_each_harbor_trials_atif_trajectory(bench, jobs, tmp_path):
+    before = files_under(jobs)
+    out, manifest = tmp_path / "rows.jsonl", tmp_path / "manifest.json"
+    proc = bench("train", "convert", str(jobs / JOB_NAME), "-o", str(out), "--manifest", str(manifest))
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["source_path"].split("/")[0]: row for row in map(json.loads, out.read_text().splitlines())}
+    # the agent errors (a timeout, a verifier crash, a sandbox that never started) are skipped as for our trials
+    assert sorted(rows) == ["fix-bug__Hx4bP9c", "fix-bug__Qm7aZ2k", "regex-log__Lw2nV8d"]
+    doc = json.loads(manifest.read_text())
+    assert (doc["rollouts_seen"], doc["rows_written"], doc["skipped_terminal_error"]) == (6, 3, 3)
+    row = rows["fix-bug__Qm7aZ2k"]
+    steps = atif_steps(jobs / JOB_NAME / "fix-bug__Qm7aZ2k")
+    assert {k: row[k] for k in ("task_name", "reward", "agent", "model", "source", "source_path", "exchange_index")} \
+        == {"task_name": "fix-bug", "reward": 1.0, "agent": "claude-code", "model": "anthropic/claude-sonnet-4-5",
+            "source": "atif-trajectory", "source_path": "fix-bug__Qm7aZ2k/agent/trajectory.json",
+            "exchange_index": steps[-1]["step_id"]}
+    messages = row["messages"]
+    assert messages[0] == {"role": "user", "content": steps[0]["message"]}
+    assert [m["role"] for m in messages] == ["user"] + ["assistant", "tool"] * 4 + ["assistant"]
+    for step, call, result in zip(steps[1:5], messages[1::2], messages[2::2]):  # each step: its call and result
+        (tool_call,) = step["tool_calls"]
+        assert call["content"] == step["message"] and "reasoning_content" not in call
+        assert call["tool_calls"] == [{"id": tool_call["tool_call_id"], "type": "function", "function": {
+            "name": tool_call["function_name"], "arguments": json.dumps(tool_call["arguments"])}}]
+        assert result == {"role": "tool", "content": step["observation"]["results"][0]["content"],
+                          "tool_call_id": tool_call["tool_call_id"]}
+    assert messages[-1] == {"role": "assistant", "content": steps[-1]["message"]}
+    assert row["token_usage"]["n_output_tokens"] == 2210  # the trial's result.json, as for our rows
+    leaked = rows["fix-bug__Hx4bP9c"]["messages"][2]["content"]
+    assert leaked.startswith("ANTHROPIC_API_KEY=") and FAKE_KEY not in out.read_text()  # redacted by default
+    assert files_under(jobs) == before  # nothing written into the Harbor job
+
+
+def test_train_convert_exchange_rows_of_one_harbor_trial_validate(bench, jobs, tmp_path):
+    trial = jobs / JOB_NAME / "fix-bug__Qm7aZ2k"
+    out = tmp_path / "trl.jsonl"
+    proc = bench("train", "convert", str(trial), "-o", str(out), "--format", "trl-sft", "--row-mode", "exchange")
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    agent_steps = [s for s in atif_steps(trial) if s["source"] == "agent"]
+    assert [r["exchange_index"] for r in rows] == [s["step_id"] for s in agent_steps]  # one row per model response
+    assert [r["completion"][0]["content"] for r in rows] == [s["message"] for s in agent_steps]
+    assert len(rows[2]["prompt"]) == 5  # the instruction and the two calls and results before it
+    checked = bench("train", "validate", str(out), "--format", "trl-sft", "--expected-rows", str(len(rows)))
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -377,3 +378,19 @@ def test_export_opens_offline_with_the_same_numbers(pictures, page, serve, tmp_p
     shoot(page, tmp_path, "export-trial")
     assert {url.split("#")[0] for url in requests} == {out.as_uri()}  # the file itself, nothing else
     assert console == [] and page.errors == []  # a blocked inline script or style would log a CSP error
+
+
+HARBOR_JOB = Path(__file__).resolve().parents[1] / "fixtures" / "harbor-job" / "jobs" / "2026-05-01__10-00-00"
+
+
+def test_a_harbor_trials_atif_steps_are_its_trajectory(page, serve, tmp_path: Path) -> None:
+    job = tmp_path / HARBOR_JOB.name
+    shutil.copytree(HARBOR_JOB, job)
+    viewer = serve(job)
+    page.goto(viewer.url + "#/trial?id=fix-bug__Qm7aZ2k")
+    page.wait_for_selector("#acp-events .event")
+    assert page.locator("#acp-events .event").count() == 9
+    assert page.locator("#acp-events .event .role").all_text_contents()[:4] == ["User", "Thought", "Agent", "Tool call"]
+    text = page.locator("#acp-events").inner_text()
+    assert "Solve the task fix-bug" in text and "return a + b" in text and "The file /app/calc.py has been updated." in text
+    assert page.errors == []

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, require_tool
+from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, require_tool_folder
 from fixtures.jobgen import TrialSpec, write_job
 
 from benchflow.errors import JobFolderError
@@ -16,8 +16,7 @@ from benchflow.interop.export import export
 @pytest.fixture
 def harbor(monkeypatch: pytest.MonkeyPatch):
     """Harbor 0.25's TrajectoryValidator, imported from the wheel scripts/setup.d/interop-formats.sh unpacks."""
-    folder = require_tool("harbor")
-    monkeypatch.syspath_prepend(str(folder))  # the folder holds the harbor package and nothing else
+    monkeypatch.syspath_prepend(str(require_tool_folder("harbor")))  # the folder holds only the harbor package
     from harbor.utils.trajectory_validator import TrajectoryValidator
 
     return TrajectoryValidator

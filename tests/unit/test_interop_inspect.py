@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, require_tool
+from fixtures.interop_job import FAKE_KEY, PLAIN_SECRET, USAGE, interop_job, require_tool_folder
 
 from tests.conftest import ROOT
 
@@ -43,8 +43,7 @@ print(json.dumps({
 
 @pytest.fixture(scope="module")
 def inspect_folder() -> Path:
-    folder = require_tool("inspect_ai")
-    return folder
+    return require_tool_folder("inspect_ai")
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ GROUP_BY_HELP = ("Grouping key for --group-advantage, comma-separated from task,
 
 
 @train_cmd.command("convert", help="Convert BenchFlow rollout artifacts into trainer-ready data.\n\n"
+                   "A Harbor job's trials are read from their agent's ATIF trajectory (agent/trajectory.json).\n\n"
                    "Exit codes: 0 written; 1 when --expected-rows disagrees (nothing written); 2 bad input.")
 def convert_cmd(
     jobs_dir: Path = typer.Argument(..., help="BenchFlow rollout or jobs directory"),

@@ -122,6 +122,11 @@ class TrialPaths:
         return self.root / "agent"
 
     @property
+    def atif_trajectory(self) -> Path:
+        """``agent/trajectory.json``: the ATIF trajectory a Harbor trial's agent wrote (BenchFlow writes none)."""
+        return self.agent_dir / "trajectory.json"
+
+    @property
     def install_log(self) -> Path:
         """``agent/install-stdout.txt``: the agent's install output."""
         return self.agent_dir / "install-stdout.txt"

@@ -3,11 +3,12 @@
 Per rollout (a trial with ``result.json``), in this order: not in
 ``--canonical-selection`` → ``skipped_not_selected``; an agent error, a
 verifier error or a partial trajectory → ``skipped_terminal_error``; reward
-below ``--min-reward`` (or none) → ``skipped_below_min_reward``; no
-``llm_trajectory.jsonl`` → ``skipped_no_llm_trajectory``; no model call
-answered 200 → ``skipped_provider_error``. ``--row-mode rollout`` makes one row
-from the last successful call (its messages hold the whole conversation);
-``exchange`` one row per successful call. Rows hold the parent agent's
+below ``--min-reward`` (or none) → ``skipped_below_min_reward``; neither
+``llm_trajectory.jsonl`` nor (a Harbor trial) an ATIF ``agent/trajectory.json``
+→ ``skipped_no_llm_trajectory``; then the rollout's conversations
+(:mod:`.conversations`, which counts what it cannot use): ``--row-mode rollout``
+makes one row from the last exchange (its messages hold the whole conversation);
+``exchange`` one row per exchange. Rows hold the parent agent's
 conversation; ``--subagent-rows`` adds each subagent's (:mod:`.threads`), tagged
 ``subagent: {thread, tool_call_id, tool_name}`` with the parent's spawning call.
 
@@ -32,19 +33,11 @@ from benchflow.util import atomic
 
 from . import advantage, rules, selection
 from .branch import branched, trial_rows
-from .chat import conversation
+from .conversations import conversations, has_record
 from .formats import BUILDERS, FORMATS, Sample, reward_vector
 from .output import require_pyarrow, sink_for
 from .redaction import redact
-from .source import (
-    Rollout,
-    is_ok_call,
-    last_model_call,
-    read_exchanges,
-    read_rollout,
-    trial_folders,
-)
-from .threads import split
+from .source import Rollout, read_rollout, trial_folders
 
 BRANCH_ONLY = ("pairs", "pairs_any_request", "include_oracle")
 
@@ -147,44 +140,15 @@ def _skip_reason(rollout: Rollout, o: ConvertOptions, selected: set[str] | None)
         return "terminal_error"
     if o.min_reward is not None and (result.reward is None or result.reward < o.min_reward):
         return "below_min_reward"
-    if not rollout.trial.llm_trajectory.is_file():
+    if not has_record(rollout):
         return "no_llm_trajectory"
     return None
 
 
-def _exchanges(rollout: Rollout, o: ConvertOptions,
-               stats: Stats) -> list[tuple[int, dict[str, Any], dict[str, Any] | None]]:
-    """(index, exchange, subagent tag) of the calls to make rows of: the parent agent's conversation,
-    and with ``--subagent-rows`` each subagent's too (see :mod:`.threads`)."""
-    path = rollout.trial.llm_trajectory
-    if o.row_mode == "rollout" and not o.subagent_rows:  # the parent's last call ends the rollout
-        lines, index, exchange = last_model_call(path)
-        stats.exchanges_seen += lines
-        return [] if exchange is None else [(index, exchange, None)]
-    found = read_exchanges(path)
-    stats.exchanges_seen += len(found)
-    threads = split([(i, e) for i, e in found if e is not None and is_ok_call(e)])
-    out = []
-    for number, thread in enumerate(threads if o.subagent_rows else threads[:1]):
-        tag = None if number == 0 else {"thread": number, **(thread.spawned_by or {})}
-        calls = thread.exchanges[-1:] if o.row_mode == "rollout" else thread.exchanges
-        out += [(index, exchange, tag) for index, exchange in calls]
-    return out if o.row_mode == "rollout" else sorted(out, key=lambda item: item[0])  # exchanges: call order
-
-
 def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str, Any], windower: Any):
-    exchanges = _exchanges(rollout, o, stats)
-    if not exchanges:
-        stats.skipped["provider_error"] += 1
-        return
-    source_path = f"{rollout.rel}/trajectory/llm_trajectory.jsonl"
-    for index, exchange, subagent in exchanges:
-        found = conversation(exchange)
-        if found is None:
-            stats.skipped["no_answer"] += 1
-            continue
-        messages, tools = found
-        messages = rules.apply(messages, stats.counts, trim=o.format == "prime-sft")
+    for found in conversations(rollout, o, stats):
+        messages = rules.apply(found.messages, stats.counts, trim=o.format == "prime-sft")
+        tools = found.tools
         if o.redact:
             messages, tools = redact(messages), redact(tools)
         if windower is not None:
@@ -195,10 +159,10 @@ def _samples(rollout: Rollout, o: ConvertOptions, stats: Stats, extra: dict[str,
         if not messages or messages[-1]["role"] != "assistant":
             stats.skipped["no_answer"] += 1
             continue
-        row_extra = dict(extra) | ({"subagent": subagent} if subagent is not None else {})
-        if subagent is not None:
+        row_extra = dict(extra) | ({"subagent": found.subagent} if found.subagent is not None else {})
+        if found.subagent is not None:
             stats.subagent_rows += 1
-        yield Sample(rollout, index, messages, tools, source_path, row_extra)
+        yield Sample(rollout, found.index, messages, tools, found.source_path, row_extra, source=found.source)
 
 
 def convert(o: ConvertOptions) -> dict[str, Any]:

@@ -41,6 +41,8 @@ class Sample:
     source_path: str
     extra: dict[str, Any] = field(default_factory=dict)
     """group / advantage / reward_vector, when asked for."""
+    source: str = SOURCE
+    """What the conversation was read from: the model calls, or (a Harbor trial) an ATIF trajectory."""
 
 
 def reward_vector(rollout: Rollout) -> list[dict[str, Any]] | None:
@@ -67,7 +69,7 @@ def _compact(row: dict[str, Any]) -> dict[str, Any]:
 
 def prime_sft(s: Sample) -> dict[str, Any]:
     r = s.rollout
-    return _compact({"messages": s.messages, "tool_defs": s.tools, "task_name": r.task, "source": SOURCE,
+    return _compact({"messages": s.messages, "tool_defs": s.tools, "task_name": r.task, "source": s.source,
                      "source_path": s.source_path, "exchange_index": s.exchange_index, "reward": r.reward,
                      "score": r.reward, "model": r.model, "agent": r.agent, "token_usage": _usage(r)}) | s.extra
 
@@ -76,7 +78,7 @@ def trl_sft(s: Sample) -> dict[str, Any]:
     r = s.rollout
     return _compact({"prompt": s.messages[:-1], "completion": s.messages[-1:], "tools": s.tools,
                      "reward": r.reward, "task_id": r.task, "agent": r.agent, "model": r.model,
-                     "exchange_index": s.exchange_index, "call_purpose": "agent", "source": SOURCE,
+                     "exchange_index": s.exchange_index, "call_purpose": "agent", "source": s.source,
                      "source_path": s.source_path, "source_rollout_dir": r.rel, "token_usage": _usage(r)}) | s.extra
 
 
@@ -84,7 +86,7 @@ def skyrl_sft(s: Sample) -> dict[str, Any]:
     r = s.rollout
     return _compact({"messages": s.messages, "tools": s.tools, "uid": f"{r.rel}#{s.exchange_index}",
                      "reward": r.reward, "task_name": r.task, "agent": r.agent, "model": r.model,
-                     "exchange_index": s.exchange_index, "source": SOURCE, "source_path": s.source_path}) | s.extra
+                     "exchange_index": s.exchange_index, "source": s.source, "source_path": s.source_path}) | s.extra
 
 
 def verl_sft(s: Sample) -> dict[str, Any]:
@@ -106,7 +108,7 @@ def openenv_episode(s: Sample) -> dict[str, Any]:
         else:
             observation.append(message)
     return _compact({"episode_id": r.rel, "env": r.task, "task_name": r.task, "agent": r.agent, "model": r.model,
-                     "tools": s.tools, "steps": steps, "reward": r.reward, "done": True, "source": SOURCE,
+                     "tools": s.tools, "steps": steps, "reward": r.reward, "done": True, "source": s.source,
                      "source_path": s.source_path, "exchange_index": s.exchange_index}) | s.extra
 
 

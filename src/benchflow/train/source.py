@@ -6,6 +6,10 @@ as ``<jobs>/<agent>/trial-NN/<job>/``). A rollout's ``job`` is its job
 folder relative to the path given, so two jobs of the same name in different
 ``trial-NN`` folders stay apart when grouping.
 
+A Harbor job folder (:func:`benchflow.jobs.layout.is_harbor_job`) is a job like
+ours: its trials' records are read through :mod:`benchflow.records`, and its
+conversations from each trial's ATIF trajectory (:mod:`.conversations`).
+
 Exchanges are the lines of ``trajectory/llm_trajectory.jsonl``; only model
 calls (Chat Completions, Messages, Responses) answered 200 become rows.
 :func:`last_model_call` reads the file from its end, so the default rollout
@@ -70,7 +74,9 @@ class Rollout:
 
 
 def _is_trial(path: Path) -> bool:
-    return "__" in path.name and (TrialPaths(path).result.is_file() or TrialPaths(path).config.is_file())
+    """A trial folder (a Harbor job's root holds a result.json too, and its name a ``__``: not one)."""
+    return "__" in path.name and (TrialPaths(path).result.is_file() or TrialPaths(path).config.is_file()) \
+        and not is_harbor_job(path)
 
 
 def _job_dirs(root: Path, depth: int = 0) -> Iterator[Path]:
@@ -93,10 +99,6 @@ def trial_folders(root: Path) -> Iterator[tuple[TrialPaths, str, str]]:
     """
     if not root.is_dir():
         raise UserError(f"{root}: not a folder; give a trial folder, a job folder or a jobs folder")
-    for job in (root, root.parent):
-        if is_harbor_job(job):
-            raise UserError(f"{root}: written by Harbor, which keeps no model exchanges (trajectory/llm_trajectory.jsonl, "
-                            "which training rows are made of); its agent/trajectory.json (ATIF) is not read here")
     if _is_trial(root):
         yield TrialPaths(root), root.parent.name, root.name
         return
@@ -113,6 +115,11 @@ def read_rollout(trial: TrialPaths, job: str, rel: str, notes: list[str]) -> Rol
         return None
     config = read_optional(TrialConfig, trial.config, notes, name=trial.name)
     return Rollout(trial=trial, job=job, rel=rel, result=result, config=config)
+
+
+def harbor_job_of(root: Path) -> Path | None:
+    """The Harbor job ``root`` is, or whose trial it is; None for anything else."""
+    return next((job for job in (root, root.parent) if is_harbor_job(job)), None)
 
 
 def is_model_call(exchange: dict[str, Any]) -> bool:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .source import is_ok_call, read_exchanges, read_rollout, trial_folders
+from benchflow.errors import UserError
+
+from .source import harbor_job_of, is_ok_call, read_exchanges, read_rollout, trial_folders
 
 _FIELDS = ("prompt_token_ids", "sampled_token_ids", "logprobs")
 
@@ -66,7 +68,14 @@ def grade(path: Path) -> dict[str, Any]:
 
 
 def coverage(root: Path) -> dict[str, Any]:
-    """The report over every rollout under ``root``."""
+    """The report over every rollout under ``root``.
+
+    Raises:
+        UserError: ``root`` is a Harbor job or trial, which records no model calls.
+    """
+    if harbor_job_of(root) is not None:
+        raise UserError(f"{root}: written by Harbor, which keeps no model calls (trajectory/llm_trajectory.jsonl, "
+                        "whose token ids this reports)")
     rows, notes = [], []
     for trial, job, rel in trial_folders(root):
         rollout = read_rollout(trial, job, rel, notes)

@@ -13,7 +13,8 @@ Endpoints (all GET unless noted)::
     /api/job?id=J                       benchflow.job document, each trial with its "id"
     /api/trial?id=T                     benchflow.trial document + trajectory totals, branches, review, human assessment;
                                         a scene's turns each with the "id" of its own folder (its trajectory)
-    /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events
+    /api/trajectory?id=T&kind=acp|llm&offset=&limit=   one page of events (acp: a Harbor trial's ATIF steps
+                                        as the same events, see atif.py)
     /api/compare?a=J&b=J                benchflow.comparison document
     /api/outcomes?id=J[&id=J2…][&part=pareto|outcomes|training]
                                         benchflow.outcomes/1 (id "." = every job shown); see outcomes.py
@@ -236,6 +237,12 @@ class Viewer:
 
         if path.is_file() and kind != self._file_kind(path):
             return [], 0
+        if kind == "acp" and path.is_dir():  # a Harbor trial: its agent's ATIF steps as events
+            from .atif import atif_events
+
+            events = atif_events(path)
+            if events is not None:
+                return events[offset:offset + limit], len(events)
         return iter_trajectory(path, kind=kind, offset=offset, limit=limit)
 
     def trajectory(self, request: Request) -> Response:

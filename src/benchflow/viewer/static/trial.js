@@ -123,7 +123,7 @@
 
   /* ---- ACP events --------------------------------------------------------------- */
   const ROLES = {user_message: "User", agent_message: "Agent", agent_thought: "Thought", tool_call: "Tool call",
-                 agent_timeout: "Agent timeout", oracle: "Oracle"};
+                 agent_timeout: "Agent timeout", oracle: "Oracle", system_message: "System"};
 
   function acpEvent(ev, index) {
     const type = ev && typeof ev.type === "string" ? ev.type : "event";
