@@ -161,13 +161,7 @@ def _materialise(local: Path, folders: list[str], snap: Snapshot) -> None:
             snap.tasks.append(task)
         atomic.write_json(staging / PROVENANCE_FILE, snap.document())
         staging.chmod(0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{time.time_ns()}")
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
+        atomic.replace_folder(staging, out)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

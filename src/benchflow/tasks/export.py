@@ -297,19 +297,11 @@ def _publish(task: Task, output: Path, report: ExportReport) -> None:
     except OSError as exc:
         raise UserError(f"{output}: cannot write the export there ({exc.strerror}); "
                         "pick an OUTPUT_DIR you can write to") from None
-    old: Path | None = None
     try:
         _stage(task, staging, report)
         atomic.write_json(staging / REPORT_PATH, report.to_json())
         staging.chmod(0o755)
-        if output.exists():
-            old = output.with_name(f".{output.name}.{os.getpid()}.old")
-            output.rename(old)
-        staging.rename(output)
+        atomic.replace_folder(staging, output)
     except BaseException:
-        if old is not None and not output.exists():
-            old.rename(output)
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

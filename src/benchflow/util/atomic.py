@@ -2,7 +2,8 @@
 
 A write goes to a temporary file in the same folder and is renamed over the
 target, so a reader (or a resumed run after ``kill -9``) sees either the old
-file or the new one, never half of one.
+file or the new one, never half of one. A folder staged beside its target is
+swapped in the same way (:func:`replace_folder`).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -79,3 +82,19 @@ def open_for_write(path: str | os.PathLike[str], mode: int = 0o644) -> Iterator[
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def replace_folder(staged: Path, target: Path) -> None:
+    """Put the folder ``staged`` (made beside ``target``) at ``target``. An existing ``target`` is renamed
+    aside first, put back if the swap fails, and removed once the new folder is in place."""
+    if not target.exists():
+        staged.rename(target)
+        return
+    old = target.with_name(f".{target.name}.old-{time.time_ns()}")
+    target.rename(old)
+    try:
+        staged.rename(target)
+    except BaseException:
+        old.rename(target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
