@@ -175,7 +175,7 @@ def exit_code(returncode: int | None) -> int:
 
 
 class LocalProcess:
-    """A long-lived sandbox process with open stdio (the ``Process`` protocol of base.py)."""
+    """A long-lived sandbox process with open stdio (the ``Process`` protocol of base.py): ``proc``'s pipes."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc

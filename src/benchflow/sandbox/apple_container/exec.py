@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from .cli import executable
 from ..base import ExecResult
 from ..docker_exec import KILL_TREE
-from ..local_exec import exit_code, finish, kill, spawn
+from ..local_exec import LocalProcess, finish, kill, spawn
 
 MARKER = "BENCHFLOW_EXEC_ID"
 ROOT_USERS = (None, "root", "0")
@@ -99,19 +99,14 @@ def _kill_in_background(sandbox_id: str, marker: str) -> None:
     cleanup.add_done_callback(_background.discard)
 
 
-class AppleProcess:
-    """A long-lived command with open stdio (the ``Process`` protocol of base.py): the client's pipes."""
+class AppleProcess(LocalProcess):
+    """A long-lived command with open stdio (the ``Process`` protocol of base.py): the client's pipes;
+    ``kill`` ends what it started in the container too."""
 
     def __init__(self, proc: asyncio.subprocess.Process, sandbox_id: str, marker: str) -> None:
-        self._proc = proc
+        super().__init__(proc)
         self._sandbox_id = sandbox_id
         self._marker = marker
-        self.stdin = proc.stdin
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-
-    async def wait(self) -> int:
-        return exit_code(await self._proc.wait())
 
     async def kill(self) -> None:
         await end_marked(self._proc, self._sandbox_id, self._marker)
