@@ -41,7 +41,7 @@ def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, moda
                                      cache_key="left", network_mode="no-network",
                                      labels={"benchflow.job": f"left-{tmp_path.name}", "benchflow.trial": "t1"}))
     # As if a killed run had made it: its owner is a pid that does not run.
-    box.tags["benchflow.pid"] = "999999999"
+    box.labels["benchflow.pid"] = "999999999"
     asyncio.run(box.start())
     try:
         env = modal_double.env()

@@ -17,15 +17,20 @@ _SOLVE = ('s="$0"; if command -v bash >/dev/null 2>&1; then bash "$s"; else sh "
           '> /logs/agent/oracle.txt 2>&1; rc=$?; tail -c 2000 /logs/agent/oracle.txt; exit $rc')
 
 
-class OracleAgent:
-    name = "oracle"
+class ControlAgent:
+    """What the control agents share: no model, no version, nothing to install."""
+
     is_control = True
     version = None
-    needs_oracle = True
-    runs_as_root = True
 
     async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
         return None
+
+
+class OracleAgent(ControlAgent):
+    name = "oracle"
+    needs_oracle = True
+    runs_as_root = True
 
     async def run(self, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         script = f"{ctx.oracle_dir}/solve.sh"
@@ -45,15 +50,10 @@ class OracleAgent:
         return outcome
 
 
-class NopAgent:
+class NopAgent(ControlAgent):
     name = "nop"
-    is_control = True
-    version = None
     needs_oracle = False
     runs_as_root = False
-
-    async def install(self, sandbox: Sandbox, ctx: AgentContext) -> None:
-        return None
 
     async def run(self, sandbox: Sandbox, ctx: AgentContext) -> AgentOutcome:
         return AgentOutcome(n_prompts=0, trajectory_source="nop")

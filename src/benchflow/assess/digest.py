@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.util.atomic import dumps_json
+from benchflow.util.files import sha256_hex
 
 
 def canonical(obj: Any) -> bytes:
@@ -30,19 +31,11 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def hash_path(path: Path) -> dict[str, Any]:
     """``{kind, sha256, files, bytes}`` of one file or a whole folder (links not followed)."""
     info = os.lstat(path)
     if stat.S_ISREG(info.st_mode):
-        return {"kind": "file", "sha256": sha256_file(path), "files": 1, "bytes": info.st_size}
+        return {"kind": "file", "sha256": sha256_hex(path), "files": 1, "bytes": info.st_size}
     if not stat.S_ISDIR(info.st_mode):
         raise ValueError(f"{path} is neither a regular file nor a folder")
     digest = hashlib.sha256()
@@ -55,7 +48,7 @@ def hash_path(path: Path) -> dict[str, Any]:
         elif stat.S_ISDIR(mode):
             digest.update(b"D\0" + rel.encode() + b"\0")
         elif stat.S_ISREG(mode):
-            digest.update(b"F\0" + rel.encode() + b"\0" + sha256_file(entry).encode() + b"\0")
+            digest.update(b"F\0" + rel.encode() + b"\0" + sha256_hex(entry).encode() + b"\0")
             files += 1
             size += os.lstat(entry).st_size
         else:  # FIFOs, sockets, devices: named, never opened

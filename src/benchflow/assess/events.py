@@ -15,10 +15,11 @@ from typing import Any
 
 from benchflow.assess import AssessmentError
 from benchflow.assess.attempt import load_attempt_ref, ref_sha256, stale_parts
-from benchflow.assess.digest import sha256_bytes, sha256_file
+from benchflow.assess.digest import sha256_bytes
 from benchflow.assess.log import Appended, Sidecar, Writer, default_key, writer
 from benchflow.assess.reducer import CHOICES, DISPOSITIONS, RuleBroken, fold, label_document
 from benchflow.util.atomic import write_json
+from benchflow.util.files import sha256_hex
 
 PROTOCOL_SCHEMA = "benchflow.assessment-judge-protocol.v1"
 PROOF_SCHEMA = "benchflow.assessment-release-proof.v1"
@@ -133,7 +134,7 @@ def release(sidecar: Path, *, proof: Path, key: str | None) -> Appended:
                           "method": found.get("method")})
     if missing:
         raise AssessmentError(f"--proof {proof}: not every runtime is observed released: {'; '.join(missing)}")
-    payload = {"proof_sha256": sha256_file(proof), "observer": doc.get("observer"), "observations": bound}
+    payload = {"proof_sha256": sha256_hex(proof), "observer": doc.get("observer"), "observations": bound}
     return _record(sidecar, "released", payload, key, "release")
 
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.assess.attempt import ref_sha256, stale_parts
-from benchflow.assess.digest import sha256_file
 from benchflow.assess.log import LogBroken, Sidecar, read_events
 from benchflow.assess.reducer import RuleBroken, State, fold, label_document
+from benchflow.util.files import sha256_hex
 
 
 @dataclass
@@ -60,7 +60,7 @@ def _evidence(sidecar: Sidecar, created: dict[str, Any], report: Report) -> None
     for part in ("rubric", "protocol"):
         frozen = sidecar.root / created[part]["file"]
         try:
-            now = sha256_file(frozen)
+            now = sha256_hex(frozen)
         except OSError as exc:
             report.add(f"evidence {part}", False, f"{frozen}: {exc.strerror or exc}")
             continue

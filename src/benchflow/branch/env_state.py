@@ -14,7 +14,6 @@ onto the restored database), the files are put back, and their sha256 in the san
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shlex
 import tomllib
@@ -26,6 +25,7 @@ import yaml
 
 from benchflow.errors import ConfigError, SandboxError
 from benchflow.util import atomic
+from benchflow.util.files import sha256_hex
 
 MANIFEST_NAMES = ("environment.toml", "environment.yaml", "environment.yml")
 KINDS = ("sqlite",)
@@ -82,14 +82,6 @@ def _parse(path: Path) -> DeclaredState | None:
     return DeclaredState(kind=kind, paths=tuple(paths), source=path)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 async def _present(sandbox: Any, state: DeclaredState) -> list[tuple[str, str, str, str]]:
     """(mode, uid, gid, path) of every regular file the globs match now, sidecars included."""
     listed = await sandbox.exec(["sh", "-c", _LIST, "state", *state.paths], user=None, timeout=60)
@@ -118,7 +110,7 @@ async def capture(sandbox: Any, state: DeclaredState, folder: Path) -> dict[str,
         if getattr(report, "stopped", None) or not stored.is_file():
             raise SandboxError(f"environment state: {path} could not be copied out whole "
                                f"({getattr(report, 'stopped', None) or 'not a regular file'})")
-        files.append({"path": path, "stored": f"files/{i}", "sha256": _sha256(stored), "size": stored.stat().st_size,
+        files.append({"path": path, "stored": f"files/{i}", "sha256": sha256_hex(stored), "size": stored.stat().st_size,
                       "mode": mode, "uid": int(uid), "gid": int(gid)})
     manifest = {"kind": "benchflow.environment-state", "schema_version": 1, "state_kind": state.kind,
                 "declared_in": state.source.name, "globs": list(state.paths), "files": files}
@@ -140,7 +132,7 @@ async def restore(sandbox: Any, state: DeclaredState, folder: Path) -> None:
     files = manifest.get("files") or []
     for entry in files:
         stored = folder / entry["stored"]
-        if not stored.is_file() or _sha256(stored) != entry["sha256"]:
+        if not stored.is_file() or sha256_hex(stored) != entry["sha256"]:
             raise SandboxError(f"environment state: {stored} does not match its manifest (sha256); "
                                "the capture was changed, rerun the branch")
     keep = {entry["path"] for entry in files}

@@ -8,7 +8,7 @@ and print a table (or ``--json`` on stdout, notes on stderr).
 from __future__ import annotations
 
 import json
-from typing import List, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -23,6 +23,12 @@ SANDBOX_HELP = ("docker, remote-docker, local, daytona or another installed back
                 "BENCHFLOW_DAYTONA_OWNER's snapshots (kind images)")
 OLDER_HELP = ("Only what was created longer ago than this (e.g. 30d, 12h); the age is the creation time, "
               "not the last use")
+
+Only = Annotated[Optional[List[str]], typer.Option("--only", help=ONLY_HELP)]
+Sandboxes = Annotated[Optional[List[str]], typer.Option("--sandbox", "-s", help=SANDBOX_HELP)]
+OlderThan = Annotated[Optional[str], typer.Option("--older-than", help=OLDER_HELP)]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON on stdout; notes go to stderr")]
+"""The flags ``list`` and ``clean`` share."""
 
 
 def _backends(sandbox: list[str] | None) -> list:
@@ -57,6 +63,16 @@ def _stores(sandbox: list[str] | None, backends: list) -> tuple[list, list[str]]
         raise ConfigError("; ".join(f"--sandbox {backend.name}: {backend.no_cache_reason}"
                                     for backend in backends if backend.cache is None))
     return found.stores, found.errors
+
+
+def _selection(only: list[str] | None, sandbox: list[str] | None,
+               older_than: str | None) -> tuple[list, tuple[str, ...], float | None, list[str]]:
+    """What the shared flags choose: (the cache stores, the kinds, the minimum age in seconds, errors to
+    report after the rest)."""
+    backends = _backends(sandbox)
+    kinds, age = _kinds(only, backends), _older(older_than)
+    stores, errors = _stores(sandbox, backends)
+    return stores, kinds, age, errors
 
 
 def _errors(errors: list[str]) -> None:
@@ -102,16 +118,14 @@ def _table(rows: list[dict], extra: tuple[str, ...] = ()) -> None:
 
 @list_cmd.command(help="List what BenchFlow keeps, with sizes and creation times (the default).")
 def list_(
-    only: Optional[List[str]] = typer.Option(None, "--only", help=ONLY_HELP),
-    sandbox: Optional[List[str]] = typer.Option(None, "--sandbox", "-s", help=SANDBOX_HELP),
-    older_than: Optional[str] = typer.Option(None, "--older-than", help=OLDER_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout; notes go to stderr"),
+    only: Only = None,
+    sandbox: Sandboxes = None,
+    older_than: OlderThan = None,
+    as_json: AsJson = False,
 ) -> None:
     from benchflow.sandbox.caches import list_cache
 
-    backends = _backends(sandbox)
-    kinds, age = _kinds(only, backends), _older(older_than)
-    stores, errors = _stores(sandbox, backends)
+    stores, kinds, age, errors = _selection(only, sandbox, older_than)
     rows = [entry.to_json() for entry in list_cache(stores, kinds=kinds, older_than_sec=age)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -125,17 +139,15 @@ def list_(
 
 @clean_cmd.command(help="Print what would be removed; remove it with --remove.")
 def clean(
-    only: Optional[List[str]] = typer.Option(None, "--only", help=ONLY_HELP),
-    sandbox: Optional[List[str]] = typer.Option(None, "--sandbox", "-s", help=SANDBOX_HELP),
-    older_than: Optional[str] = typer.Option(None, "--older-than", help=OLDER_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON on stdout; notes go to stderr"),
+    only: Only = None,
+    sandbox: Sandboxes = None,
+    older_than: OlderThan = None,
+    as_json: AsJson = False,
     remove: bool = typer.Option(False, "--remove", help="Remove what is listed; without it, nothing is removed"),
 ) -> None:
     from benchflow.sandbox.caches import clean_cache
 
-    backends = _backends(sandbox)
-    kinds, age = _kinds(only, backends), _older(older_than)
-    stores, errors = _stores(sandbox, backends)
+    stores, kinds, age, errors = _selection(only, sandbox, older_than)
     report = clean_cache(stores, kinds=kinds, older_than_sec=age, remove=remove)
     if as_json:
         typer.echo(json.dumps({"removed_bytes": report.removed_bytes, "entries": report.entries}, indent=2))

@@ -15,7 +15,6 @@ place, so an interrupted snapshot never leaves half a tree.
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -145,9 +144,8 @@ def _materialise(local: Path, folders: list[str], snap: Snapshot) -> None:
     from benchflow.tasks.digest import task_digest, task_files
 
     out = snap.output_dir
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".new", dir=out.parent))
-    try:
+    staging = atomic.staging_folder(out, ".new")
+    with atomic.swap_in_when_done(staging, out):
         for folder in folders:
             name = PurePosixPath(folder).name or snap.repo_id.split("/")[1]  # a task at the repo root
             target = staging / name
@@ -160,17 +158,6 @@ def _materialise(local: Path, folders: list[str], snap: Snapshot) -> None:
                 "revision": snap.revision, "commit": snap.commit, "path_in_repo": folder, "digest": task.digest})
             snap.tasks.append(task)
         atomic.write_json(staging / PROVENANCE_FILE, snap.document())
-        staging.chmod(0o755)
-        if out.exists():
-            old = out.with_name(f".{out.name}.old-{time.time_ns()}")
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
 
 
 def _copy_tree(source: Path, target: Path, repo_cache: Path) -> None:

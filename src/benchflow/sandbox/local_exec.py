@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping, MutableSet
+from collections.abc import Awaitable, Callable, Mapping, MutableSet
 from pathlib import Path
 
 from benchflow.sandbox.base import ExecResult
@@ -103,16 +103,37 @@ async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, ou
     """
     proc = await spawn(argv, stdin=stdin is not None, env=env, pass_fds=pass_fds)
     live.add(proc)
+    try:
+        return await finish(proc, stdin=stdin, timeout=timeout, output_cap=output_cap)
+    finally:
+        live.discard(proc)
+
+
+async def kill_and_reap(proc: asyncio.subprocess.Process) -> None:
+    """Kill ``proc``'s process group and wait until it has exited."""
+    kill(proc)
+    await proc.wait()
+
+
+async def finish(proc: asyncio.subprocess.Process, *, stdin: bytes | None, timeout: float | None, output_cap: int,
+                 end: Callable[[asyncio.subprocess.Process], Awaitable[None]] = kill_and_reap,
+                 abandon: Callable[[], None] | None = None) -> ExecResult:
+    """Feed ``stdin`` to the started ``proc``, keep the first ``output_cap`` bytes of each stream and wait.
+
+    When ``timeout`` passes, ``end(proc)`` ends what it runs (by default: kill
+    its process group) and the result has rc 124 and ``timed_out``. When the
+    wait is cancelled (or fails), ``proc`` is killed, its stream readers are
+    cancelled and ``abandon`` is called before the error propagates.
+    """
     readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
     feeder = asyncio.ensure_future(_feed(proc.stdin, stdin)) if stdin is not None and proc.stdin else None
+    timed_out = False
     try:
-        timed_out = False
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             timed_out = True
-            kill(proc)
-            await proc.wait()
+            await end(proc)
         (out, out_cut), (err, err_cut) = await readers
         if feeder is not None:
             await feeder
@@ -121,14 +142,21 @@ async def run(argv: list[str], *, stdin: bytes | None, timeout: float | None, ou
         for task in (readers, feeder):
             if task is not None:
                 task.cancel()
+                task.add_done_callback(_retrieved)
+        if abandon is not None:
+            abandon()
         raise
-    finally:
-        live.discard(proc)
     rc = TIMEOUT_RC if timed_out else exit_code(proc.returncode)
     if timed_out:
         err += f"\n[timed out after {timeout:g}s; the process tree was killed]\n".encode()
     return ExecResult(return_code=rc, stdout=_text(out, out_cut), stderr=_text(err, err_cut),
                       timed_out=timed_out, truncated=bool(out_cut or err_cut))
+
+
+def _retrieved(future: asyncio.Future) -> None:
+    """Mark a cancelled helper's outcome as seen (else asyncio logs "exception was never retrieved")."""
+    if not future.cancelled():
+        future.exception()
 
 
 async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
@@ -147,7 +175,7 @@ def exit_code(returncode: int | None) -> int:
 
 
 class LocalProcess:
-    """A long-lived sandbox process with open stdio (the ``Process`` protocol of base.py)."""
+    """A long-lived sandbox process with open stdio (the ``Process`` protocol of base.py): ``proc``'s pipes."""
 
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self._proc = proc
@@ -159,5 +187,4 @@ class LocalProcess:
         return exit_code(await self._proc.wait())
 
     async def kill(self) -> None:
-        kill(self._proc)
-        await self._proc.wait()
+        await kill_and_reap(self._proc)

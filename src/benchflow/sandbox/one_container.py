@@ -6,10 +6,10 @@ when any of that fails or is cancelled, the setup (the docker backend's script, 
 spec's workdir or the image's), and a ``stop`` that runs once, never raises and finishes
 under cancellation.
 
-A subclass names itself (:attr:`KIND`, :attr:`DOC`), says why host folders cannot reach it
-(:attr:`NO_MOUNTS`), and implements ``build``, ``exec``, ``_started``, ``_create``,
-``_image_workdir`` and ``_stop_all``; ``_check_network`` and ``_network_reason`` may say
-more about networks.
+A subclass is made with the owner labels to write on the sandbox, names itself
+(:attr:`KIND`, :attr:`DOC`), says why host folders cannot reach it (:attr:`NO_MOUNTS`),
+and implements ``build``, ``exec``, ``_started``, ``_create``, ``_image_workdir`` and
+``_stop_all``; ``_check_network`` and ``_network_reason`` may say more about networks.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ class OneContainerSandbox(abc.ABC):
     NO_MOUNTS = ""
     """Why no host folder can be mounted into it."""
 
-    def __init__(self, spec, *, capabilities) -> None:
+    def __init__(self, spec, *, capabilities, labels) -> None:
         self.spec = spec
         self.capabilities = capabilities
+        self.labels = dict(labels)
+        """The owner labels written on the sandbox (as tags where the provider calls them so)."""
         self._id: str | None = None
         self._workdir: str | None = None
         self._stopped = False

@@ -77,13 +77,13 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _oracle_runs(task_dir: Path, evidence: dict[str, Any], issues: list[str],
-                 reports: list[str]) -> None:
-    block = _block(evidence, "oracle_runs", issues, "{count: 3, report: evidence/oracle-runs.json}")
-    if block is None:
-        return
+def _count_at_least(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _oracle_runs(task_dir: Path, block: dict[str, Any], issues: list[str], reports: list[str]) -> None:
     count = block.get("count")
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+    if not _count_at_least(count, 1):
         issues.append(f"{F}.oracle_runs.count: give the number of oracle runs (at least 1)")
     doc = _artifact(task_dir, block, "oracle_runs", issues, reports)
     runs = None if doc is None else _rewards(doc, "runs", block["report"], issues)
@@ -97,15 +97,10 @@ def _oracle_runs(task_dir: Path, evidence: dict[str, Any], issues: list[str],
                    "fix the oracle or the verifier")
 
 
-def _verifier_reruns(task_dir: Path, evidence: dict[str, Any], issues: list[str],
-                     reports: list[str]) -> None:
-    block = _block(evidence, "verifier_reruns", issues,
-                   "{count: 5, flake_rate: 0.0, report: evidence/stability.json}")
-    if block is None:
-        return
+def _verifier_reruns(task_dir: Path, block: dict[str, Any], issues: list[str], reports: list[str]) -> None:
     count, declared = block.get("count"), block.get("flake_rate")
     ceiling = block.get("max_flake_rate", 0.0)
-    if not isinstance(count, int) or isinstance(count, bool) or count < 2:
+    if not _count_at_least(count, 2):
         issues.append(f"{F}.verifier_reruns.count: give the number of verifier reruns (at least 2)")
     if not _number(declared) or not 0 <= declared <= 1:
         issues.append(f"{F}.verifier_reruns.flake_rate: give the measured flake rate (0 to 1)")
@@ -128,12 +123,7 @@ def _verifier_reruns(task_dir: Path, evidence: dict[str, Any], issues: list[str]
                    "make it deterministic")
 
 
-def _review(task_dir: Path, evidence: dict[str, Any], issues: list[str],
-            reports: list[str]) -> None:
-    block = _block(evidence, "review", issues,
-                   "{anti_cheat: pass, instruction_alignment: pass, report: evidence/review.json}")
-    if block is None:
-        return
+def _review(task_dir: Path, block: dict[str, Any], issues: list[str], reports: list[str]) -> None:
     doc = _artifact(task_dir, block, "review", issues, reports)
     for name in REVIEWS:
         declared = block.get(name)
@@ -146,11 +136,7 @@ def _review(task_dir: Path, evidence: dict[str, Any], issues: list[str],
             issues.append(f"{block['report']}: {name} verdict is {verdict!r}, but task.md declares {declared!r}")
 
 
-def _calibration(task_dir: Path, evidence: dict[str, Any], issues: list[str],
-                 reports: list[str]) -> None:
-    block = _block(evidence, "calibration", issues, "{bounds: {...}, report: evidence/calibration.json}")
-    if block is None:
-        return
+def _calibration(task_dir: Path, block: dict[str, Any], issues: list[str], reports: list[str]) -> None:
     bounds = block.get("bounds") if isinstance(block.get("bounds"), dict) else {}
     doc = _artifact(task_dir, block, "calibration", issues, reports)
     results = doc.get("results") if isinstance(doc, dict) else None
@@ -167,6 +153,15 @@ def _calibration(task_dir: Path, evidence: dict[str, Any], issues: list[str],
             issues.append(f"{block['report']}: results.{kind} is missing; record the {kind} calibration reward")
         elif not bound.get("min_reward", value) - TOL <= value <= bound.get("max_reward", value) + TOL:
             issues.append(f"{block['report']}: {kind} scored {value:g}, outside its bounds {bound}")
+
+
+_CHECKS = (
+    ("oracle_runs", "{count: 3, report: evidence/oracle-runs.json}", _oracle_runs),
+    ("verifier_reruns", "{count: 5, flake_rate: 0.0, report: evidence/stability.json}", _verifier_reruns),
+    ("review", "{anti_cheat: pass, instruction_alignment: pass, report: evidence/review.json}", _review),
+    ("calibration", "{bounds: {...}, report: evidence/calibration.json}", _calibration),
+)
+"""Each declared evidence block: its key under ``benchflow.evidence``, an example, the check of what it says."""
 
 
 def _pins(task_dir: Path, pins: Any, reports: list[str], issues: list[str]) -> None:
@@ -193,7 +188,9 @@ def acceptance_issues(task_dir: Path, document: dict[str, Any]) -> list[str]:
         return [f"{F}: missing; declare oracle_runs, verifier_reruns, review, calibration and files"]
     issues: list[str] = []
     reports: list[str] = []
-    for check in (_oracle_runs, _verifier_reruns, _review, _calibration):
-        check(task_dir, evidence, issues, reports)
+    for key, example, check in _CHECKS:
+        block = _block(evidence, key, issues, example)
+        if block is not None:
+            check(task_dir, block, issues, reports)
     _pins(task_dir, evidence.get("files"), reports, issues)
     return issues

@@ -292,24 +292,10 @@ def _prompt_source(task: Task) -> str:
 def _publish(task: Task, output: Path, report: ExportReport) -> None:
     """Stage beside ``output``, then swap it into place (the old export is removed last)."""
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", suffix=".export", dir=output.parent))
+        staging = atomic.staging_folder(output, ".export")
     except OSError as exc:
         raise UserError(f"{output}: cannot write the export there ({exc.strerror}); "
                         "pick an OUTPUT_DIR you can write to") from None
-    old: Path | None = None
-    try:
+    with atomic.swap_in_when_done(staging, output):
         _stage(task, staging, report)
         atomic.write_json(staging / REPORT_PATH, report.to_json())
-        staging.chmod(0o755)
-        if output.exists():
-            old = output.with_name(f".{output.name}.{os.getpid()}.old")
-            output.rename(old)
-        staging.rename(output)
-    except BaseException:
-        if old is not None and not output.exists():
-            old.rename(output)
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)

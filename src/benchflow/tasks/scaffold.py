@@ -161,7 +161,21 @@ def _dockerfile(pytest: bool) -> str:
     return "\n".join(lines)
 
 
-_TEST_SH_PYTEST = """\
+def _verifier_script(intro: str, solved: str, checks: str) -> str:
+    """A scaffolded verifier/test.sh: ``intro`` (shebang, comments, setup), then reward 1 when the shell
+    condition ``solved`` succeeds (else 0), written to reward.txt, reward.json and reward-details.json
+    (whose ``checks`` says what was run)."""
+    return (intro + f"\nif {solved}; then\n    reward=1\nelse\n    reward=0\nfi\n\n"
+            + _WRITE_REWARD.replace("@CHECKS@", checks))
+
+
+_WRITE_REWARD = """\
+echo "$reward" > /logs/verifier/reward.txt
+printf '{"reward": %s, "task_success": %s}\\n' "$reward" "$reward" > /logs/verifier/reward.json
+printf '{"checks": "@CHECKS@", "passed": %s}\\n' "$reward" > /logs/verifier/reward-details.json
+"""
+
+_TEST_SH_PYTEST = _verifier_script("""\
 #!/usr/bin/env bash
 # Verifier entrypoint: runs as root in the sandbox after the agent has finished.
 # It scores the work with the pytest checks in test_outputs.py and writes the
@@ -169,19 +183,9 @@ _TEST_SH_PYTEST = """\
 set -u
 cd "$(dirname "$0")"
 mkdir -p /logs/verifier
+""", "python3 -m pytest -q -rA test_outputs.py", "pytest test_outputs.py")
 
-if python3 -m pytest -q -rA test_outputs.py; then
-    reward=1
-else
-    reward=0
-fi
-
-echo "$reward" > /logs/verifier/reward.txt
-printf '{"reward": %s, "task_success": %s}\\n' "$reward" "$reward" > /logs/verifier/reward.json
-printf '{"checks": "pytest test_outputs.py", "passed": %s}\\n' "$reward" > /logs/verifier/reward-details.json
-"""
-
-_TEST_SH_PLAIN = """\
+_TEST_SH_PLAIN = _verifier_script("""\
 #!/usr/bin/env bash
 # Verifier entrypoint: runs as root in the sandbox after the agent has finished.
 # It writes the score (1 = solved, 0 = not) to /logs/verifier/reward.txt and reward.json.
@@ -192,17 +196,7 @@ solved() {
     # [REPLACE: commands that succeed only when the task is solved, e.g. test -f /app/output.txt]
     false
 }
-
-if solved; then
-    reward=1
-else
-    reward=0
-fi
-
-echo "$reward" > /logs/verifier/reward.txt
-printf '{"reward": %s, "task_success": %s}\\n' "$reward" "$reward" > /logs/verifier/reward.json
-printf '{"checks": "solved() in test.sh", "passed": %s}\\n' "$reward" > /logs/verifier/reward-details.json
-"""
+""", "solved", "solved() in test.sh")
 
 _TEST_OUTPUTS_PY = '''\
 """Checks of the agent's work; verifier/test.sh runs them with pytest after the agent finishes."""

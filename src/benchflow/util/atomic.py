@@ -2,7 +2,9 @@
 
 A write goes to a temporary file in the same folder and is renamed over the
 target, so a reader (or a resumed run after ``kill -9``) sees either the old
-file or the new one, never half of one.
+file or the new one, never half of one. A folder is built in a staging folder
+beside its target and swapped in the same way (:func:`staging_folder`,
+:func:`swap_in_when_done`).
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -78,4 +82,39 @@ def open_for_write(path: str | os.PathLike[str], mode: int = 0o644) -> Iterator[
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        raise
+
+
+def replace_folder(staged: Path, target: Path) -> None:
+    """Put the folder ``staged`` (made beside ``target``) at ``target``. An existing ``target`` is renamed
+    aside first, put back if the swap fails, and removed once the new folder is in place."""
+    if not target.exists():
+        staged.rename(target)
+        return
+    old = target.with_name(f".{target.name}.old-{time.time_ns()}")
+    target.rename(old)
+    try:
+        staged.rename(target)
+    except BaseException:
+        old.rename(target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def staging_folder(target: Path, suffix: str) -> Path:
+    """A new empty folder beside ``target`` (``.<name>.<random><suffix>``) to build its replacement in."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent))
+
+
+@contextlib.contextmanager
+def swap_in_when_done(staging: Path, target: Path) -> Iterator[Path]:
+    """Fill ``staging`` inside the block. When the block ends without an error, the folder is made
+    readable (0755) and replaces ``target`` (:func:`replace_folder`); on any error it is removed."""
+    try:
+        yield staging
+        staging.chmod(0o755)
+        replace_folder(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -17,6 +17,11 @@ def sha256_digest(path: Path) -> bytes:
     return h.digest()
 
 
+def sha256_hex(path: Path) -> str:
+    """:func:`sha256_digest` as 64 lowercase hex characters."""
+    return sha256_digest(path).hex()
+
+
 def dotenv_names(path: Path) -> set[str]:
     """Names a ``.env`` file sets to a non-empty value (values are never returned)."""
     try:

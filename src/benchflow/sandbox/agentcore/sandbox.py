@@ -59,8 +59,7 @@ class AgentCoreSandbox(OneContainerSandbox):
     NO_MOUNTS = "it runs in AWS"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
-        super().__init__(spec, capabilities=capabilities)
-        self.labels = dict(labels)
+        super().__init__(spec, capabilities=capabilities, labels=labels)
         self._uri: str | None = None
         self._arn: str | None = None
         self._session = ac.session_id()

@@ -23,11 +23,10 @@ from collections.abc import Mapping
 from .cli import executable
 from ..base import ExecResult
 from ..docker_exec import KILL_TREE
-from ..local_exec import _drain, _feed, _text, exit_code, kill, spawn
+from ..local_exec import LocalProcess, finish, kill, spawn
 
 MARKER = "BENCHFLOW_EXEC_ID"
 ROOT_USERS = (None, "root", "0")
-TIMEOUT_RC = 124
 DRAIN_AFTER_KILL_SEC = 5.0
 KILL_TIMEOUT_SEC = 30.0
 _background: set[asyncio.Future] = set()
@@ -78,67 +77,39 @@ async def run(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping
     argv, client_env = command(sandbox_id, cmd, user=user, cwd=cwd, env=env, interactive=stdin is not None,
                                marker=marker)
     proc = await spawn(argv, stdin=stdin is not None, env=client_env)
-    readers = asyncio.gather(_drain(proc.stdout, output_cap), _drain(proc.stderr, output_cap))
-    feeder = asyncio.ensure_future(_feed(proc.stdin, stdin)) if stdin is not None and proc.stdin else None
-    timed_out = False
+    return await finish(proc, stdin=stdin, timeout=timeout, output_cap=output_cap,
+                        end=lambda client: end_marked(client, sandbox_id, marker),
+                        abandon=lambda: _kill_in_background(sandbox_id, marker))
+
+
+async def end_marked(client: asyncio.subprocess.Process, sandbox_id: str, marker: str) -> None:
+    """Kill what ``marker`` runs in the container, then let the ``container exec`` client end (else kill it)."""
+    await kill_marked(sandbox_id, marker)
     try:
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
-        except TimeoutError:
-            timed_out = True
-            await kill_marked(sandbox_id, marker)
-            try:
-                await asyncio.wait_for(asyncio.shield(proc.wait()), DRAIN_AFTER_KILL_SEC)
-            except TimeoutError:
-                kill(proc)
-                await proc.wait()
-        (out, out_cut), (err, err_cut) = await readers
-        if feeder is not None:
-            await feeder
-    except BaseException:
-        kill(proc)
-        for task in (readers, feeder):
-            if task is not None:
-                task.cancel()
-                task.add_done_callback(_retrieved)
-        cleanup = asyncio.ensure_future(kill_marked(sandbox_id, marker))
-        _background.add(cleanup)
-        cleanup.add_done_callback(_background.discard)
-        raise
-    rc = TIMEOUT_RC if timed_out else exit_code(proc.returncode)
-    if timed_out:
-        err += f"\n[timed out after {timeout:g}s; the process tree was killed]\n".encode()
-    return ExecResult(return_code=rc, stdout=_text(out, out_cut), stderr=_text(err, err_cut),
-                      timed_out=timed_out, truncated=bool(out_cut or err_cut))
+        await asyncio.wait_for(asyncio.shield(client.wait()), DRAIN_AFTER_KILL_SEC)
+    except TimeoutError:
+        kill(client)
+        await client.wait()
 
 
-def _retrieved(future: asyncio.Future) -> None:
-    """Mark a cancelled helper's outcome as seen (else asyncio logs "exception was never retrieved")."""
-    if not future.cancelled():
-        future.exception()
+def _kill_in_background(sandbox_id: str, marker: str) -> None:
+    """Start :func:`kill_marked` for a cancelled exec; it runs on after its caller is gone."""
+    cleanup = asyncio.ensure_future(kill_marked(sandbox_id, marker))
+    _background.add(cleanup)
+    cleanup.add_done_callback(_background.discard)
 
 
-class AppleProcess:
-    """A long-lived command with open stdio (the ``Process`` protocol of base.py): the client's pipes."""
+class AppleProcess(LocalProcess):
+    """A long-lived command with open stdio (the ``Process`` protocol of base.py): the client's pipes;
+    ``kill`` ends what it started in the container too."""
 
     def __init__(self, proc: asyncio.subprocess.Process, sandbox_id: str, marker: str) -> None:
-        self._proc = proc
+        super().__init__(proc)
         self._sandbox_id = sandbox_id
         self._marker = marker
-        self.stdin = proc.stdin
-        self.stdout = proc.stdout
-        self.stderr = proc.stderr
-
-    async def wait(self) -> int:
-        return exit_code(await self._proc.wait())
 
     async def kill(self) -> None:
-        await kill_marked(self._sandbox_id, self._marker)
-        try:
-            await asyncio.wait_for(asyncio.shield(self._proc.wait()), DRAIN_AFTER_KILL_SEC)
-        except TimeoutError:
-            kill(self._proc)
-            await self._proc.wait()
+        await end_marked(self._proc, self._sandbox_id, self._marker)
 
 
 async def open_process(sandbox_id: str, cmd: list[str], *, user: str | None, env: Mapping[str, str] | None,

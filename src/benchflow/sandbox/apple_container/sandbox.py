@@ -105,8 +105,7 @@ class AppleContainerSandbox(OneContainerSandbox):
     NO_MOUNTS = "a unix socket does not cross into its VM"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
-        super().__init__(spec, capabilities=capabilities)
-        self.labels = dict(labels)
+        super().__init__(spec, capabilities=capabilities, labels=labels)
         self.image: str | None = None
         self.build_log = ""
         self.name = f"bf-{_slug(spec.name)[:40]}-{secrets.token_hex(4)}"

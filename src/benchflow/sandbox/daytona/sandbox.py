@@ -57,8 +57,7 @@ class DaytonaSandbox(OneContainerSandbox):
     NO_MOUNTS = "it runs in Daytona's cloud"
 
     def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
-        super().__init__(spec, capabilities=capabilities)
-        self.labels = dict(labels)
+        super().__init__(spec, capabilities=capabilities, labels=labels)
         self._client = None
         self._box = None
         self._context: list[str] | None = None

@@ -164,7 +164,7 @@ class ModalBackend(Backend):
     def create(self, spec: SandboxSpec):
         from .sandbox import ModalSandbox
 
-        return ModalSandbox(spec, capabilities=self.capabilities, tags=owner_labels(spec, NAME))
+        return ModalSandbox(spec, capabilities=self.capabilities, labels=owner_labels(spec, NAME))
 
     def exists(self, sandbox_id: str) -> bool:
         return off_loop(lambda: self._exists(sandbox_id))

@@ -52,15 +52,14 @@ LIFETIME_SEC = 24 * 3600
 
 
 class ModalSandbox(OneContainerSandbox):
-    """See the module docstring. ``tags`` are the owner labels written on the sandbox."""
+    """See the module docstring. ``labels`` are the owner labels written on the sandbox as tags."""
 
     KIND = "the Modal sandbox"
     DOC = "docs/modal.md"
     NO_MOUNTS = "it runs in Modal's cloud"
 
-    def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, tags: Mapping[str, str]) -> None:
-        super().__init__(spec, capabilities=capabilities)
-        self.tags = dict(tags)
+    def __init__(self, spec: SandboxSpec, *, capabilities: Capabilities, labels: Mapping[str, str]) -> None:
+        super().__init__(spec, capabilities=capabilities, labels=labels)
         self._client = None
         self._app = None
         self._image = None
@@ -125,7 +124,7 @@ class ModalSandbox(OneContainerSandbox):
         try:
             self._box = await modal.Sandbox.create.aio(
                 app=self._app, image=image, client=self._client,
-                **create_kwargs(self.spec, self.tags, timeout_sec=LIFETIME_SEC))
+                **create_kwargs(self.spec, self.labels, timeout_sec=LIFETIME_SEC))
         except Exception as exc:
             raise SandboxError(f"{self.spec.name}: Modal did not create the sandbox: {first_line(exc)}") from exc
         self._id = self._box.object_id
