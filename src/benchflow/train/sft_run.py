@@ -14,7 +14,6 @@ the environment it was started with.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import subprocess
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import UserError
+from benchflow.util.files import sha256_hex
 from benchflow.util import atomic
 
 from . import sft_publish
@@ -64,11 +64,7 @@ class SftOptions:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + sha256_hex(path)
 
 
 def _pair(text: str, flag: str) -> tuple[str, str]:
