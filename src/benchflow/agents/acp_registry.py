@@ -69,10 +69,6 @@ class RegistryEntry(_Open):
     distribution: Distribution
 
 
-def is_registry_name(spec: str) -> bool:
-    return spec.startswith(PREFIX)
-
-
 def parse(spec: str) -> tuple[str, str | None]:
     """``acp:<id>[@<version>]`` -> (id, version or None).
 

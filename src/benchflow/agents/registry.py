@@ -27,7 +27,6 @@ from pydantic import ValidationError
 from benchflow.errors import ConfigError
 from benchflow.util.files import dotenv_names
 
-from . import acp_registry
 from .agent_config import AgentConfig
 from .reference_schema import from_reference, is_reference_entry
 
@@ -111,7 +110,8 @@ def get_agent_config(name_or_path: str) -> AgentConfig:
         ConfigError: unknown name (the message lists the known ones), a bad file, or an ACP registry
             entry that cannot be read.
     """
-    if acp_registry.is_registry_name(name_or_path):
+    if name_or_path.startswith("acp:"):  # imported only then: the registry's models are not every run's
+        from . import acp_registry
         from .acp_entry import agent_config
 
         return agent_config(acp_registry.resolve(name_or_path), _builtin())
