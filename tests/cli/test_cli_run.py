@@ -111,3 +111,11 @@ def test_keep_sandbox_on_a_backend_that_cannot_keep_is_refused_at_plan_time(benc
     assert not (tmp_path / "jobs").exists(), "refused before any job folder or sandbox"
     kept = bench("run", str(tasks), "--sandbox", "docker", "--keep-sandbox", "always", "--dry-run")
     assert "--keep-sandbox" not in kept.stderr
+
+
+def test_config_override_takes_task_toml_s_section_names(bench, tasks: Path) -> None:
+    """``environment`` / ``solution`` (task.toml's, Harbor's names) patch the sections they load into."""
+    plain = bench("run", str(tasks), "--dry-run")
+    done = bench("run", str(tasks), "--dry-run", "--config-override", '{"environment": {"cpus": 2}}')
+    assert done.returncode in (0, 1), done.stderr
+    assert "| cpus: 1 ->" in plain.stderr and "| cpus: 2 ->" in done.stderr

@@ -209,6 +209,7 @@ class RunSpec(BaseModel):
     @classmethod
     def _override_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value:
+            value = {OVERRIDE_ALIASES.get(key, key): patch for key, patch in value.items()}
             check_override_keys(value)
         return value
 
@@ -313,6 +314,10 @@ OVERRIDE_REFUSED = {
                     "a score would no longer be the task's; change the task itself (a copy) instead"),
 }
 """Task config sections ``--config-override`` cannot patch, and why."""
+
+
+OVERRIDE_ALIASES = {"environment": "sandbox", "solution": "oracle"}
+"""A task.toml's (Harbor's) section names, patched as the sections they load into."""
 
 
 def check_override_keys(patch: dict[str, Any]) -> None:
