@@ -168,6 +168,7 @@ def compare(a: str | Path | JobDocument, b: str | Path | JobDocument, by: str | 
     grouped_a, grouped_b = side_trials
     cache: dict[str, dict[str, Any]] = {}
     rows: list[ComparisonRow] = []
+    pairs: list[tuple[str, list[TrialSummary], list[TrialSummary]]] = []  # each paired row's trials, for the test
     mismatches: list[dict[str, Any]] = []
     differing: set[str] = set()
     for key in sorted(set(grouped_a) | set(grouped_b), key=lambda k: tuple(str(v) for v in k)):
@@ -189,6 +190,8 @@ def compare(a: str | Path | JobDocument, b: str | Path | JobDocument, by: str | 
             n_a=len(ta), n_b=len(tb), scored_a=sum(t.reward is not None for t in ta),
             scored_b=sum(t.reward is not None for t in tb), reward_a=reward_a, reward_b=reward_b,
             delta=reward_b - reward_a if reward_a is not None and reward_b is not None else None, checks=checks))
+        if status == "paired":
+            pairs.append((key[0], ta, tb))
     paired = [r for r in rows if r.status == "paired"]
     deltas = [r.delta for r in paired if r.delta is not None]
     paired_keys = {(r.task, *(r.group or {}).values()) for r in paired}
@@ -198,8 +201,6 @@ def compare(a: str | Path | JobDocument, b: str | Path | JobDocument, by: str | 
     rate_b = metrics.solve_rates(paired_b, ks=ks, solve_threshold=solve_threshold)
     label_a, label_b = labels or (job_a.name, job_b.name if job_b.name != job_a.name else f"{job_b.name} (B)")
     caveats = _caveats(paired, declared, differing, mismatches, on_mismatch)
-    pairs = [(r.task, grouped_a[k], grouped_b[k]) for r in paired
-             for k in [(r.task, *(r.group or {}).values())]]
     comparison = Comparison(
         a=ComparisonSide(label=label_a, path=job_a.path, denominators=job_a.denominators,
                          solve_rates=job_a.solve_rates),
