@@ -13,6 +13,8 @@ import pytest
 from tests.conftest import run_bench
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 
+COMPAT = Path(__file__).parents[1] / "fixtures" / "compat"
+
 pytestmark = pytest.mark.docker
 
 
@@ -240,3 +242,15 @@ def test_a_retained_snapshot_outlives_its_sandbox_and_starts_another(tmp_path: P
     assert dead not in backend.stale_snapshots(), "a retained snapshot is never stale"
     assert backend.remove_snapshots([ref, dead]) == {}
     assert ref not in daytona_double.double.snapshots and dead not in daytona_double.double.snapshots
+
+
+def test_a_task_with_dockerfile_heredocs_scores_one(tmp_path: Path, daytona_double) -> None:
+    """A published task's BuildKit heredocs (``RUN <<EOF`` under a bash SHELL, ``python3 - <<'PY'``,
+    ``COPY <<EOF``) reach Daytona's builder as plain lines and context files, and its oracle scores 1."""
+    jobs = tmp_path / "jobs"
+    env = daytona_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(COMPAT / "dockerfile-heredocs"), "--sandbox", "daytona", "--jobs-dir", str(jobs),
+                     env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(next(jobs.rglob("result.json")).read_text())
+    assert result["error"] is None and result["rewards"] == {"reward": 1.0}, result

@@ -12,6 +12,8 @@ import pytest
 from tests.conftest import run_bench
 from tests.taskgen import PASS_IF_HELLO, WRITE_HELLO, make_task
 
+COMPAT = Path(__file__).parents[1] / "fixtures" / "compat"
+
 pytestmark = pytest.mark.docker
 
 
@@ -215,3 +217,15 @@ def test_large_stdin_and_a_command_that_does_not_read_it(modal_double, monkeypat
             await box.stop()
 
     assert asyncio.run(run()) == (str(len(data)), 0)
+
+
+def test_a_task_with_dockerfile_heredocs_scores_one(tmp_path: Path, modal_double) -> None:
+    """A published task's BuildKit heredocs (``RUN <<EOF`` under a bash SHELL, ``python3 - <<'PY'``,
+    ``COPY <<EOF``) reach Modal's builder as plain lines and context files, and its oracle scores 1."""
+    jobs = tmp_path / "jobs"
+    env = modal_double.env() | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(COMPAT / "dockerfile-heredocs"), "--sandbox", "modal", "--jobs-dir", str(jobs),
+                     env=env, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads(next(jobs.rglob("result.json")).read_text())
+    assert result["error"] is None and result["rewards"] == {"reward": 1.0}, result

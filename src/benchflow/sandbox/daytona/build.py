@@ -16,17 +16,20 @@ while boto3 honours ``AWS_CA_BUNDLE``.
 from __future__ import annotations
 
 import hashlib
+import io
 import tarfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
 from ..base import SandboxSpec
 from ..bundled_skills import in_folder
+from ..dockerfile_heredoc import ContextFile
 
 
-def write_context(spec: SandboxSpec, out: IO[bytes]) -> bool:
-    """Write the build context to ``out`` as a reproducible tar (sorted, no times or owners); False
-    (nothing written) when there is none."""
+def write_context(spec: SandboxSpec, out: IO[bytes], added: Iterable[ContextFile] = ()) -> bool:
+    """Write the build context to ``out`` as a reproducible tar (sorted, no times or owners): ``environment/``
+    and the ``added`` files (a Dockerfile's heredoc ``COPY`` bodies); False (nothing written) when there is none."""
     if spec.image or spec.environment_dir is None:
         return False
     root = Path(spec.environment_dir)
@@ -35,16 +38,25 @@ def write_context(spec: SandboxSpec, out: IO[bytes]) -> bool:
             rel = path.relative_to(root)
             if not spec.bundled_skills and in_folder(rel.as_posix()):
                 continue
-            info = archive.gettarinfo(str(path), arcname=rel.as_posix())
-            info.uid = info.gid = 0
-            info.uname = info.gname = ""
-            info.mtime = 0
+            info = _reproducible(archive.gettarinfo(str(path), arcname=rel.as_posix()))
             if info.isreg():
                 with path.open("rb") as handle:
                     archive.addfile(info, handle)
             else:
                 archive.addfile(info)
+        for extra in added:
+            info = _reproducible(tarfile.TarInfo(extra.path))
+            info.size, info.mode = len(extra.data), extra.mode
+            archive.addfile(info, io.BytesIO(extra.data))
     return True
+
+
+def _reproducible(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    """``info`` owned by root with no names or time, so the same files make the same archive (and hash)."""
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    info.mtime = 0
+    return info
 
 
 def context_hash(archive: IO[bytes]) -> str:

@@ -36,7 +36,7 @@ from ..remote_common import (
     stdin_file,
     tar_of,
 )
-from ..remote_dockerfile import dockerfile_text
+from ..remote_dockerfile import RemoteBuild, remote_build
 from ..tarstream import pack
 from .build import upload_context, write_context
 
@@ -61,6 +61,7 @@ class DaytonaSandbox(OneContainerSandbox):
         self._client = None
         self._box = None
         self._context: list[str] | None = None
+        self._remote_build: RemoteBuild | None = None
         self._kept = False
         self._snapshots: list[str] = []
         self.name = f"bf-{spec.name[:40]}-{secrets.token_hex(4)}"
@@ -93,12 +94,12 @@ class DaytonaSandbox(OneContainerSandbox):
         if self._context is not None:
             return
         self._refuse_what_it_cannot_do()
-        dockerfile_text(self.spec)  # a missing Dockerfile fails here, before anything is created
+        source = self._source()  # a missing Dockerfile fails here, before anything is created
         from .backend import client
 
         def push() -> list[str]:
             with tempfile.TemporaryFile() as archive:
-                if not write_context(self.spec, archive):
+                if not write_context(self.spec, archive, source.files):
                     return []
                 return [upload_context(client()._object_storage_api, archive)]
 
@@ -106,6 +107,12 @@ class DaytonaSandbox(OneContainerSandbox):
             self._context = await asyncio.to_thread(push)
         except Exception as exc:  # any transport or storage failure is a build failure
             raise BuildError(f"{self.spec.name}: uploading the build context to Daytona failed: {exc}") from exc
+
+    def _source(self) -> RemoteBuild:
+        """The Dockerfile Daytona builds and the heredoc files its context adds (read once per sandbox)."""
+        if self._remote_build is None:
+            self._remote_build = remote_build(self.spec)
+        return self._remote_build
 
     def _started(self) -> bool:
         return self._box is not None
@@ -128,7 +135,7 @@ class DaytonaSandbox(OneContainerSandbox):
         if snapshot is not None:
             request.snapshot = snapshot
         else:
-            request.build_info = CreateBuildInfo(dockerfile_content=dockerfile_text(self.spec),
+            request.build_info = CreateBuildInfo(dockerfile_content=self._source().dockerfile,
                                                  context_hashes=list(self._context or []))
         api = self._client._sandbox_api  # the SDK's generated REST client; daytona.create hides the id
         response = await api.create_sandbox(request)

@@ -40,7 +40,7 @@ from ..remote_common import (
     gone,
     tar_of,
 )
-from ..remote_dockerfile import dockerfile_text
+from ..remote_dockerfile import dockerfile_text, remote_build, with_files
 from ..docker_exec import KILL_TREE
 from ..one_container import OneContainerSandbox
 from ..tarstream import pack
@@ -83,14 +83,16 @@ class ModalSandbox(OneContainerSandbox):
 
         if self.spec.image:
             return modal.Image.from_registry(self.spec.image)
-        text = dockerfile_text(self.spec)  # a missing Dockerfile fails here, before anything is created
+        source = remote_build(self.spec)  # a missing Dockerfile fails here, before anything is created
         context = Path(self.spec.environment_dir)
-        if self.spec.bundled_skills:
+        if self.spec.bundled_skills and not source.files and source.dockerfile == dockerfile_text(self.spec):
             return modal.Image.from_dockerfile(context / self.spec.dockerfile, context_dir=context)
         self._scratch = Path(tempfile.mkdtemp(prefix="bf-modal-"))
-        (self._scratch / "Dockerfile").write_text(text)
-        return modal.Image.from_dockerfile(self._scratch / "Dockerfile", context_dir=context,
-                                           ignore=lambda path: in_folder(Path(path).as_posix()))
+        (self._scratch / "Dockerfile").write_text(source.dockerfile)
+        if source.files:  # heredoc COPY bodies: a context of environment/ and those files
+            context = with_files(context, source.files, self._scratch / "context")
+        skip = (lambda path: False) if self.spec.bundled_skills else (lambda path: in_folder(Path(path).as_posix()))
+        return modal.Image.from_dockerfile(self._scratch / "Dockerfile", context_dir=context, ignore=skip)
 
     async def build(self) -> None:
         """Have Modal build the image (a cache hit when the definition is unchanged)."""
