@@ -22,7 +22,7 @@ from typing import Any
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.categories import classify_error
 from benchflow.errors import InfraError
-from benchflow.sandbox.base import discard
+from benchflow.sandbox.base import Sandbox, discard
 from benchflow.sandbox.session import SessionSetupError, sandbox_session
 from benchflow.util import atomic
 from benchflow.util.redact import is_secret_entry
@@ -79,7 +79,7 @@ async def run_trial(req: TrialRequest, mode: TrialMode | None = None) -> dict[st
     others = [agent for layer_agents in hooks(req.spec, "layer_agents") for agent in layer_agents(req)]
     layered = [a for a in (req.agent, *others) if wants_layer(a, req.backend)]
 
-    async def install_layer(base: Any) -> Any:  # each agent of the trial (a scene's roles too), one layer each
+    async def install_layer(base: Sandbox) -> Sandbox:  # each agent of the trial (a scene's roles too), one layer each
         for agent in layered:
             base = await agent_layer(req if agent is req.agent else dataclasses.replace(req, agent=agent),
                                      base, spec, paths, state)
