@@ -194,7 +194,7 @@ class _Reader:
                 self.metric(self.as_object(metric, where), where)
 
     def metric(self, metric: dict[str, Any], where: str) -> None:
-        name = " / ".join(str(metric[k]) for k in ("benchmark_name", "metric") if metric.get(k)) or where
+        name = " / ".join(str(metric[k]) for k in ("benchmark_name", "metric", "name") if metric.get(k)) or where
         if "converted" in metric and "harbor" not in metric:
             original, converted = _exact(metric.get("original")), _exact(metric.get("converted"))
             if original is not None and converted is not None:

@@ -81,6 +81,9 @@ class GateResult:
 
     @property
     def says(self) -> str:
+        if self.verdict == "parity-confirmed" and not self.passed:
+            return ("the scores agree, but the converted task changes on the structural round trip; fix its "
+                    "conversion and run the gate again")
         return _SAYS[self.verdict]
 
     @property
@@ -160,16 +163,17 @@ def run_gate(bench_dir: Path, *, tolerance: float = DEFAULT_TOLERANCE, rerun: bo
 def issue_draft(result: GateResult) -> str:
     """A GitHub issue body (markdown) describing the divergence, for a human to review and file."""
     evidence = result.evidence.source if result.evidence else RECORD_NAME
-    lines = [f"## Parity of the adopted benchmark `{result.benchmark}` diverges", "",
+    lines = [f"## The adopted benchmark `{result.benchmark}` does not pass the parity gate", "",
              f"**Verdict:** {result.verdict} (tolerance {result.tolerance:g}; evidence: {evidence})", "",
              result.says[0].upper() + result.says[1:] + ".", "", "### Criteria (original harness vs converted)"]
     criteria = result.evidence.criteria if result.evidence else []
-    lines.append(f"- {sum(c.agree for c in criteria)} of {len(criteria)} agree")
+    lines.append(f"- {sum(c.agree for c in criteria)} of {len(criteria)} agree" if criteria else "- none recorded")
     lines += [f"  - `{c.where}`: original `{c.original}`, converted `{c.converted}`" for c in result.disagreements]
     lines += ["", "### Rewards (original harness vs converted)"]
     rewards = result.evidence.rewards if result.evidence else []
     if rewards:
-        lines.append(f"- {len(rewards)} pairs, largest difference {result.max_abs_delta:.4f}")
+        lines.append(f"- {len(rewards)} pair{'s' * (len(rewards) != 1)}, largest difference "
+                     f"{result.max_abs_delta:.4f}")
         lines += [f"  - `{r.where}`: original {_score(r.original)}, converted {_score(r.converted)}, "
                   f"difference {r.delta:.4f}" for r in result.exceeding]
     else:

@@ -28,7 +28,7 @@ TIMEOUT_SEC = 600
 
 
 def command(bench_dir: Path) -> list[str]:
-    return [sys.executable, str(bench_dir / SCRIPT), "--mode", "side-by-side"]
+    return [sys.executable, str((bench_dir / SCRIPT).resolve()), "--mode", "side-by-side"]
 
 
 def rerun_side_by_side(bench_dir: Path, *, timeout_sec: float = TIMEOUT_SEC) -> Evidence:

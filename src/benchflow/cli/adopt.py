@@ -99,8 +99,8 @@ def verify_action(slug: str, *, benchmarks_dir: Optional[Path], tolerance: float
             typer.echo(f"rewards: {len(rewards)} pair{'s' * (len(rewards) != 1)}, max abs delta "
                        f"{result.max_abs_delta:.4f} (tolerance {tolerance:g})")
         for r in result.exceeding:
-            typer.echo(f"  over tolerance: {r.where}: original {r.original}, converted {r.converted}, "
-                       f"delta {r.delta:.4f}")
+            typer.echo(f"  over tolerance: {r.where}: original {_score(r.original)}, converted "
+                       f"{_score(r.converted)}, delta {r.delta:.4f}")
     if result.roundtrip is not None:
         typer.echo(f"round-trip: {result.roundtrip.status} ({result.roundtrip.task_dir})")
         for m in result.roundtrip.mismatches:
@@ -110,6 +110,10 @@ def verify_action(slug: str, *, benchmarks_dir: Optional[Path], tolerance: float
     if not result.passed and result.verdict != "insufficient-evidence":
         _issue(issue_draft(result), issue_out)
     raise typer.Exit(0 if result.passed else 1)
+
+
+def _score(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def _issue(draft: str, issue_out: Optional[Path]) -> None:
