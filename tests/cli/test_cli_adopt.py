@@ -175,7 +175,8 @@ def test_harbors_parity_experiment_is_scored(tmp_path):
 
 
 @pytest.mark.parametrize("raw, says", [
-    ("{not json", "parity_experiment.json: not valid JSON (Expecting property name enclosed in double quotes at line 1 column 2)"),
+    ("{not json", "parity_experiment.json: not valid JSON (Expecting property name enclosed in double quotes "
+                  "at line 1 column 2)"),
     (json.dumps({"reward_distribution_parity": {"samples": [{"task_id": "t1", "legacy_reward": 1.0}]}}),
      "parity_experiment.json: reward_distribution_parity.samples[0]: has no converted_reward"),
     (json.dumps({"reward_distribution_parity": {"samples": [{"legacy_reward": "1", "converted_reward": 1}]}}),

@@ -59,6 +59,12 @@ def test_nothing_measured_is_insufficient_evidence():
     assert decide(None, 0.02) == "insufficient-evidence"
 
 
+def test_a_top_level_tasks_list_of_names_is_not_evidence():
+    evidence = read({"tasks": ["t1", "t2"], "reward_distribution_parity": {"samples": [
+        {"legacy_reward": 1, "converted_reward": 1}]}})
+    assert (evidence.criteria, len(evidence.rewards)) == ([], 1)
+
+
 def test_summary_blocks_count_as_one_criterion_each():
     evidence = read({"benchmark": "pb", "structural_parity": {"tasks_tested": 10, "passed": 10},
                      "eval_parity": {"results_summary": {"passed": 7, "failed": 1}},
@@ -105,7 +111,8 @@ def test_exact_metrics_of_benchflows_record_arrays_are_criteria():
      "conversion_parity.tasks[0].criteria_results[0]: has no original_verdict/adapted_verdict pair"),
     ({"tasks": [{"criteria_results": [{"original_verdict": "a", "adapted_verdict": "a", "agreement": "yes"}]}]},
      "tasks[0].criteria_results[0].agreement: 'yes' is not true or false"),
-    ([{"metrics": [{"metric": "m", "original_runs": [0.5], "harbor_runs": []}]}], "[0].metrics[0]: has no harbor score"),
+    ([{"metrics": [{"metric": "m", "original_runs": [0.5], "harbor_runs": []}]}],
+     "[0].metrics[0]: has no harbor score"),
     ([{"metrics": [{"metric": "m", "original_runs": [250], "harbor_runs": [240]}]}], "outside 0-100"),
     ([{"metrics": [{"metric": "m", "original_runs": [0.5, None], "harbor_runs": [0.5]}]}],
      "[0].metrics[0].original_runs[1]: None is not a number"),

@@ -118,7 +118,10 @@ class _Reader:
             conversion = self.as_object(conversion, "conversion_parity")
             tasks += [(f"conversion_parity.tasks[{i}]", t)
                       for i, t in enumerate(self.as_list(conversion.get("tasks"), "conversion_parity.tasks"))]
-        tasks += [(f"tasks[{i}]", t) for i, t in enumerate(self.as_list(data.get("tasks"), "tasks"))]
+        # A bare top-level "tasks" may mean something else in a file (a list of names): only its entries
+        # that carry criteria_results are parity evidence.
+        top = data.get("tasks") if isinstance(data.get("tasks"), list) else []
+        tasks += [(f"tasks[{i}]", t) for i, t in enumerate(top) if isinstance(t, dict) and "criteria_results" in t]
         for where, task in tasks:
             self.criteria_of(self.as_object(task, where), where)
         for block, key in (("reward_distribution_parity", "samples"), ("agent_parity", "results")):

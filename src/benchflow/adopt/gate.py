@@ -174,7 +174,7 @@ def issue_draft(result: GateResult) -> str:
     if rewards:
         lines.append(f"- {len(rewards)} pair{'s' * (len(rewards) != 1)}, largest difference "
                      f"{result.max_abs_delta:.4f}")
-        lines += [f"  - `{r.where}`: original {_score(r.original)}, converted {_score(r.converted)}, "
+        lines += [f"  - `{r.where}`: original {score_text(r.original)}, converted {score_text(r.converted)}, "
                   f"difference {r.delta:.4f}" for r in result.exceeding]
     else:
         lines.append("- none recorded")
@@ -191,5 +191,6 @@ def issue_draft(result: GateResult) -> str:
     return "\n".join(lines)
 
 
-def _score(value: float | None) -> str:
+def score_text(value: float | None) -> str:
+    """A reward as printed: four decimals, or '-' when not recorded."""
     return "-" if value is None else f"{value:.4f}"

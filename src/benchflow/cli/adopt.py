@@ -78,7 +78,7 @@ def convert_action(source: str, *, name: Optional[str], model: Optional[str], dr
 def verify_action(slug: str, *, benchmarks_dir: Optional[Path], tolerance: float, issue_out: Optional[Path],
                   roundtrip_task: Optional[Path], rerun: bool) -> None:
     """Run the parity gate, print the verdict, exit 0 only when it passed."""
-    from benchflow.adopt.gate import issue_draft, run_gate
+    from benchflow.adopt.gate import issue_draft, run_gate, score_text
     from benchflow.adopt.package import benchmark_dir
 
     bench = benchmark_dir(benchmarks_dir, slug)
@@ -99,8 +99,8 @@ def verify_action(slug: str, *, benchmarks_dir: Optional[Path], tolerance: float
             typer.echo(f"rewards: {len(rewards)} pair{'s' * (len(rewards) != 1)}, max abs delta "
                        f"{result.max_abs_delta:.4f} (tolerance {tolerance:g})")
         for r in result.exceeding:
-            typer.echo(f"  over tolerance: {r.where}: original {_score(r.original)}, converted "
-                       f"{_score(r.converted)}, delta {r.delta:.4f}")
+            typer.echo(f"  over tolerance: {r.where}: original {score_text(r.original)}, converted "
+                       f"{score_text(r.converted)}, delta {r.delta:.4f}")
     if result.roundtrip is not None:
         typer.echo(f"round-trip: {result.roundtrip.status} ({result.roundtrip.task_dir})")
         for m in result.roundtrip.mismatches:
@@ -110,10 +110,6 @@ def verify_action(slug: str, *, benchmarks_dir: Optional[Path], tolerance: float
     if not result.passed and result.verdict != "insufficient-evidence":
         _issue(issue_draft(result), issue_out)
     raise typer.Exit(0 if result.passed else 1)
-
-
-def _score(value: Optional[float]) -> str:
-    return "-" if value is None else f"{value:.4f}"
 
 
 def _issue(draft: str, issue_out: Optional[Path]) -> None:
@@ -142,7 +138,8 @@ def _refuse_other_modes(mode: str, given: dict[str, bool]) -> None:
 @adopt_cmd.command(help=HELP)
 def adopt(
     target: Optional[str] = typer.Argument(None, help=TARGET_HELP, show_default=False),
-    name: Optional[str] = typer.Option(None, "--name", help="Benchmark slug for convert mode (default: derived from source)"),
+    name: Optional[str] = typer.Option(None, "--name",
+                                       help="Benchmark slug for convert mode (default: derived from source)"),
     verify: bool = typer.Option(False, "--verify", help="Run the parity gate for the named benchmark"),
     scaffold_only: bool = typer.Option(False, "--scaffold-only", help="Only scaffold the package, do not convert"),
     model: Optional[str] = typer.Option(None, "--model", help="Model for the codex driver"),
