@@ -249,6 +249,23 @@ def test_the_scaffolds_parity_test_is_not_a_measurement_yet(tmp_path):
     assert done.returncode == 1 and "side-by-side parity is not written yet" in done.stderr
 
 
+def test_the_scaffolds_parity_test_once_written_records_what_the_gate_scores(tmp_path):
+    import subprocess
+
+    run_bench("eval", "adopt", "filled", "--scaffold-only", cwd=tmp_path)
+    bench = tmp_path / "benchmarks" / "filled"
+    script = bench / "parity_test.py"
+    placeholder = '    raise NotImplementedError("filled: side-by-side parity is not written yet")'
+    assert placeholder in script.read_text()
+    script.write_text(script.read_text().replace(placeholder, f"    return {AGREEING!r}"))
+    recorded = subprocess.run([sys.executable, str(script), "--mode", "side-by-side", "--record"],
+                              capture_output=True, text=True, cwd=tmp_path)
+    assert recorded.returncode == 0, recorded.stderr
+    assert json.loads((bench / "parity_experiment.json").read_text()) == AGREEING == json.loads(recorded.stdout)
+    assert run_bench("eval", "adopt", "filled", "--verify", cwd=tmp_path).returncode == 0
+    assert run_bench("eval", "adopt", "filled", "--verify", "--rerun", cwd=tmp_path).returncode == 0
+
+
 @pytest.mark.parametrize("body, says", [
     ("print('all good')\n", "its stdout is not a JSON document"),
     ("import json\nprint(json.dumps({'status': 'template', 'conversion_parity': {'tasks': []}}))\n",
