@@ -7,7 +7,8 @@ prints the CLI's JSONL events: ``thread.started`` (``thread_id``),
 ``turn.started``, ``item.started`` / ``item.completed`` for ``agent_message``,
 ``reasoning``, ``command_execution`` and ``file_change`` items, then
 ``turn.completed`` with ``usage`` (the thread's running totals, as the real
-CLI reports them) or ``error`` + ``turn.failed``. Threads live
+CLI reports them) or ``error`` + ``turn.failed``. ``--cd DIR`` is its working folder; ``--sandbox`` and
+``--skip-git-repo-check`` are accepted; ``FAKE_CODEX_ARGV_FILE`` names a file to record the argv in. Threads live
 under ``$HOME/.fake-codex``; ``exec resume THREAD_ID`` continues one (the
 prompt number picks the script's step list).
 
@@ -45,15 +46,20 @@ def item(phase: str, body: dict, item_id: str | None = None) -> str:
 
 
 def parse_args(argv: list[str]) -> dict:
-    opts = {"exec": False, "json": False, "resume": None, "model": None, "config": {}, "prompt": None}
+    opts = {"exec": False, "json": False, "resume": None, "model": None, "config": {}, "prompt": None, "cd": None,
+            "sandbox": None}
     rest = []
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in ("-m", "--model", "-c", "--config"):
+        if arg in ("-m", "--model", "-c", "--config", "-C", "--cd", "-s", "--sandbox"):
             if arg in ("-c", "--config"):
                 key, _, value = argv[i + 1].partition("=")
                 opts["config"][key] = value
+            elif arg in ("-C", "--cd"):
+                opts["cd"] = argv[i + 1]
+            elif arg in ("-s", "--sandbox"):
+                opts["sandbox"] = argv[i + 1]
             else:
                 opts["model"] = argv[i + 1]
             i += 1
@@ -119,6 +125,11 @@ def main() -> int:
         sys.stderr.write("error: this double only speaks `codex exec --json`\n")
         return 2
     prompt = opts["prompt"] if opts["prompt"] is not None else sys.stdin.read()
+    if opts["cd"]:
+        os.chdir(opts["cd"])
+    if os.environ.get("FAKE_CODEX_ARGV_FILE"):  # what it was started with, for tests of the launch
+        with open(os.environ["FAKE_CODEX_ARGV_FILE"], "w") as handle:
+            json.dump({"argv": sys.argv[1:], "cwd": os.getcwd(), "options": opts}, handle)
     home = os.path.join(os.environ.get("HOME", "/tmp"), ".fake-codex")
     os.makedirs(home, exist_ok=True)
     tid = opts["resume"] or str(uuid.uuid4())

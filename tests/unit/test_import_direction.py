@@ -37,6 +37,16 @@ def test_tasks_imports_only_errors_and_util():
     assert wrong == {}
 
 
+def test_adopt_imports_only_tasks_errors_and_util_and_only_the_cli_imports_it():
+    allowed = {"adopt", "tasks", "errors", "util"}
+    wrong = {module: sorted(names - allowed) for module, names in _imported_packages("adopt").items()
+             if names - allowed}
+    assert wrong == {}
+    users = {package.name for package in SRC.iterdir() if package.is_dir() and package.name not in ("adopt", "cli")
+             and any("adopt" in names for names in _imported_packages(package.name).values())}
+    assert users == set()
+
+
 def _feature_packages() -> set[str]:
     from benchflow.jobs.extensions import FEATURES
 

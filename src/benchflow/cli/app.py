@@ -34,6 +34,13 @@ _T = "benchflow.cli.task_check"
 _A = "benchflow.cli.authoring"
 _R = "benchflow.cli.results"
 _RUN = "benchflow.cli.run"
+_AD = "benchflow.cli.adopt"
+_ADOPT_INIT = "Scaffold benchmarks/<name>/ for a new benchmark adoption (deprecated alias)."
+_ADOPT_CONVERT = "Drive the conversion workflow by launching the host codex CLI (deprecated alias)."
+_ADOPT_VERIFY = "Run the parity gate for an adopted benchmark; emit a verdict (deprecated alias)."
+_TO_SCAFFOLD = "Deprecated; use bench eval adopt NAME --scaffold-only."
+_TO_CONVERT = "Deprecated; use bench eval adopt SOURCE."
+_TO_VERIFY = "Deprecated; use bench eval adopt NAME --verify."
 
 TASKS: dict[str, Lazy] = {
     "init": Lazy(_A, "init_cmd", "Scaffold a new benchmark task."),
@@ -62,6 +69,7 @@ EVAL: dict[str, Lazy] = {
     "resume": Lazy(_RUN, "resume_cmd", "Finish an interrupted job from its folder: rerun only the unfinished tasks."),
     "branch": Lazy("benchflow.cli.branch", "branch_cmd", "Fork an agent run at a checkpoint into labelled children."),
     "branches": Lazy("benchflow.cli.branch", "branches_cmd", "Show every fork and child of a job's (or one trial's) branches: request, status, reward, advantage, tokens, USD and sandbox-seconds."),
+    "adopt": Lazy(_AD, "adopt_cmd", "Adopt an external benchmark into benchflow."),
     "create": Lazy(_RUN, "eval_run_cmd", "The same as bench eval run. Run an evaluation; single task or batch.",
                    hidden=True, notice="Deprecated; use bench eval run."),
 }
@@ -82,7 +90,17 @@ CACHE: dict[str, Lazy] = {
 AGENT: dict[str, Lazy] = {
     "list": Lazy("benchflow.cli.agents", "agent_list_cmd", "List all registered agents."),
     "show": Lazy("benchflow.cli.agents", "agent_show_cmd", "Show details for a registered agent."),
+    "create": Lazy(_AD, "init_cmd", _ADOPT_INIT, hidden=True, notice=_TO_SCAFFOLD),
+    "run": Lazy(_AD, "convert_cmd", _ADOPT_CONVERT, hidden=True, notice=_TO_CONVERT),
+    "verify": Lazy(_AD, "verify_cmd", _ADOPT_VERIFY, hidden=True, notice=_TO_VERIFY),
 }
+
+ADOPT: dict[str, Lazy] = {
+    "init": Lazy(_AD, "init_cmd", _ADOPT_INIT, notice=_TO_SCAFFOLD),
+    "convert": Lazy(_AD, "convert_cmd", _ADOPT_CONVERT, notice=_TO_CONVERT),
+    "verify": Lazy(_AD, "verify_cmd", _ADOPT_VERIFY, notice=_TO_VERIFY),
+}
+"""``bench adopt …``: the spelling before ``bench eval adopt`` (and ``bench agent create|run|verify`` before it)."""
 
 SKILLS: dict[str, Lazy] = {
     "list": Lazy("benchflow.cli.skills", "list_cmd", "List discovered skills."),
@@ -185,6 +203,7 @@ ROOT: dict[str, Lazy] = {
     "traj": Lazy("", "TRAJ", "Trajectory commands."),
     "daemon": Lazy("", "DAEMON", "Manage the opt-in warm local runtime."),
     "environment": Lazy("", "ENVIRONMENT", "Deprecated; use bench sandbox / bench hub.", hidden=True),
+    "adopt": Lazy("", "ADOPT", "deprecated; use bench eval adopt.", hidden=True),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 
