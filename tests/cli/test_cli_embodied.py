@@ -151,6 +151,10 @@ def test_check_spec_accepts_a_spec_and_a_saved_robo_info_answer(bench, tmp_path)
     spec.write_text(json.dumps(SPEC))
     proc = bench("embodied", "check-spec", str(spec))
     assert proc.returncode == 0 and proc.stdout.strip() == "ok: sawyer-2f (arm, sim), 2 action group(s), dim 4, 1 skill(s)"
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**SPEC, "homepage": "https://example.org/sawyer"}))
+    proc = bench("embodied", "check-spec", str(newer))
+    assert proc.returncode == 0 and "not checked: homepage" in proc.stderr
     answer = tmp_path / "info.json"
     answer.write_text(json.dumps({"ok": True, "result": {"task": "reach", "steps_used": 0, "embodiment": SPEC}}))
     assert bench("embodied", "check-spec", str(answer)).returncode == 0

@@ -79,7 +79,10 @@ def verify(job: Path = JOB,
 def check_spec(spec: Path = typer.Argument(..., metavar="SPEC", help="The embodiment spec JSON file")) -> None:
     from benchflow.embodied.spec import check_spec as check
 
-    typer.echo(check(spec).line())
+    summary = check(spec)
+    if summary.ignored:
+        _notes([f"{spec}: not part of the spec, not checked: {', '.join(summary.ignored)}"])
+    typer.echo(summary.line())
 
 
 @robo_path_cmd.command(help="Print the path of the agent-side robo script (standard library only).\n\nCopy it into "

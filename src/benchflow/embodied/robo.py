@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """robo: how an agent drives the robot of an embodied task.
 
 Standard library only: the file is copied as-is into agent images (``environment/robo``), where BenchFlow is not

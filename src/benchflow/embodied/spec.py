@@ -3,8 +3,9 @@
 An embodiment spec says what a robot senses, how it is commanded and what skills it has (spec_version 1, the
 schema of BenchFlow 0.7's ``benchflow.embodied.spec``; docs/embodied.md). The file is the spec itself, a saved
 ``robo info --json`` answer (``{"ok": true, "result": {"embodiment": …}}``) or an episode record's
-``episode.json``: the spec inside is the one checked. Unknown keys are refused, except a camera's calibration
-(``fx``, ``projection``, …) and a safety envelope's, which are descriptive.
+``episode.json``: the spec inside is the one checked. Unknown keys in a part of the spec are refused, except a camera's calibration
+(``fx``, ``projection``, …) and a safety envelope's, which are descriptive, and keys at the top of the spec or of
+its sensors, which BenchFlow 0.7 read past too: those are named in a note.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ class SensorField(_Closed):
     doc: str = ""
 
 
-class Sensors(_Closed):
+class Sensors(BaseModel):
+    model_config = ConfigDict(extra="allow")  # read past, as BenchFlow 0.7 did; named in a note
+
     cameras: list[Camera] = Field(default_factory=list)
     proprioception: list[SensorField] = Field(default_factory=list)
     state: list[SensorField] = Field(default_factory=list)
@@ -108,7 +111,9 @@ class RewardSpec(_Closed):
     success_mode: str = "final"
 
 
-class Embodiment(_Closed):
+class Embodiment(BaseModel):
+    model_config = ConfigDict(extra="allow")  # read past, as BenchFlow 0.7 did; named in a note
+
     name: str
     kind: str
     action_groups: list[ActionGroup] = Field(default_factory=list)
@@ -132,6 +137,8 @@ class SpecSummary:
     groups: int
     dim: int
     skills: int
+    ignored: list[str]
+    """Keys of the spec (or its sensors) this schema does not know: read past, not checked."""
 
     def line(self) -> str:
         return (f"ok: {self.name} ({self.kind}, {self.mode}), {self.groups} action group(s), dim {self.dim}, "
@@ -248,5 +255,7 @@ def check_spec(path: Path) -> SpecSummary:
     problem = _problem(spec)
     if problem:
         raise ConfigError(f"{path}: {problem}")
+    ignored = [*(spec.model_extra or {}), *(f"sensors.{key}" for key in spec.sensors.model_extra or {})]
     return SpecSummary(name=spec.name, kind=spec.kind, mode=spec.mode, groups=len(spec.action_groups),
-                       dim=sum(len(g.components) for g in spec.action_groups), skills=len(spec.skills))
+                       dim=sum(len(g.components) for g in spec.action_groups), skills=len(spec.skills),
+                       ignored=ignored)
