@@ -3,9 +3,9 @@
 An embodiment spec says what a robot senses, how it is commanded and what skills it has (spec_version 1, the
 schema of BenchFlow 0.7's ``benchflow.embodied.spec``; docs/embodied.md). The file is the spec itself, a saved
 ``robo info --json`` answer (``{"ok": true, "result": {"embodiment": …}}``) or an episode record's
-``episode.json``: the spec inside is the one checked. Unknown keys in a part of the spec are refused, except a camera's calibration
-(``fx``, ``projection``, …) and a safety envelope's, which are descriptive, and keys at the top of the spec or of
-its sensors, which BenchFlow 0.7 read past too: those are named in a note.
+``episode.json``: the spec inside is the one checked. Unknown keys in a part of the spec are refused, except a
+camera's calibration (``fx``, ``projection``, …) and a safety envelope's, which are descriptive; keys at the top
+of the spec or of its sensors are read past, as BenchFlow 0.7 did, and named in a note.
 """
 
 from __future__ import annotations
