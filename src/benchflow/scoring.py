@@ -37,6 +37,24 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     return math.comb(c, k) / math.comb(n, k)
 
 
+WILSON_Z = 1.959963984540054
+"""The normal quantile of a two-sided 95% interval."""
+
+
+def wilson(passed: int, n: int) -> tuple[float | None, float | None]:
+    """95% Wilson score interval of a pass rate (``None`` with no trials); well defined at 0% and 100%."""
+    if n == 0:
+        return None, None
+    p = passed / n
+    z2 = WILSON_Z ** 2
+    denom = 1 + z2 / n
+    centre = (p + z2 / (2 * n)) / denom
+    half = WILSON_Z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / denom
+    low = 0.0 if passed == 0 else max(0.0, centre - half)  # exact at the ends (rounding would leave 0.99999…)
+    high = 1.0 if passed == n else min(1.0, centre + half)
+    return low, high
+
+
 def _check(n: int, c: int, k: int) -> None:
     if k < 1 or n < 0 or not 0 <= c <= n:
         raise ValueError(f"need k >= 1 and 0 <= c <= n (got n={n}, c={c}, k={k})")

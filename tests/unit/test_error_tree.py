@@ -14,6 +14,7 @@ NOT_BENCH_ERRORS = {
     "benchflow.agents.acp_runtime._StepError",          # private wrapper, reported as the agent's error
     "benchflow.agents.reference_schema._Refusal",       # private signal, turned into a ConfigError
     "benchflow.assess.reducer.RuleBroken",              # readers report the broken log themselves
+    "benchflow.embodied.robo.Usage",                    # the agent-side script runs without BenchFlow
     "benchflow.gateway.upstream_client.UpstreamError",  # an OSError for the gateway's socket handling
     "benchflow.hub.app.HttpError",                      # the hub server's HTTP answer
     "benchflow.jobs.setup_commands.SetupFailed",        # recorded as sandbox_setup by the environment phase

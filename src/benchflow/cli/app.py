@@ -150,6 +150,17 @@ HUB_ENV: dict[str, Lazy] = {
     "inspect": Lazy(_HB, "inspect_cmd", HUB["inspect"].help, notice="Deprecated; use bench hub inspect."),
 }
 
+_E = "benchflow.cli.embodied"
+EMBODIED: dict[str, Lazy] = {
+    "report": Lazy(_E, "report_cmd", "Per task: rewards by seed, mean, std, pass@k and reset reproducibility."),
+    "export": Lazy(_E, "export_cmd", "Write every trial's per-step transitions and episode index "
+                                     "(steps.jsonl, episodes.jsonl)."),
+    "verify": Lazy(_E, "verify_cmd", "Check each trial's files against its verdict now: record hashes, video "
+                                     "copies, reward vs the record."),
+    "check-spec": Lazy(_E, "check_spec_cmd", "Validate an embodiment spec."),
+    "robo-path": Lazy(_E, "robo_path_cmd", "Print the path of the agent-side robo script (standard library only)."),
+}
+
 _S = "benchflow.cli.sandbox"
 ENVIRONMENT: dict[str, Lazy] = {
     name: Lazy(module, attr, text, notice=text)
@@ -204,6 +215,8 @@ ROOT: dict[str, Lazy] = {
     "daemon": Lazy("", "DAEMON", "Manage the opt-in warm local runtime."),
     "environment": Lazy("", "ENVIRONMENT", "Deprecated; use bench sandbox / bench hub.", hidden=True),
     "adopt": Lazy("", "ADOPT", "deprecated; use bench eval adopt.", hidden=True),
+    "embodied": Lazy("", "EMBODIED", "Embodied rollouts (robots and simulators): reports, evidence checks, export, "
+                                     "specs.", hidden=True),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 

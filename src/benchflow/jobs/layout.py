@@ -16,7 +16,10 @@ The job folder is the database; every later command reads it back::
           rewards.jsonl  results.jsonl  kept-sandbox.json  regrade.json
           agent/       install-stdout.txt, <agent>.txt, oracle.txt
           verifier/    reward.txt reward.json test-stdout.txt ...
-          artifacts/
+            episode/   an embodied trial's episode record (result.json episode.json steps.jsonl
+                       video_index.json frames.jsonl trace.jsonl recording.mp4 observations/)
+          artifacts/   (an embodied trial: recording.mp4 and observations/, copies the verifier made)
+          trainer/     embodied_episode.json embodied_steps.jsonl (BenchFlow 0.7's trainer export)
           trajectory/  acp_trajectory.jsonl llm_trajectory.jsonl
           evidence/    frozen workspace (--freeze-workspace) + manifest.json
           tree.json    bench branch: forks, children, snapshots
@@ -145,6 +148,26 @@ class TrialPaths:
         return self.root / "artifacts"
 
     @property
+    def episode(self) -> "EpisodePaths":
+        """``verifier/episode/``: the episode record an embodied task's verifier copied from its simulator."""
+        return EpisodePaths(self.verifier_dir / "episode")
+
+    @property
+    def video_copy(self) -> Path:
+        """``artifacts/recording.mp4``: the verifier's copy of an embodied episode's video."""
+        return self.artifacts_dir / "recording.mp4"
+
+    @property
+    def observation_copies(self) -> Path:
+        """``artifacts/observations/``: the verifier's copies of the camera images an embodied agent saw."""
+        return self.artifacts_dir / "observations"
+
+    @property
+    def trainer_episode(self) -> Path:
+        """``trainer/embodied_episode.json``: BenchFlow 0.7's training export of an embodied episode."""
+        return self.root / "trainer" / "embodied_episode.json"
+
+    @property
     def setup_dir(self) -> Path:
         """``setup/``: output of the task's setup commands and healthcheck (``jobs/setup_commands.py``)."""
         return self.root / "setup"
@@ -220,6 +243,41 @@ class StepPaths(TrialPaths):
     @property
     def name(self) -> str:
         return f"{self.trial}.{self.root.name}"
+
+
+@dataclass(frozen=True)
+class EpisodePaths:
+    """Files of an embodied episode record (``verifier/episode/``), as the episode server writes them."""
+
+    root: Path
+
+    @property
+    def result(self) -> Path:
+        """``result.json``: success, outcome, seed, steps used, return, ``initial_state_sha256``."""
+        return self.root / "result.json"
+
+    @property
+    def header(self) -> Path:
+        """``episode.json``: task, seed, the embodiment spec, observation mode, the initial state and its hash."""
+        return self.root / "episode.json"
+
+    @property
+    def steps(self) -> Path:
+        """``steps.jsonl``: one line per simulator step (action by group, reward, success, state, frame)."""
+        return self.root / "steps.jsonl"
+
+    @property
+    def video_index(self) -> Path:
+        """``video_index.json``: the video's file name (or null), fps and the frame to step map."""
+        return self.root / "video_index.json"
+
+    @property
+    def observations(self) -> Path:
+        return self.root / "observations"
+
+    def video(self, name: str) -> Path:
+        """The video ``video_index.json`` names (``recording.mp4``)."""
+        return self.root / name
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from benchflow.results import JobDocument, TrialSummary, metrics
+from benchflow.scoring import wilson
 
 from .pareto import pareto_block
 from .training import training_block
@@ -41,23 +42,9 @@ OUTCOMES = ("passed", "failed", "errored", "verifier_errored", "unscored")
 MAX_BINS = 40
 TASK_ROWS = 2000
 TOP_ROWS = 10
-_Z = 1.959963984540054
 _NICE_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
 Ident = Callable[[str], "str | None"]
-
-
-def wilson(passed: int, n: int) -> tuple[float | None, float | None]:
-    """95% Wilson score interval of a proportion (``None`` with no trials)."""
-    if n == 0:
-        return None, None
-    p = passed / n
-    denom = 1 + _Z ** 2 / n
-    centre = (p + _Z ** 2 / (2 * n)) / denom
-    half = _Z * math.sqrt(p * (1 - p) / n + _Z ** 2 / (4 * n * n)) / denom
-    low = 0.0 if passed == 0 else max(0.0, centre - half)  # exact at the ends (rounding would leave 0.99999…)
-    high = 1.0 if passed == n else min(1.0, centre + half)
-    return low, high
 
 
 def _when(text: str | None) -> datetime | None:
