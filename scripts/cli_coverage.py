@@ -17,6 +17,8 @@ from pathlib import Path
 HEADING = re.compile(r"^(bench(?: [a-z][a-z0-9-]*)*)(?: \(0\.10\))?$")
 LISTED = re.compile(r"^(bench(?: [a-z][a-z0-9-]*)+)(?: \(0\.10\))? \|")
 """A row of the reference's command tables (``bench eval run | Run … |``): every command it names."""
+JOINED = re.compile(r"\](bench(?: [a-z][a-z0-9-]*)+)$")
+"""A usage line run together with the next section's heading (``bench x [OPTIONS]bench y z``): that heading."""
 ROW = re.compile(r"^(--[a-z0-9][a-z0-9-]*)(?: \(0\.10\))?(?:, (-[a-zA-Z]))? \|")
 
 
@@ -29,7 +31,7 @@ def reference(path: Path) -> tuple[dict[str, set[str]], set[str]]:
         named = LISTED.match(line.strip())
         if named:
             listed.add(named.group(1))
-        heading = HEADING.match(line.strip())
+        heading = HEADING.match(line.strip()) or JOINED.search(line.strip())
         if heading:
             current = heading.group(1)
             commands.setdefault(current, set())
@@ -58,6 +60,10 @@ def ours() -> dict[str, set[str]]:
                     walk(sub, f"{path} {name}", click.Context(sub, parent=ctx, info_name=name))
 
     walk(root, "bench", click.Context(root, info_name="bench"))
+    from benchflow.cli.app import GROUP_DEFAULTS
+
+    for group, default in GROUP_DEFAULTS.items():  # ``bench cache --json`` runs ``bench cache list --json``
+        out[f"bench {group}"] |= out.get(f"bench {group} {default}", set())
     return out
 
 
