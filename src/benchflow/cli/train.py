@@ -61,8 +61,10 @@ def convert_cmd(
                                              "message-window conversion"),
     subagent_rows: bool = typer.Option(False, "--subagent-rows", help="Also write each Claude subagent "
                                        "conversation as separate rows tagged with the spawning tool call."),
-    reward_vector: bool = typer.Option(False, "--reward-vector", help="Add reward_vector to every row: every "
-                                       "numeric key the verifier wrote. Unscored rollouts get null."),
+    reward_vector: bool = typer.Option(False, "--reward-vector", help="prime-sft/trl-sft: add reward_vector to "
+                                       "every row: the test gate and each rubric criterion (names, kinds, weights, "
+                                       "0-1 values) for rubric-scored trials, else every numeric key the verifier "
+                                       "wrote. Unscored rollouts get null."),
     group_advantage: Optional[str] = typer.Option(None, "--group-advantage", help="Add advantage and group to "
                                                   "every row, normalised over the scored rollouts of the same "
                                                   "group: grpo = (r - mean) / (std + 1e-4), sample std; loo = r - "
