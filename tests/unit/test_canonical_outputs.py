@@ -7,10 +7,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from benchflow.errors import ConfigError
 from benchflow.jobs import canonical
 from benchflow.jobs.config_file import build_run_spec
+from benchflow.records import schemas
 from tests.fixtures.jobgen import TrialSpec, write_job
 from tests.fixtures.train_jobs import rollout
 
@@ -71,8 +73,11 @@ def test_outputs_are_written_where_asked_and_the_selection_defaults_into_the_job
     events: list[dict] = []
     spec = _spec(health_summary_out=str(tmp_path / "out" / "health.json"), canonicalize="one-healthy-per-task")
     assert canonical.write_outputs(spec, job, events.append) is None
-    assert json.loads((tmp_path / "out" / "health.json").read_text())["total_rows"] == 6
-    assert json.loads((job / "canonical-selection.json").read_text())["selected_count"] == 3
+    health = json.loads((tmp_path / "out" / "health.json").read_text())
+    selection = json.loads((job / "canonical-selection.json").read_text())
+    assert health["total_rows"] == 6 and selection["selected_count"] == 3
+    Draft202012Validator(json.loads(schemas.shipped("health-summary"))).validate(health)
+    Draft202012Validator(json.loads(schemas.shipped("canonical-selection"))).validate(selection)
     assert [e["what"] for e in events] == ["Health summary", "Canonical selection"]
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.errors import ConfigError
-from benchflow.records import TrialResult, read_optional
+from benchflow.records import CanonicalSelection, HealthSummary, TrialResult, read_optional, write_record
 from benchflow.util import atomic
 
 from .layout import JobPaths, TrialPaths
@@ -136,7 +136,7 @@ def materialize(selection: dict[str, Any], target: Path) -> None:
         for row in selection["selected"]:
             source = Path(row["rollout_dir"])
             shutil.copytree(source, staging / source.name, symlinks=True)
-        atomic.write_json(staging / MARKER, selection)
+        write_record(staging / MARKER, CanonicalSelection.model_validate(selection))
 
 
 def write_outputs(spec: Any, job_root: Path, emit: Callable[[dict[str, Any]], None]) -> str | None:
@@ -146,7 +146,7 @@ def write_outputs(spec: Any, job_root: Path, emit: Callable[[dict[str, Any]], No
         return None
     health = health_summary(job_root)
     if spec.health_summary_out:
-        written = atomic.write_json(spec.health_summary_out, health)
+        written = write_record(spec.health_summary_out, HealthSummary.model_validate(health))
         emit({"type": "output_written", "what": "Health summary", "path": str(written)})
     if spec.canonicalize == "none":
         return None
@@ -155,7 +155,8 @@ def write_outputs(spec: Any, job_root: Path, emit: Callable[[dict[str, Any]], No
     if expected is not None and selection["selected_count"] != expected:
         return (f"--expected-tasks {expected}: the canonical selection has {selection['selected_count']} task(s); "
                 "no selection written")
-    written = atomic.write_json(spec.canonical_selection_out or JobPaths(job_root).canonical_selection, selection)
+    written = write_record(spec.canonical_selection_out or JobPaths(job_root).canonical_selection,
+                           CanonicalSelection.model_validate(selection))
     emit({"type": "output_written", "what": "Canonical selection", "path": str(written)})
     if spec.canonical_jobs_dir:
         materialize(selection, Path(spec.canonical_jobs_dir))
