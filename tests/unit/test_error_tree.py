@@ -31,6 +31,7 @@ NOT_BENCH_ERRORS = {
     "benchflow.sandbox.local.holder.MissingTool",       # an OSError in the holder process
     "benchflow.sandbox.netns_block.BlockError",         # caught beside OSError in its module
     "benchflow.sandbox.session.SessionSetupError",      # wrapper whose cause the trial classifies
+    "benchflow.train.prime_rl_site.ShimRefused",        # raised in Prime-RL's trainer, where BenchFlow is absent
     "benchflow.util.nofollow.UnsafeFile",               # an OSError for every reader
     "benchflow.verify.rewards.RewardError",             # a ValueError the verifier runner records
 }

@@ -173,7 +173,7 @@ def test_trl_rows_split_prompt_and_completion(jobs: Path, tmp_path: Path) -> Non
     assert row["completion"] == [{"role": "assistant", "content": "Done. " + "y" * 40}]
     assert [m["role"] for m in row["prompt"]] == ["system", "user", "assistant", "tool"]
     assert row["tools"] == TOOLS and row["task_id"] == "alpha" and row["call_purpose"] == "agent"
-    assert row["reward_vector"] == [{"name": "reward", "kind": "reward", "value": 1.0}]
+    assert row["reward_vector"]["names"] == ["reward"] and row["reward_vector"]["values"] == [1.0]
     unscored = next(r for r in rows(out) if r["task_id"] == "beta")
     assert unscored["reward_vector"] is None and "reward" not in unscored
 

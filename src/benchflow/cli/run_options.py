@@ -108,6 +108,10 @@ FailOn = Annotated[Optional[list[str]], typer.Option("--fail-on", hidden=True, h
 SummaryOut = Annotated[Optional[Path], typer.Option("--summary-out", hidden=True, help="Write the run's benchflow.run-summary JSON (job dir, counts, gate) here")]
 TaskManifestOut = Annotated[Optional[Path], typer.Option("--task-manifest-out", hidden=True, help="Write selected task-set manifest JSON")]
 RunConfigOut = Annotated[Optional[Path], typer.Option("--run-config-out", hidden=True, help="Write redacted normalized run config JSON")]
+HealthSummaryOut = Annotated[Optional[Path], typer.Option("--health-summary-out", hidden=True, help="Write trajectory health summary JSON")]
+Canonicalize = Annotated[Optional[str], typer.Option("--canonicalize", hidden=True, help="Canonicalization policy: none or one-healthy-per-task  [default: none]")]
+CanonicalSelectionOut = Annotated[Optional[Path], typer.Option("--canonical-selection-out", hidden=True, help="Write canonical rollout-selection JSON (default: <job>/canonical-selection.json)")]
+CanonicalJobsDir = Annotated[Optional[Path], typer.Option("--canonical-jobs-dir", hidden=True, help="Materialize selected rollout dirs for trainer conversion")]
 AcceptDeviations = Annotated[Optional[str], typer.Option("--accept-deviations", help="Why this run differs from its task set's run-reference.toml (a strict one refuses the run without it); kept in run-card.json.")]
 
 # Publishing the finished job to Hugging Face (benchflow.hf.publish; HF_TOKEN from the environment only)
@@ -135,7 +139,8 @@ PANELS: dict[str, tuple[object, ...]] = {
                                   MaxRollouts, TokenBudget, TurnBudget, RetryPolicy, RetryAttempts, RetryConcurrency),
     "Verifier": (FreezeWorkspace,),
     "Trust": (AllowTaskEnv, AllowCloudMetadata, HostLogin, CaptureTokens, UsageTracking),
-    "Gates and outputs": (FailUnder, FailOn, SummaryOut, TaskManifestOut, RunConfigOut, AcceptDeviations),
+    "Gates and outputs": (FailUnder, FailOn, SummaryOut, TaskManifestOut, RunConfigOut, HealthSummaryOut,
+                          Canonicalize, CanonicalSelectionOut, CanonicalJobsDir, AcceptDeviations),
     "Publishing to Hugging Face": (PublishHf, PublishBucket, HfPrefix, HfPublicReadCheck, EvalResultsModel,
                                    EvalResultsDataset, EvalResultsTask),
     "Skills (feature)": (TaskSkills, SkillsDir, SkillMode, SkillCreatorDir),

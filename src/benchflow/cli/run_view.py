@@ -141,6 +141,8 @@ class RunView:
             self.console.print(f"warning: worker {event['worker']} {how}; {then}", markup=False)
         elif kind == "worker_error":
             self.console.print(f"error: worker {event.get('worker')}: {event['message']}", markup=False)
+        elif kind == "output_written":
+            self._say(f"{event['what']}: {event['path']}")
         elif kind == "retry":
             self._say(f"{event['task']}: retry {event['attempt']} in {event['delay_sec']:g}s")
         elif kind in {"not_started", "trial_cancelled"}:

@@ -61,8 +61,10 @@ def convert_cmd(
                                              "message-window conversion"),
     subagent_rows: bool = typer.Option(False, "--subagent-rows", help="Also write each Claude subagent "
                                        "conversation as separate rows tagged with the spawning tool call."),
-    reward_vector: bool = typer.Option(False, "--reward-vector", help="Add reward_vector to every row: every "
-                                       "numeric key the verifier wrote. Unscored rollouts get null."),
+    reward_vector: bool = typer.Option(False, "--reward-vector", help="prime-sft/trl-sft: add reward_vector to "
+                                       "every row: the test gate and each rubric criterion (names, kinds, weights, "
+                                       "0-1 values) for rubric-scored trials, else every numeric key the verifier "
+                                       "wrote. Unscored rollouts get null."),
     group_advantage: Optional[str] = typer.Option(None, "--group-advantage", help="Add advantage and group to "
                                                   "every row, normalised over the scored rollouts of the same "
                                                   "group: grpo = (r - mean) / (std + 1e-4), sample std; loo = r - "
@@ -169,7 +171,7 @@ def sft_cmd(
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", help="Prime-RL trainer output dir. Defaults "
                                               "to <work-dir>/prime-rl-output."),
     compat_profile: Optional[str] = typer.Option(None, "--compat-profile", help="Named BenchFlow Prime-RL SFT "
-                                                 "compatibility profile."),
+                                                 "compatibility profile. Currently supports env0-mobile300-pr828."),
     work_dir: Path = typer.Option(Path("train-runs/sft"), "--work-dir", help="BenchFlow training run directory"),
     prime_rl_dir: Optional[Path] = typer.Option(None, "--prime-rl-dir", help="Prime-RL checkout to run uv from. "
                                                 "Defaults to the current directory."),
@@ -191,16 +193,26 @@ def sft_cmd(
     pack_function: Optional[str] = typer.Option(None, "--pack-function", help="data.pack_function: cat or stack"),
     loss_mask: Optional[str] = typer.Option(None, "--loss-mask", help="data.loss_mask: 'assistant', 'all', or "
                                             "comma-separated roles"),
-    loss_normalization: Optional[str] = typer.Option(None, "--loss-normalization", help="token_mean or "
-                                                     "sample_mean"),
+    loss_normalization: Optional[str] = typer.Option(None, "--loss-normalization", help="Prime-RL SFT loss "
+                                                     "normalization: token_mean for native Prime-RL behavior, or "
+                                                     "sample_mean to match the historical custom trainer's per-row "
+                                                     "mean loss"),
     model_attn: Optional[str] = typer.Option(None, "--model-attn", help="model.attn override, e.g. sdpa"),
-    renderer_mode: Optional[str] = typer.Option(None, "--renderer-mode", help="Prime-RL renderer mode override"),
+    renderer_mode: Optional[str] = typer.Option(None, "--renderer-mode", help="Optional Prime-RL renderer mode "
+                                                "override. Use 'none' to fall back to tokenizer.apply_chat_template "
+                                                "tokenization."),
     tool_defs_mode: str = typer.Option("preserve", "--tool-defs-mode", help="How local training JSONL exposes "
                                        "tool schemas to Prime-RL: preserve or omit"),
     chat_template_kwarg: list[str] = typer.Option([], "--chat-template-kwarg", help="Apply KEY=VALUE to every "
                                                   "local Prime-SFT row's chat_template_kwargs; repeatable"),
-    message_tail_truncation: str = typer.Option("off", "--message-tail-truncation", help="off, keep-first-user, "
-                                                "or custom-trainer-pretokenized"),
+    message_tail_truncation: str = typer.Option("off", "--message-tail-truncation", help="Local Prime-SFT row "
+                                                "truncation before Prime-RL tokenizes it: off, keep-first-user, or "
+                                                "custom-trainer-pretokenized. The keep-first-user mode keeps the "
+                                                "initial user instruction plus the longest final message suffix "
+                                                "that fits data.seq_len * data.micro_batch_size. The "
+                                                "custom-trainer-pretokenized mode renders rows like the historical "
+                                                "custom trainer, keeps the exact token tail, and stages shifted "
+                                                "input_ids/target_ids/loss_mask tensors."),
     allow_unsafe_stack_flash_attn: bool = typer.Option(False, "--allow-unsafe-stack-flash-attn",
                                                        help="Allow stack packing with flash attention"),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing <work-dir>/train-run.json manifest"),

@@ -107,6 +107,10 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     ca_bundle = resolve_ca_bundle(spec.ca_bundle)
     for preflight in hooks(spec, "preflight"):  # e.g. --executor ray: Ray installed, options it can honour
         preflight(spec)  # before the job folder is touched
+    if spec.canonical_jobs_dir:  # refused now, not once the trials have run
+        from .canonical import check_jobs_dir
+
+        check_jobs_dir(Path(spec.canonical_jobs_dir))
     expected = {t.key: _expected(spec, agent.name, t) for t in plan.units}
     job, why = open_job(Path(spec.jobs_dir).expanduser(), job_name=spec.job_name, fresh=spec.fresh,
                         identity={"agent": agent.name, "model": spec.model}, expected=expected,
@@ -166,6 +170,12 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     atomic.write_json(paths.summary, summary)
     atomic.write_json(paths.summary_copy, summary)
     code, gate = exit_code(spec, summary, results)
+    if spec.health_summary_out or spec.canonicalize != "none":
+        from .canonical import write_outputs
+
+        problem = write_outputs(spec, paths.root, emit)
+        if problem:
+            code, gate = 1, {**gate, "passed": False, "reasons": [*gate["reasons"], problem]}
     outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
     _write_side_files(spec, plan, outcome)
     emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})

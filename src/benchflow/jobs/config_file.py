@@ -39,6 +39,8 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "targets": ("targets", list), "fresh_install": ("fresh_install", bool), "host_login": ("host_login", bool), "capture_tokens": ("capture_tokens", bool), "allow_cloud_metadata": ("allow_cloud_metadata", bool), "usage_tracking": ("usage_tracking", str), "seeds": ("seeds", str), "fresh": ("fresh", bool), "restart_changed": ("restart_changed", bool),
     "prompt_list": ("prompts", list), "quiet": ("quiet", bool), "matrix": ("matrix", str),
     "summary_out": ("summary_out", str), "task_manifest_out": ("task_manifest_out", str),
+    "health_summary_out": ("health_summary_out", str), "canonicalize": ("canonicalize", str),
+    "canonical_selection_out": ("canonical_selection_out", str), "canonical_jobs_dir": ("canonical_jobs_dir", str),
     "run_config_out": ("run_config_out", str), "accept_deviations": ("accept_deviations", str),
     "max_rollouts": ("budget.max_rollouts", int), "max_sandbox_seconds": ("budget.max_sandbox_seconds", float),
     "max_cost_usd": ("budget.max_cost_usd", float), "max_tokens": ("budget.max_tokens", int),

@@ -9,6 +9,7 @@ The job folder is the database; every later command reads it back::
         evaluation.json             the run config (secrets dropped), for resume
         run-card.json               the plan's verdict, accepted deviations
         summary.json                counts, score, solve rates, budget
+        canonical-selection.json    --canonicalize without --canonical-selection-out (jobs/canonical.py)
         results.jsonl               concatenation of per-trial results.jsonl
         .set-aside/                 trials moved away by --restart-changed
         <task>__<hex8>/             one trial; a retry gets a new folder
@@ -305,6 +306,11 @@ class JobPaths:
     @property
     def results_jsonl(self) -> Path:
         return self.root / "results.jsonl"
+
+    @property
+    def canonical_selection(self) -> Path:
+        """``--canonicalize``'s selection when no ``--canonical-selection-out`` is given."""
+        return self.root / "canonical-selection.json"
 
     @property
     def regrade_summary(self) -> Path:

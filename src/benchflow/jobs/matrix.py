@@ -2,7 +2,8 @@
 
 ``--trials N`` writes ``<jobs>/<agent>/trial-NN/<job>``; ``--matrix`` runs every
 alias × repeat into ``<jobs>/<alias>/trial-NN/`` and writes
-``<jobs>/matrix-summary.json``.
+``<jobs>/matrix-summary.json``. Each repeat writes its trainer outputs (``--health-summary-out``,
+``--canonical-selection-out``, ``--canonical-jobs-dir``) under ``<alias>/trial-NN`` of the path given.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def run_repeats(spec: RunSpec, run_one: Callable[[RunSpec], int]) -> int:
     for alias, entry in entries.items():
         for n in range(1, spec.trials + 1):
             folder = root / alias / f"trial-{n:02d}"
-            update: dict[str, Any] = {"jobs_dir": str(folder), "trials": 1, "matrix": None}
+            update: dict[str, Any] = {"jobs_dir": str(folder), "trials": 1, "matrix": None,
+                                      **_repeat_outputs(spec, alias, n)}
             if "agent" in entry:
                 update["agent"] = entry["agent"]
             if "model" in entry:
@@ -73,6 +75,18 @@ def run_repeats(spec: RunSpec, run_one: Callable[[RunSpec], int]) -> int:
         atomic.write_json(matrix_summary(root), {"schema_version": 1, "matrix": spec.matrix,
                                                          "trials": spec.trials, "runs": runs})
     return code
+
+
+def _repeat_outputs(spec: RunSpec, alias: str, n: int) -> dict[str, str]:
+    """Each repeat's own trainer outputs: ``<dir of FILE>/<alias>/trial-NN/<FILE name>``, ``<DIR>/<alias>/trial-NN``."""
+    out = {}
+    for name in ("health_summary_out", "canonical_selection_out"):
+        if getattr(spec, name):
+            path = Path(getattr(spec, name))
+            out[name] = str(path.parent / alias / f"trial-{n:02d}" / path.name)
+    if spec.canonical_jobs_dir:
+        out["canonical_jobs_dir"] = str(Path(spec.canonical_jobs_dir) / alias / f"trial-{n:02d}")
+    return out
 
 
 def _summary(job: Path | None) -> JobSummary | None:

@@ -31,7 +31,8 @@ from .spec import RunSpec
 NAME = "run-reference.toml"
 OPERATIONAL = frozenset({"targets", "tasks_dir", "dataset", "registry", "hub", "source_repo", "source_path",
                          "source_ref", "jobs_dir", "job_name", "fresh", "restart_changed", "quiet",
-                         "accept_deviations", "task_manifest_out", "run_config_out", "summary_out"})
+                         "accept_deviations", "task_manifest_out", "run_config_out", "summary_out",
+                         "health_summary_out", "canonicalize", "canonical_selection_out", "canonical_jobs_dir"})
 """Settings that say where a run reads or writes, not how it runs: not part of a reference."""
 
 

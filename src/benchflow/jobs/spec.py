@@ -185,6 +185,14 @@ class RunSpec(BaseModel):
     task_manifest_out: str | None = None
     run_config_out: str | None = None
     summary_out: str | None = None
+    health_summary_out: str | None = None
+    """Write the rollouts' health summary JSON here (``jobs/canonical.py``)."""
+    canonicalize: Literal["none", "one-healthy-per-task"] = "none"
+    """``one-healthy-per-task``: select each task's best rollout for training (``canonical-selection.json``)."""
+    canonical_selection_out: str | None = None
+    """Where the selection goes (default ``<job>/canonical-selection.json``); needs ``canonicalize``."""
+    canonical_jobs_dir: str | None = None
+    """Copy the selected trial folders here, one job folder for ``bench train convert``; needs ``canonicalize``."""
     integrity: Literal["off", "audit", "strict"] = "off"
     """``audit``: check what each agent did against its task (``integrity/claim_verdict.json``); rewards never change.
     ``strict``: the audit, and every verifier in a separate sandbox (sets ``verifier_sandbox``)."""
@@ -271,6 +279,15 @@ class RunSpec(BaseModel):
                                           ("--source-repo", self.source_repo)) if value]  # each beats tasks_dir
         if len(given) > 1:
             raise ValueError(f"{given[0]} and {given[1]} both name the tasks; give one")
+        return self
+
+    @model_validator(mode="after")
+    def _canonical_outputs_need_policy(self) -> "RunSpec":
+        if self.canonicalize == "none":
+            for flag, value in (("--canonical-selection-out", self.canonical_selection_out),
+                                ("--canonical-jobs-dir", self.canonical_jobs_dir)):
+                if value:
+                    raise ValueError(f"{flag} needs --canonicalize one-healthy-per-task")
         return self
 
     @model_validator(mode="after")

@@ -4,7 +4,8 @@ One model per file — ``config.json`` (:class:`TrialConfig`), ``result.json``
 (:class:`TrialResult`), ``timing.json`` (:class:`TrialTiming`),
 ``summary.json`` (:class:`JobSummary`), ``evaluation.json``
 (:class:`EvaluationRecord`), ``run-card.json`` (:class:`RunCardRecord`), the review's ``review_report.json``,
-``scoring/<n>.json`` and ``integrity/claim_verdict.json`` (:mod:`.review`) —
+``scoring/<n>.json`` and ``integrity/claim_verdict.json`` (:mod:`.review`), the trainer outputs
+``canonical-selection.json`` and the health summary (:mod:`.canonical`) —
 written by one constructor each (``jobs/record.py``, ``jobs/summary.py``,
 ``jobs/job.py``, ``jobs/plan.py``) and read back by every reader through
 :func:`read_record` / :func:`upgrade`, which also read BenchFlow 0.7 records.
@@ -25,19 +26,20 @@ from .upgrade import Unreadable, as_result, upgrade
 
 if TYPE_CHECKING:
     from .branch import Observation, TreeRecord
+    from .canonical import CanonicalSelection, HealthSummary
     from .review import ClaimVerdict, ReviewReport, ScoringPointer, ScoringRevision
     from .summary import JobSummary
     from .trial import AgentResult, FinalMetrics, Rewards, TrajectorySummary, TrialResult, TrialTiming
 
 __all__ = [
-    "SCHEMA_VERSION", "AgentResult", "ClaimVerdict", "EvaluationRecord", "FinalMetrics", "JobSummary", "Observation", "Record",
+    "SCHEMA_VERSION", "AgentResult", "CanonicalSelection", "ClaimVerdict", "EvaluationRecord", "HealthSummary", "FinalMetrics", "JobSummary", "Observation", "Record",
     "ReviewReport", "Rewards", "ScoringPointer", "ScoringRevision", "TreeRecord",
     "RunCardRecord", "TrajectorySummary", "TrialConfig", "TrialResult", "TrialTiming", "Unreadable",
     "as_result", "read_json", "read_optional", "read_record", "upgrade", "write_record",
 ]
 
 _LAZY = {
-    "Observation": "branch", "TreeRecord": "branch",
+    "Observation": "branch", "TreeRecord": "branch", "CanonicalSelection": "canonical", "HealthSummary": "canonical",
     "ClaimVerdict": "review", "ReviewReport": "review", "ScoringPointer": "review", "ScoringRevision": "review",
     "AgentResult": "trial", "FinalMetrics": "trial", "Rewards": "trial", "TrajectorySummary": "trial",
     "TrialResult": "trial", "TrialTiming": "trial", "JobSummary": "summary",

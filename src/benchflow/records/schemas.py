@@ -17,6 +17,7 @@ from benchflow.errors import UserError
 
 from .base import SCHEMA_VERSION
 from .branch import Observation, TreeRecord
+from .canonical import CanonicalSelection, HealthSummary
 from .job import EvaluationRecord, RunCardRecord
 from .review import ClaimVerdict, ReviewReport, ScoringRevision
 from .steps import StepRecord
@@ -41,6 +42,8 @@ MODELS: dict[str, type] = {
     "review-report": ReviewReport,
     "scoring-revision": ScoringRevision,
     "claim-verdict": ClaimVerdict,
+    "health-summary": HealthSummary,
+    "canonical-selection": CanonicalSelection,
 }
 """Schema name -> model; the file is ``<name>.schema.json``."""
 
@@ -49,7 +52,8 @@ FILES = {"result": "result.json", "config": "config.json", "timing": "timing.jso
          "tree": "tree.json", "observation": "observation.json", "step": "step.json",
          "turn": "turns/<NN>-<role>/turn.json",
          "review-report": "review_report.json", "scoring-revision": "scoring/<attempt>.json",
-         "claim-verdict": "integrity/claim_verdict.json"}
+         "claim-verdict": "integrity/claim_verdict.json", "health-summary": "--health-summary-out",
+         "canonical-selection": "canonical-selection.json"}
 """Schema name -> the file it describes."""
 
 

@@ -34,9 +34,10 @@ from benchflow.util import atomic
 from . import advantage, rules, selection
 from .branch import branched, trial_rows
 from .conversations import conversations, has_record
-from .formats import BUILDERS, FORMATS, Sample, reward_vector
+from .formats import BUILDERS, FORMATS, Sample
 from .output import require_pyarrow, sink_for
 from .redaction import redact
+from .reward_vector import reward_vector
 from .source import Rollout, read_rollout, trial_folders
 
 BRANCH_ONLY = ("pairs", "pairs_any_request", "include_oracle")
@@ -116,6 +117,8 @@ def check_options(o: ConvertOptions) -> None:
         raise UserError(f"--context-policy {o.context_policy!r}: use full or message-window")
     if o.context_policy == "message-window" and (o.format != "trl-sft" or not o.tokenizer or not o.max_length):
         raise UserError("--context-policy message-window needs --format trl-sft, --tokenizer and --max-length")
+    if o.reward_vector and o.format in ("branch-tree", "verl-sft"):
+        raise UserError(f"--reward-vector: --format {o.format} has no reward_vector column; use prime-sft or trl-sft")
     if o.subagent_rows and o.format in ("openenv-episodes", "branch-tree"):
         raise UserError(f"--subagent-rows: --format {o.format} writes one row per rollout or child; use a row format")
     if o.format == "openenv-episodes" and o.row_mode == "exchange":

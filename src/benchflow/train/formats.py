@@ -45,19 +45,6 @@ class Sample:
     """What the conversation was read from: the model calls, or (a Harbor trial) an ATIF trajectory."""
 
 
-def reward_vector(rollout: Rollout) -> list[dict[str, Any]] | None:
-    """Every numeric key the verifier wrote (``reward`` first); None for an unscored rollout."""
-    rewards = rollout.result.rewards
-    if rewards is None or rewards.reward is None:
-        return None
-    values = rewards.model_dump()
-    out = [{"name": "reward", "kind": "reward", "value": values.pop("reward")}]
-    for name, value in sorted(values.items()):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out.append({"name": name, "kind": "verifier_key", "value": float(value)})
-    return out
-
-
 def _usage(rollout: Rollout) -> dict[str, Any] | None:
     result = rollout.result.agent_result
     return None if result is None else {k: v for k, v in result.model_dump().items() if v is not None}

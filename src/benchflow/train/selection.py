@@ -16,7 +16,7 @@ from typing import Any
 from benchflow.errors import UserError
 
 _LIST_KEYS = ("trials", "rollouts", "selected", "selection", "rows", "tasks")
-_ROLLOUT_KEYS = ("trial_name", "rollout_name", "trial", "source_rollout_dir", "rel", "path")
+_ROLLOUT_KEYS = ("trial_name", "rollout_name", "trial", "rollout_dir", "source_rollout_dir", "rel", "path")
 _TASK_KEYS = ("task_name", "task_id", "task", "name", "id")
 
 

@@ -7,7 +7,10 @@ and ``--target-examples`` / ``--target-micro-steps`` derive ``--max-steps``
 from the config's ``data.batch_size`` (and, when asked, the scheduler's decay
 and the checkpoint intervals). A local JSONL ``--data`` is staged into the
 work dir when ``--tool-defs-mode omit`` or ``--chat-template-kwarg`` change
-its rows. Output goes to ``<work-dir>/logs/trainer.log`` (and the terminal
+its rows, and ``--message-tail-truncation`` fits them to Prime-RL's sample window
+(:mod:`.sft_tail`). ``--compat-profile`` sets a named group of these flags (:mod:`.sft_profiles`);
+``--loss-normalization sample_mean`` and pretokenized rows switch on run-local Prime-RL hooks
+(:mod:`.prime_rl_shim`). Output goes to ``<work-dir>/logs/trainer.log`` (and the terminal
 with ``--follow``). No secret is put on the command line: the trainer gets
 the environment it was started with.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 import tomllib
@@ -28,9 +32,9 @@ from benchflow.errors import UserError
 from benchflow.util.files import sha256_hex
 from benchflow.util import atomic
 
-from . import sft_publish
+from . import prime_rl_shim, sft_profiles, sft_publish, sft_tail
 
-TRUNCATION_MODES = ("off", "keep-first-user", "custom-trainer-pretokenized")
+ROLES = ("system", "user", "assistant", "tool")
 
 
 @dataclass
@@ -91,14 +95,16 @@ def _lookup(config: dict[str, Any], dotted: str) -> Any:
 def _check(o: SftOptions) -> None:
     if o.backend != "prime-rl":
         raise UserError(f"--backend {o.backend!r}: only prime-rl is supported")
-    if o.compat_profile is not None:
-        raise UserError(f"--compat-profile {o.compat_profile!r}: this BenchFlow ships no compatibility profiles; "
-                        "pass the settings with --override")
-    if o.message_tail_truncation not in TRUNCATION_MODES:
-        raise UserError(f"--message-tail-truncation {o.message_tail_truncation!r}: use {', '.join(TRUNCATION_MODES)}")
-    if o.message_tail_truncation != "off":
-        raise UserError(f"--message-tail-truncation {o.message_tail_truncation}: not available in this BenchFlow "
-                        "(it needs the model's tokenizer); use off")
+    if o.message_tail_truncation not in sft_tail.MODES:
+        raise UserError(f"--message-tail-truncation {o.message_tail_truncation!r}: use {', '.join(sft_tail.MODES)}")
+    if o.message_tail_truncation != "off" and (o.data is None or not Path(o.data).is_file()):
+        raise UserError(f"--message-tail-truncation {o.message_tail_truncation} changes local rows; give --data "
+                        "a local Prime-SFT JSONL file")
+    if o.message_tail_truncation == sft_tail.PRETOKENIZED and (o.tool_defs_mode != "omit" or o.chat_template_kwargs):
+        raise UserError(f"--message-tail-truncation {sft_tail.PRETOKENIZED} stages token ids, not chat rows: it "
+                        "needs --tool-defs-mode omit and no --chat-template-kwarg")
+    if o.renderer_mode not in (None, "none"):
+        raise UserError(f"--renderer-mode {o.renderer_mode!r}: only none (tokenize with the chat template)")
     if o.tool_defs_mode not in ("preserve", "omit"):
         raise UserError(f"--tool-defs-mode {o.tool_defs_mode!r}: use preserve or omit")
     if o.target_examples is not None and o.target_micro_steps is not None:
@@ -114,18 +120,41 @@ def _check(o: SftOptions) -> None:
         raise UserError(f"--config {o.config}: no such file; give the Prime-RL SFT TOML config")
 
 
-def _stage_data(o: SftOptions, work: Path) -> tuple[str | None, str | None]:
-    """(data name passed to Prime-RL, sha256 of the local data) — staging rows when they must change."""
+def _loss_mask(value: str) -> dict[str, str]:
+    """``--loss-mask``: Prime-RL's per-role switches (``all``, ``assistant``, or roles separated by commas)."""
+    roles = set(ROLES) if value == "all" else {part.strip() for part in value.split(",") if part.strip()}
+    if not roles or roles - set(ROLES):
+        raise UserError(f"--loss-mask {value!r}: use all, assistant, or roles from {','.join(ROLES)}")
+    return {f"data.loss_mask.{role}": "true" if role in roles else "false" for role in ROLES}
+
+
+def _check_sample_mean(config: dict[str, Any], settings: dict[str, Any]) -> None:
+    """Per-row mean loss needs each batch row to be one example and whole rows in each rank's batch."""
+    def value(key: str) -> Any:
+        return settings.get(key, _lookup(config, key))
+
+    if str(value("data.pack_function")) != "stack":
+        raise UserError("--loss-normalization sample_mean needs data.pack_function stack (--pack-function stack)")
+    if str(value("model.cp") or 1) != "1":
+        raise UserError("--loss-normalization sample_mean needs model.cp 1: a row split across ranks has no mean")
+    if str(value("loss_impl") or "torch") in ("liger_fused", "quack_fused"):
+        raise UserError("--loss-normalization sample_mean needs loss_impl torch or liger, not a fused loss")
+
+
+def _stage_data(o: SftOptions, work: Path, config: dict[str, Any],
+                overrides: dict[str, str]) -> tuple[str | None, str | None, dict[str, Any] | None]:
+    """(data name passed to Prime-RL, sha256 of the local data, the truncation's counts) — staging rows
+    when they must change."""
     if o.data is None:
-        return None, None
+        return None, None, None
     local = Path(o.data)
     if not local.is_file():
         if o.tool_defs_mode == "omit" or o.chat_template_kwargs:
             raise UserError(f"--data {o.data}: --tool-defs-mode omit and --chat-template-kwarg change local rows; "
                             "give a local JSONL file")
-        return o.data, None
-    if o.tool_defs_mode == "preserve" and not o.chat_template_kwargs:
-        return str(local.resolve()), _sha256(local)
+        return o.data, None, None
+    if o.tool_defs_mode == "preserve" and not o.chat_template_kwargs and o.message_tail_truncation == "off":
+        return str(local.resolve()), _sha256(local), None
     kwargs = {k: _literal(v) for k, v in (_pair(t, "--chat-template-kwarg") for t in o.chat_template_kwargs)}
     rows = []
     for number, line in enumerate(local.read_text(encoding="utf-8").splitlines(), start=1):
@@ -140,8 +169,35 @@ def _stage_data(o: SftOptions, work: Path) -> tuple[str | None, str | None]:
         if kwargs:
             row["chat_template_kwargs"] = {**(row.get("chat_template_kwargs") or {}), **kwargs}
         rows.append(row)
+    tail = _truncate(o, rows, config, overrides, str(local)) if o.message_tail_truncation != "off" else None
     staged = atomic.write_jsonl(work / "data" / "train.jsonl", rows)
-    return str(staged.resolve()), _sha256(staged)
+    return str(staged.resolve()), _sha256(staged), tail
+
+
+def _truncate(o: SftOptions, rows: list[dict[str, Any]], config: dict[str, Any], overrides: dict[str, str],
+              source: str) -> dict[str, Any]:
+    """``--message-tail-truncation`` over ``rows`` (in place) with ``model.name``'s tokenizer, in Prime-RL's
+    window of ``data.seq_len * data.micro_batch_size`` (its defaults 128 and 1); returns the counts."""
+    def value(key: str, default: int) -> int:
+        return _positive(overrides.get(key, _lookup(config, key) or default), key)
+
+    model = overrides.get("model.name", _lookup(config, "model.name"))
+    if not model:
+        raise UserError(f"--message-tail-truncation needs the model's tokenizer: set model.name in {o.config} "
+                        "or --override model.name=ID")
+    window = value("data.seq_len", 128) * value("data.micro_batch_size", 1)
+    return sft_tail.apply(rows, o.message_tail_truncation, sft_tail.load_tokenizer(str(model)), window,
+                          source).record()
+
+
+def _positive(value: Any, key: str) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = 0
+    if number < 1:
+        raise UserError(f"{key} {value!r}: must be a whole number of 1 or more")
+    return number
 
 
 def _derived(o: SftOptions, config: dict[str, Any], overrides: dict[str, str]) -> dict[str, int]:
@@ -176,11 +232,13 @@ def build_command(o: SftOptions, data_name: str | None, output_dir: Path,
     settings: dict[str, Any] = {"output_dir": str(output_dir)}
     if data_name is not None:
         settings["data.name"] = data_name
-    for key, value in (("data.pack_function", o.pack_function), ("data.loss_mask", o.loss_mask),
-                       ("loss.normalization", o.loss_normalization), ("model.attn", o.model_attn),
-                       ("data.renderer_mode", o.renderer_mode)):
+    for key, value in (("data.pack_function", o.pack_function), ("model.attn", o.model_attn)):
         if value is not None:
             settings[key] = value
+    if o.loss_mask is not None:
+        settings.update(_loss_mask(o.loss_mask))
+    if o.renderer_mode == "none":
+        settings["renderer"] = "None"
     settings.update(_derived(o, config, overrides))
     settings.update(overrides)
     argv = ["uv", "run", *(["--no-sync"] if o.uv_no_sync else []), "sft", "@", str(o.config.resolve())]
@@ -191,10 +249,12 @@ def build_command(o: SftOptions, data_name: str | None, output_dir: Path,
     return argv, settings
 
 
-def _run(argv: list[str], cwd: Path, log: Path, follow: bool) -> int:
+def _run(argv: list[str], cwd: Path, log: Path, follow: bool, env: dict[str, str]) -> int:
+    """Run the trainer with this process's environment plus ``env`` (the shim's switches)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
-        process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **env} if env else None)
     except FileNotFoundError:
         raise UserError("uv not found on PATH; install uv (https://docs.astral.sh/uv/) to run Prime-RL") from None
     assert process.stdout is not None
@@ -209,6 +269,7 @@ def _run(argv: list[str], cwd: Path, log: Path, follow: bool) -> int:
 
 def run_sft(o: SftOptions) -> int:
     """Launch the run, write ``<work-dir>/train-run.json``; returns the trainer's exit code."""
+    o, profile = sft_profiles.apply_profile(o)
     _check(o)
     publishing = sft_publish.check(o.publishing)
     work = o.work_dir
@@ -223,17 +284,24 @@ def run_sft(o: SftOptions) -> int:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"--config {o.config}: not valid TOML ({exc})") from None
     output_dir = (o.output_dir or work / "prime-rl-output").resolve()
-    data_name, data_hash = _stage_data(o, work)
+    sample_mean = o.loss_normalization == "sample_mean"
+    if sample_mean:
+        _check_sample_mean(config, build_command(o, None, output_dir, config)[1])
+    overrides = dict(_pair(t, "--override") for t in o.overrides)
+    data_name, data_hash, tail = _stage_data(o, work, config, overrides)
     argv, settings = build_command(o, data_name, output_dir, config)
+    env, shim = prime_rl_shim.install(work, pretokenized=o.message_tail_truncation == sft_tail.PRETOKENIZED,
+                                      sample_mean=sample_mean)
     log = work / "logs" / "trainer.log"
     started = datetime.now().isoformat(timespec="seconds")
-    code = _run(argv, checkout, log, o.follow)
+    code = _run(argv, checkout, log, o.follow, env)
     record = {
         "kind": "benchflow.train-run", "schema_version": 1, "backend": o.backend,
         "config": str(o.config.resolve()), "config_sha256": _sha256(o.config), "data": data_name,
         "data_sha256": data_hash, "command": argv, "cwd": str(checkout), "settings": settings,
-        "output_dir": str(output_dir), "log": str(log.resolve()), "dry_run": o.dry_run, "started_at": started,
-        "finished_at": datetime.now().isoformat(timespec="seconds"), "exit_code": code}
+        "loss_normalization": o.loss_normalization, "message_tail_truncation": tail, "compat_profile": profile,
+        "shim": shim, "output_dir": str(output_dir), "log": str(log.resolve()), "dry_run": o.dry_run,
+        "started_at": started, "finished_at": datetime.now().isoformat(timespec="seconds"), "exit_code": code}
     atomic.write_json(manifest, record)
     if publishing and code == 0 and not o.dry_run:
         record["published"] = sft_publish.publish(publishing, record, manifest, output_dir, config)
