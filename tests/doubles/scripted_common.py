@@ -10,8 +10,9 @@ the conversation it is sent, the way a model would, by one rule:
   tool result yet → call that tool to do the task's :class:`Work`;
 * the conversation holds a tool result → finish the turn with a short text;
 * a grading request with no tools (a BenchFlow judge's prompt: a ``# Rubric`` of JSON criteria and
-  the deliverables) → a verdict (:func:`grade`): a criterion is met (1) when every phrase its
-  description quotes in double quotes appears in the deliverables, else not (0);
+  the deliverables, or a monitor's ``# Trajectory``) → a verdict (:func:`grade`): a criterion is met
+  (1) when every phrase its description quotes in double quotes appears in the graded material, else
+  not (0);
 * anything else (summaries, a call with no tools) → a plain answer.
 
 Tool arguments are built from the tool's own JSON Schema, so the same server
@@ -134,7 +135,8 @@ def plan_tool_call(tools: list[tuple[str, dict[str, Any]]], work: Work) -> ToolC
     return None
 
 
-_RUBRIC = re.compile(r"# Rubric\n\n(\{.*?\})\s*# Deliverables[^\n]*\n\n(.*)\n\n# Your answer", re.DOTALL)
+_RUBRIC = re.compile(r"# Rubric\n\n(\{.*?\})\s*# (?:Deliverables|Trajectory)[^\n]*\n\n(.*)\n\n# Your answer",
+                     re.DOTALL)
 
 
 def grade(prompt: str) -> str | None:

@@ -32,6 +32,7 @@ from tests.doubles.scripted_common import (
     ToolCall,
     approx_tokens,
     fill_schema,
+    grade,
     plan_tool_call,
     sse,
 )
@@ -43,6 +44,13 @@ def _side_text(schema: dict[str, Any] | None, json_mode: bool) -> str:
     if schema:
         return json.dumps(fill_schema(schema, SIDE_TEXT))
     return json.dumps({"reasoning": "The task is done.", "next_speaker": "user"}) if json_mode else SIDE_TEXT
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    content = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    if isinstance(content, list):
+        return "".join(str(part.get("text") or "") for part in content if isinstance(part, dict))
+    return str(content or "")
 
 
 class ScriptedOpenAI(ScriptedServer):
@@ -80,6 +88,9 @@ class ScriptedOpenAI(ScriptedServer):
             return "tool_call", call, ""
         if done:
             return "final", None, self.work.summary
+        verdict = None if tools else grade(_last_user_text(messages))
+        if verdict is not None:
+            return "verdict", None, verdict
         return "side", None, _side_text(None, fmt.get("type") == "json_object")
 
     async def _chat(self, request: Request) -> Response:

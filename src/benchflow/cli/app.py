@@ -180,6 +180,13 @@ TRAJ: dict[str, Lazy] = {
     "export": Lazy("benchflow.cli.traj_export", "export_cmd", "Export trajectories as ATIF or an Inspect eval log, redacted."),
 }
 
+_MON = "benchflow.cli.monitor"
+MONITOR: dict[str, Lazy] = {
+    "run": Lazy(_MON, "run_cmd", "Score one trajectory under monitor semantics."),
+    "replay": Lazy(_MON, "replay_cmd", "Re-score a persisted rollout under monitor semantics."),
+    "watch": Lazy(_MON, "watch_cmd", "Stream-score live production events."),
+}
+
 DAEMON: dict[str, Lazy] = {
     "start": Lazy("benchflow.cli.daemon", "start_cmd", "Start a private runtime; attach runs with BENCHFLOW_DAEMON=auto."),
     "status": Lazy("benchflow.cli.daemon", "status_cmd", "Show whether this user's local runtime is running."),
@@ -217,6 +224,7 @@ ROOT: dict[str, Lazy] = {
     "adopt": Lazy("", "ADOPT", "deprecated; use bench eval adopt.", hidden=True),
     "embodied": Lazy("", "EMBODIED", "Embodied rollouts (robots and simulators): reports, evidence checks, export, "
                                      "specs.", hidden=True),
+    "monitor": Lazy("", "MONITOR", "Monitor mode; score a rollout in production (#386).", hidden=True),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 

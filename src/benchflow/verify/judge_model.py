@@ -15,10 +15,11 @@ socket with ``httpx``.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ async def ask_judge(model: str, system: str, prompt: str, *, env: Mapping[str, s
     Raises:
         VerifierError: no key for the model in ``env``, or the call failed (never a 0 score).
     """
-    from benchflow.gateway import Gateway, GatewayConfig, Upstreams
+    from benchflow.gateway import Upstreams
 
     try:
         upstreams = Upstreams.from_env(env)
@@ -61,13 +62,9 @@ async def ask_judge(model: str, system: str, prompt: str, *, env: Mapping[str, s
     if found is None or not found[0].api_key:
         raise _no_key(model)
     upstream, model_id = found
-    private = None
-    folder = None
     if gateway is None or getattr(gateway.state, "value", "") != "running":
-        folder = Path(tempfile.mkdtemp(prefix="benchflow-judge-"))
-        private = Gateway(GatewayConfig(upstreams=upstreams, unix_socket=folder / "gateway.sock"))
-        await private.start()
-        gateway = private
+        async with private_gateway(upstreams) as private:
+            return await ask_judge(model, system, prompt, env=env, record=record, gateway=private, label=label)
     trial_id = f"{label}-{secrets.token_hex(4)}"
     route = gateway.register_trial(trial_id, record, upstreams=upstreams)
     try:
@@ -75,10 +72,23 @@ async def ask_judge(model: str, system: str, prompt: str, *, env: Mapping[str, s
         usage = route.usage()
     finally:
         gateway.unregister_trial(trial_id)
-        if private is not None:
-            await private.stop()
-            shutil.rmtree(folder, ignore_errors=True)
     return JudgeReply(text=text, model=model, provider=upstream.name, usage=usage)
+
+
+@contextlib.asynccontextmanager
+async def private_gateway(upstreams: Any) -> AsyncIterator[Any]:
+    """A gateway of its own for judge calls made outside a job (on a unix socket in a private temporary
+    folder), stopped and removed afterwards; pass it as ``ask_judge(gateway=)`` for many calls."""
+    from benchflow.gateway import Gateway, GatewayConfig
+
+    folder = Path(tempfile.mkdtemp(prefix="benchflow-judge-"))
+    gateway = Gateway(GatewayConfig(upstreams=upstreams, unix_socket=folder / "gateway.sock"))
+    try:
+        await gateway.start()
+        yield gateway
+    finally:
+        await gateway.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _call(gateway: Any, route: Any, upstream: Any, model_id: str, system: str, prompt: str) -> str:

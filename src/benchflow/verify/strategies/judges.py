@@ -73,26 +73,31 @@ def load_rubric(path: Path) -> tuple[list[dict[str, Any]], str]:
     return criteria, text
 
 
-def _llm_settings(ctx: StrategyContext) -> tuple[Path, str, str, str]:
-    """(rubric file, model, input folder in the sandbox, context) from the strategy or ``verifier.judge``."""
-    judge = ctx.task.config.verifier.judge
-    strategy = ctx.strategy
+def llm_settings(task: Any, strategy_name: str | None = None,
+                 strategy: Any = None) -> tuple[Path, str, str, str]:
+    """(rubric file, model, input folder in the sandbox, context) of ``task``'s llm-judge: the verifier.md
+    ``strategy`` named ``strategy_name``, or, without one, the task-level ``verifier.judge``.
+
+    Raises:
+        VerifierError: a rubric or context path that leads out of its folder, or a missing context_file.
+    """
+    judge = task.config.verifier.judge
     if strategy is None:  # task-level verifier.type = llm-judge: paths are relative to the task
-        rubric = inside(ctx.task.path, judge.rubric_path, "verifier.judge.rubric_path")
+        rubric = inside(task.path, judge.rubric_path, "verifier.judge.rubric_path")
         return rubric, judge.model, judge.input_dir, judge.context
-    vdir = ctx.task.paths.verifier_dir
-    rubric = inside(vdir, strategy.rubric, f"strategy '{ctx.strategy_name}' rubric")
+    vdir = task.paths.verifier_dir
+    rubric = inside(vdir, strategy.rubric, f"strategy '{strategy_name}' rubric")
     context = strategy.context or ""
     if strategy.context_file:
-        source = inside(vdir, strategy.context_file, f"strategy '{ctx.strategy_name}' context_file")
+        source = inside(vdir, strategy.context_file, f"strategy '{strategy_name}' context_file")
         if not source.is_file():
-            raise fail(f"context_file {strategy.context_file} of strategy '{ctx.strategy_name}' is missing")
+            raise fail(f"context_file {strategy.context_file} of strategy '{strategy_name}' is missing")
         context = source.read_text(encoding="utf-8", errors="replace")
     return rubric, strategy.model or judge.model, strategy.input_dir or judge.input_dir, context or judge.context
 
 
 async def llm_judge(ctx: StrategyContext) -> None:
-    rubric_path, model, input_dir, context = _llm_settings(ctx)
+    rubric_path, model, input_dir, context = llm_settings(ctx.task, ctx.strategy_name, ctx.strategy)
     if not rubric_path.is_file():
         raise fail(f"llm-judge rubric {rubric_path.name} not found at "
                    f"{rubric_path.relative_to(ctx.task.path).as_posix()}; add it")
@@ -111,7 +116,7 @@ async def llm_judge(ctx: StrategyContext) -> None:
               + f"with one entry for each of these criteria: {names}.")
     reply = await ask_judge(model, JUDGE_SYSTEM, prompt, env=ctx.env, record=ctx.verifier_dir / JUDGE_RECORD,
                             gateway=ctx.gateway, label=f"{ctx.label}-llm-judge")
-    scored = _criteria_scores(reply_json(reply.text), criteria)
+    scored = criteria_scores(reply_json(reply.text), criteria)
     weights = [c["weight"] for c in criteria]
     reward = sum(w * s["score"] for w, s in zip(weights, scored)) / sum(weights)
     method = "mean" if len(set(weights)) == 1 else "weighted_mean"
@@ -121,7 +126,12 @@ async def llm_judge(ctx: StrategyContext) -> None:
         "rubric": rubric_path.name, "input_dir": input_dir, "usage": reply.usage})
 
 
-def _criteria_scores(answer: dict[str, Any], criteria: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def criteria_scores(answer: dict[str, Any], criteria: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each criterion's ``{name, score, weight, reasoning}`` from a judge's ``{"criteria": [...]}`` answer.
+
+    Raises:
+        VerifierError: no criteria list, a criterion left out, or a score that is not a number from 0 to 1.
+    """
     given = answer.get("criteria")
     if not isinstance(given, list):
         if len(criteria) == 1 and "score" in answer:
