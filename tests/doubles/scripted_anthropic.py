@@ -100,6 +100,7 @@ class ScriptedAnthropic(ScriptedServer):
         return "side", [{"type": "text", "text": "Hello world file"}], None
 
     async def _messages(self, request: Request) -> Response:
+        await self.held()
         body = await request.json()
         kind, blocks, call = self._blocks(body)
         model = str(body.get("model", "claude"))

@@ -190,6 +190,11 @@ class ScriptedServer:
         self.host = host
         self.port = 0
         self.calls: list[Call] = []
+        self.hold = threading.Event()
+        """Cleared: each request waits until it is set again (a provider slow to answer); see :attr:`waiting`."""
+        self.hold.set()
+        self.waiting = 0
+        """Requests waiting on :attr:`hold` right now."""
         self._lock = threading.Lock()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -206,6 +211,19 @@ class ScriptedServer:
         with self._lock:
             self.calls.append(call)
         return call
+
+    async def held(self) -> None:
+        """Wait while :attr:`hold` is cleared (a provider that has not answered yet)."""
+        if self.hold.is_set():
+            return
+        with self._lock:
+            self.waiting += 1
+        try:
+            while not self.hold.is_set():
+                await asyncio.sleep(0.01)
+        finally:
+            with self._lock:
+                self.waiting -= 1
 
     def kinds(self) -> list[str]:
         with self._lock:
@@ -231,6 +249,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self.hold.set()  # a held request answers, so the server can end
         if self._server is not None and self._thread is not None:
             self._server.should_exit = True
             self._thread.join(timeout=5)

@@ -55,7 +55,7 @@ async def score_one(transcript: Transcript, scoring: Scoring, *, env: Mapping[st
     started = now()
     judged = await judge(transcript, scoring, env=env, folder=folder, alert_below=alert_below, gateway=gateway,
                          label=f"monitor-{folder.name}")
-    document = verdict(run=run, folder=folder, rollout=rollout, source=source, status="scored", scoring=scoring, judged=judged,
+    document = verdict(run=run, folder=folder, rollout=rollout, source=source, scoring=scoring, judged=judged,
                        trajectory=transcript.record(), notes=[*transcript.notes, *(notes or [])],
                        metadata=metadata, evaluated=evaluated, alert_below=alert_below, started_at=started)
     write_verdict(folder, document)

@@ -85,10 +85,10 @@ def rollout_folder(run: Path, rollout: str) -> Path:
             name = f"{safe}__{n}"
 
 
-def verdict(*, run: Path, folder: Path, rollout: str | None, source: dict[str, Any], status: str, scoring: Any,
-            judged: Any = None, trajectory: dict[str, Any] | None = None, notes: list[str] | None = None,
-            metadata: dict[str, Any] | None = None, evaluated: dict[str, Any] | None = None,
-            alert_below: float, started_at: str) -> dict[str, Any]:
+def verdict(*, run: Path, folder: Path, rollout: str | None, source: dict[str, Any], scoring: Any,
+            status: str | None = None, judged: Any = None, trajectory: dict[str, Any] | None = None,
+            notes: list[str] | None = None, metadata: dict[str, Any] | None = None,
+            evaluated: dict[str, Any] | None = None, alert_below: float, started_at: str) -> dict[str, Any]:
     """The ``benchflow.monitor-verdict`` document to be written in ``folder`` (``judged``: the judge's
     :class:`~.judge.Judged`, or None for a rollout that was not judged: then ``status`` says why)."""
     scored = judged is not None and judged.status == "scored"

@@ -93,16 +93,19 @@ async def file_lines(path: Path, follow: bool, note: Callable[[str], None]) -> A
 
 
 class Watch:
-    def __init__(self, source: str, scoring: Scoring, options: MonitorOptions, env: Mapping[str, str], *,
+    """One watch of one stream into the run folder ``run``."""
+
+    def __init__(self, source: str, run: Path, scoring: Scoring, options: MonitorOptions, env: Mapping[str, str], *,
                  follow: bool, concurrency: int, on_verdict: Callable[[dict[str, Any]], None],
                  on_note: Callable[[str], None]) -> None:
-        self.source, self.scoring, self.options, self.env = source, scoring, options, env
+        self.source, self.run, self.scoring, self.options, self.env = source, run, scoring, options, env
         self.follow, self.on_verdict, self.on_note = follow, on_verdict, on_note
         self.slots = asyncio.Semaphore(concurrency)
         self.collector = Collector()
         self.counts: Counter[str] = Counter()
         self.tasks: set[asyncio.Task[None]] = set()
-        self.run = open_run(options.jobs_dir, options.run_name)
+        self.failed: list[BaseException] = []
+        """What a scoring task raised that is not a judge's failure (a bug, a disk error): it ends the watch."""
         self.started = now()
 
     def _record(self, counts: dict[str, int] | None = None, stopped_by: str | None = None) -> None:
@@ -115,8 +118,10 @@ class Watch:
             return stdin_lines()
         return file_lines(Path(self.source), self.follow, self.on_note)
 
-    def _verdict(self, rollout: Rollout, folder: Path, status: str, judged: Judged | None = None) -> dict[str, Any]:
-        return verdict(run=self.run, folder=folder, rollout=rollout.id, status=status, scoring=self.scoring, judged=judged,
+    def _verdict(self, rollout: Rollout, folder: Path, status: str | None,
+                 judged: Judged | None = None) -> dict[str, Any]:
+        return verdict(run=self.run, folder=folder, rollout=rollout.id, status=status, scoring=self.scoring,
+                       judged=judged,
                        source={"kind": rollout.kind, "stream": self.source,
                                "path": str(folder / rollout.trajectory_name)},
                        trajectory={"kind": rollout.kind, "lines": len(rollout.lines())},
@@ -139,7 +144,7 @@ class Watch:
                 try:
                     transcript = rollout.transcript()
                 except UserError as exc:
-                    document = self._verdict(rollout, folder, "error",
+                    document = self._verdict(rollout, folder, None,
                                              Judged(error=str(exc), error_category="unreadable_trajectory"))
                     write_verdict(folder, document)
                 else:
@@ -173,7 +178,11 @@ class Watch:
                         for task in [] if ended else list(self.tasks):
                             task.cancel()
                         await asyncio.gather(*self.tasks, return_exceptions=True)
+                    self._raise_failure()
                     stopped_by = "end_of_input"
+        except Exception:  # recorded as how the watch stopped, then raised as it is
+            stopped_by = "failed"
+            raise
         finally:
             for rollout in self.collector.take_open():
                 folder = self._keep(rollout)
@@ -199,7 +208,17 @@ class Watch:
                 if rollout is not None:
                     task = asyncio.create_task(self._score(rollout, self._keep(rollout), gateway))
                     self.tasks.add(task)
-                    task.add_done_callback(self.tasks.discard)
+                    task.add_done_callback(self._done)
+                self._raise_failure()
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.failed.append(task.exception())
+
+    def _raise_failure(self) -> None:
+        if self.failed:
+            raise self.failed[0]
 
 
 async def _numbered(lines: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytes]]:
@@ -228,9 +247,10 @@ def watch(source: str, options: MonitorOptions, *, follow: bool = True, concurre
         if path.is_dir():
             raise UserError(f"{source}: a folder; give a JSONL file being appended, or - for standard input")
     scoring = prepare(options, env)
+    run = open_run(options.jobs_dir, options.run_name)
 
     async def main() -> dict[str, int]:
-        return await Watch(source, scoring, options, env, follow=follow, concurrency=concurrency,
+        return await Watch(source, run, scoring, options, env, follow=follow, concurrency=concurrency,
                            on_verdict=on_verdict, on_note=on_note).watch()
 
     try:
