@@ -6,7 +6,8 @@ never from this process's environment and never from the agent's keys: the
 call is registered on the job's gateway with upstreams of its own (or on a
 private gateway started for the call when the job has none, e.g. under the
 oracle), so the job's budget counts it and every exchange is written, redacted,
-to the trial's ``verifier/judge_llm_trajectory.jsonl``.
+to the trial's ``verifier/judge_llm_trajectory.jsonl``. Callers outside a run (``bench monitor``)
+pass the variables they read keys from and share one :func:`private_gateway` across their calls.
 
 No provider SDK is needed: the judge speaks the provider's wire API (Anthropic
 Messages, or OpenAI-compatible Chat Completions) to the gateway over its unix
