@@ -34,6 +34,7 @@ _T = "benchflow.cli.task_check"
 _A = "benchflow.cli.authoring"
 _R = "benchflow.cli.results"
 _RUN = "benchflow.cli.run"
+_C = "benchflow.cli.continue_cmd"
 
 TASKS: dict[str, Lazy] = {
     "init": Lazy(_A, "init_cmd", "Scaffold a new benchmark task."),
@@ -57,6 +58,7 @@ EVAL: dict[str, Lazy] = {
     "list": Lazy(_R, "list_cmd", "List the jobs in a jobs folder, one row each, with their scores."),
     "metrics": Lazy(_R, "metrics_cmd", "Collect and display metrics from a jobs directory."),
     "view": Lazy("benchflow.cli.view", "view_cmd", "View a trial or session trajectory in the browser."),
+    "continue": Lazy(_C, "continue_cmd", "Resume a previous unfinished (timed-out) OpenHands run to completion."),
     "inspect": Lazy(_R, "inspect_cmd", "Read a finished job or trial: denominators, one row per trial, or --json."),
     "compare": Lazy(_R, "compare_cmd", "Pair two jobs by task: rewards, deltas, fair denominators, setting checks."),
     "resume": Lazy(_RUN, "resume_cmd", "Finish an interrupted job from its folder: rerun only the unfinished tasks."),
@@ -64,6 +66,8 @@ EVAL: dict[str, Lazy] = {
     "branches": Lazy("benchflow.cli.branch", "branches_cmd", "Show every fork and child of a job's (or one trial's) branches: request, status, reward, advantage, tokens, USD and sandbox-seconds."),
     "create": Lazy(_RUN, "eval_run_cmd", "The same as bench eval run. Run an evaluation; single task or batch.",
                    hidden=True, notice="Deprecated; use bench eval run."),
+    "continue-batch": Lazy(_C, "continue_batch_cmd", "Continue all timed-out OpenHands runs under a directory tree.",
+                           hidden=True),
 }
 
 SANDBOX: dict[str, Lazy] = {
@@ -185,6 +189,10 @@ ROOT: dict[str, Lazy] = {
     "traj": Lazy("", "TRAJ", "Trajectory commands."),
     "daemon": Lazy("", "DAEMON", "Manage the opt-in warm local runtime."),
     "environment": Lazy("", "ENVIRONMENT", "Deprecated; use bench sandbox / bench hub.", hidden=True),
+    "continue": Lazy(_C, "continue_cmd", "Resume a previous unfinished (timed-out) OpenHands run to completion. "
+                     "(DEPRECATED)", hidden=True, notice="Deprecated; use bench eval continue."),
+    "continue-batch": Lazy(_C, "continue_batch_cmd", "Continue all timed-out OpenHands runs under a directory tree. "
+                           "(DEPRECATED)", hidden=True, notice="Deprecated; use bench eval continue-batch."),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 
