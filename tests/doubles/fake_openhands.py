@@ -181,15 +181,22 @@ def reassemble(response) -> dict:
 
 
 # --- tools ---------------------------------------------------------------------------------------
-def run_tool(name: str, arguments: dict) -> tuple[dict, dict, str]:
-    """(action, observation, text) for one tool call, as the SDK's TerminalAction/TerminalObservation etc."""
+def action_of(name: str, arguments: dict) -> dict:
+    """The SDK's action for a tool call (``TerminalAction`` …), persisted before it runs."""
+    if name == "terminal":
+        return {"kind": "TerminalAction", "command": arguments.get("command", ""), "is_input": False, "timeout": None,
+                "reset": False}
+    kinds = {"file_editor": "FileEditorAction", "finish": "FinishAction", "think": "ThinkAction"}
+    return {"kind": kinds.get(name, "ThinkAction"), **arguments}
+
+
+def run_tool(name: str, arguments: dict) -> tuple[dict, str]:
+    """(observation, its text) of one tool call, as the SDK's ``TerminalObservation`` etc."""
     if name == "terminal":
         done = subprocess.run(["bash", "-c", arguments.get("command", "")], cwd=STATE["cwd"], capture_output=True,
                               text=True)
         text = (done.stdout + done.stderr) + f"\n[The command completed with exit code {done.returncode}.]"
-        return ({"kind": "TerminalAction", "command": arguments.get("command", ""), "is_input": False,
-                 "timeout": None, "reset": False},
-                {"kind": "TerminalObservation", "content": [{"type": "text", "text": text}],
+        return ({"kind": "TerminalObservation", "content": [{"type": "text", "text": text}],
                  "command": arguments.get("command", ""), "exit_code": done.returncode, "is_error": False,
                  "timeout": False}, text)
     if name == "file_editor" and arguments.get("command") == "create":
@@ -197,16 +204,12 @@ def run_tool(name: str, arguments: dict) -> tuple[dict, dict, str]:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(arguments.get("file_text", ""))
         text = f"File created successfully at: {path}"
-        return ({"kind": "FileEditorAction", **arguments},
-                {"kind": "FileEditorObservation", "content": [{"type": "text", "text": text}], "is_error": False},
-                text)
+        return {"kind": "FileEditorObservation", "content": [{"type": "text", "text": text}], "is_error": False}, text
     if name == "finish":
         text = arguments.get("message", "")
-        return ({"kind": "FinishAction", "message": text},
-                {"kind": "FinishObservation", "content": [{"type": "text", "text": text}], "is_error": False}, text)
+        return {"kind": "FinishObservation", "content": [{"type": "text", "text": text}], "is_error": False}, text
     text = "Your thought has been logged." if name == "think" else f"Tool {name} is not available here."
-    return ({"kind": "ThinkAction", **arguments},
-            {"kind": "ThinkObservation", "content": [{"type": "text", "text": text}], "is_error": name != "think"},
+    return ({"kind": "ThinkObservation", "content": [{"type": "text", "text": text}], "is_error": name != "think"},
             text)
 
 
@@ -244,12 +247,12 @@ def handle_prompt(message: dict) -> None:
             name, arguments = call["function"]["name"], json.loads(call["function"]["arguments"] or "{}")
             update(session_id, {"sessionUpdate": "tool_call", "toolCallId": call["id"], "title": name,
                                 "kind": "execute" if name == "terminal" else "other", "status": "in_progress"})
-            action, observation, text = run_tool(name, arguments)
             event = persist("ActionEvent", "agent", thought=[{"type": "text", "text": reply.get("content") or ""}],
-                            action=action, tool_name=name, tool_call_id=call["id"],
+                            action=action_of(name, arguments), tool_name=name, tool_call_id=call["id"],
                             tool_call={"id": call["id"], "name": name, "arguments": call["function"]["arguments"],
                                        "origin": "completion"},
                             llm_response_id=response.get("id") or "", security_risk="UNKNOWN")
+            observation, text = run_tool(name, arguments)
             persist("ObservationEvent", "environment", tool_name=name, tool_call_id=call["id"],
                     observation=observation, action_id=event["id"])
             update(session_id, {"sessionUpdate": "tool_call_update", "toolCallId": call["id"], "status": "completed",

@@ -119,7 +119,7 @@ def test_the_recording_is_replayed_then_the_run_goes_on_live(gateway, provider, 
 def test_replay_only_rebuilds_the_workspace_and_stops_at_the_cut_point(gateway, provider, tmp_path):
     recording = record_original(gateway, provider, tmp_path, stream=False)
     before = len(provider.calls)
-    replay = Replay(read_recording(recording), live=False)
+    replay = Replay(read_recording(recording), live=False, hold_sec=0)
     route = gateway.register_trial("replayed", tmp_path / "replayed.jsonl", replay=replay)
     with pytest.raises(RequestError) as refused:  # the call past the recording is refused
         run_stand_in(gateway, route, tmp_path / "replayed", stream=False)
@@ -137,7 +137,7 @@ def test_strict_divergence_refuses_the_first_mismatching_call(gateway, provider,
     exchange["request"]["body"]["messages"].append({"role": "user", "content": "a message the agent never sent"})
     recording.write_text(json.dumps(exchange) + "\n")
     before = len(provider.calls)
-    replay = Replay(read_recording(recording), live=True, strict=True)
+    replay = Replay(read_recording(recording), live=True, strict=True, hold_sec=0)
     route = gateway.register_trial("diverged", tmp_path / "diverged.jsonl", replay=replay)
     with pytest.raises(RequestError) as refused:
         run_stand_in(gateway, route, tmp_path / "diverged", stream=False)

@@ -82,7 +82,7 @@ def test_replay_only_refuses_past_the_cut_point_and_asks_the_agent_to_stop(tmp_p
     assert replay.answer(CHAT, {"messages": [{}] * 2}).status == 200
     assert replay.stop_reason is None
     refused = replay.answer(CHAT, {"messages": [{}] * 4})
-    assert refused.status == 503 and refused.call is None
+    assert refused.status == 503 and refused.call is None and refused.hold_sec == 30.0
     assert "--replay-only" in refused.body["error"]["message"]
     assert replay.stop_reason == CUT_POINT
     assert replay.document()["live_calls"] == 0

@@ -57,7 +57,7 @@ def continue_command(
     continuation = plan_continuation(read_source(folder, require_timeout=require_timeout), options)
     for note in continuation.notes:
         typer.echo(f"note: {note}", err=True)
-    outcome = continue_trials([continuation], options, on_event=_progress)
+    outcome = continue_trials([continuation], options)
     done = outcome.continued[0]
     result = done.result or {}
     if result.get("error_category") == "replay_divergence":

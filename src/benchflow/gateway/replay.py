@@ -143,6 +143,10 @@ class Answer:
     call: RecordedCall | None = None
     """The recorded call served; None for the gateway's own refusal (cut point, strict divergence)."""
     divergence: Divergence | None = None
+    hold_sec: float = 0.0
+    """Seconds at most to hold a refusal before sending it (until the route is unregistered): the engine
+    stops the agent meanwhile (it polls the route's stop reason), so the agent is stopped while it waits
+    for its model, never handed an error."""
 
     def response(self, request_body: Any) -> Response:
         """The HTTP response: JSON, or the recorded completion as SSE when the agent asked to stream."""
@@ -156,9 +160,9 @@ class Answer:
         return Response("" if self.body is None else str(self.body), status_code=self.status)
 
 
-def _refusal(status: int, message: str, error_type: str) -> Answer:
+def _refusal(status: int, message: str, error_type: str, hold_sec: float) -> Answer:
     return Answer(status, {"error": {"message": f"BenchFlow replay: {message}", "type": error_type,
-                                     "code": error_type}})
+                                     "code": error_type}}, hold_sec=hold_sec)
 
 
 @dataclass
@@ -168,12 +172,13 @@ class Replay:
 
     ``live``: past the recording, calls go to the provider (None from :meth:`answer`); else they are
     refused and the agent is asked to stop at the cut point. ``strict``: the first divergence is refused
-    and stops the agent (:attr:`fatal` says why).
+    and stops the agent (:attr:`fatal` says why). Refusals are held ``hold_sec`` before they are sent.
     """
 
     calls: list[RecordedCall]
     live: bool
     strict: bool = False
+    hold_sec: float = 30.0
     n_replayed: int = 0
     n_live: int = 0
     cut_point_reached: bool = False
@@ -181,6 +186,16 @@ class Replay:
     fatal: str | None = None
     """Why the replay stopped the agent before its end (a strict divergence), or None."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _released: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def released(self) -> bool:
+        """The route is gone (its trial's agent has stopped): a held refusal is sent at once."""
+        return self._released.is_set()
+
+    def release(self) -> None:
+        """Called when the route is unregistered."""
+        self._released.set()
 
     @property
     def stop_reason(self) -> str | None:
@@ -200,7 +215,7 @@ class Replay:
         """The answer to the agent's next model call, or None to send it to the live provider."""
         with self._lock:
             if self.fatal:
-                return _refusal(409, self.fatal, DIVERGED)
+                return _refusal(409, self.fatal, DIVERGED, self.hold_sec)
             if self.n_replayed < len(self.calls):
                 call = self.calls[self.n_replayed]
                 self.n_replayed += 1
@@ -211,14 +226,14 @@ class Replay:
                     self.divergences.append(divergence)
                     if self.strict or kind != CHAT:  # another API's call cannot get a chat completion
                         self.fatal = divergence.describe()
-                        return _refusal(409, self.fatal, DIVERGED)
+                        return _refusal(409, self.fatal, DIVERGED, self.hold_sec)
                 return Answer(call.status, call.body, call, divergence)
             self.cut_point_reached = True
             if self.live:
                 self.n_live += 1
                 return None
             return _refusal(503, "the recording ends here and this run has no live model (--replay-only)",
-                            CUT_POINT)
+                            CUT_POINT, self.hold_sec)
 
     def document(self) -> dict[str, Any]:
         """The replay's part of ``result.json``'s ``continued`` block."""

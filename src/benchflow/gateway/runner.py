@@ -237,6 +237,8 @@ class Gateway:
         route = self._routes.pop(trial_id, None)
         if route is not None:
             self._proxy.routes.pop(route.segment, None)
+            if route.replay is not None:  # a refusal it holds goes out now
+                route.replay.release()
         self._proxy.recorder.flush()
 
     def job_spent(self) -> dict[str, float | int]:

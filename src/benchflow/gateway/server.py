@@ -16,6 +16,7 @@ first, without contacting the provider or spending its budget.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import zlib
@@ -242,7 +243,7 @@ class Proxy:
         if route.replay is not None:  # bench eval continue: answered from the recording until it ends
             answer = route.replay.answer(kind, parsed)
             if answer is not None:
-                return self._replayed(call, answer, parsed)
+                return await self._replayed(call, answer, parsed)
 
         refusal = route.budget.try_start()
         if refusal:
@@ -289,14 +290,17 @@ class Proxy:
         self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)
         return Response(data, status_code=resp.status_code, headers=_response_headers(resp))
 
-    def _replayed(self, call: _Call, answer: Any, parsed: Any) -> Response:
-        """Serve a recorded response (or the replay's refusal); recorded, never counted or priced."""
+    async def _replayed(self, call: _Call, answer: Any, parsed: Any) -> Response:
+        """Serve a recorded response (or the replay's refusal, once held); recorded, never counted or priced."""
         served = answer.call
         call.metadata["replayed"] = {"call": served.index if served else None,
                                      "source_line": served.line if served else None,
                                      "diverged": answer.divergence is not None, "refused": served is None}
         call.ended = time.perf_counter()
         self._record(call, answer.status, {}, answer.body)
+        deadline = time.monotonic() + answer.hold_sec
+        while time.monotonic() < deadline and not call.route.replay.released:  # the engine stops the agent
+            await asyncio.sleep(0.1)
         return answer.response(parsed)
 
     async def _relay(self, call: _Call, resp: UpstreamResponse):
