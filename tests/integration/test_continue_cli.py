@@ -129,10 +129,10 @@ def test_a_timed_out_trial_is_replayed_continued_and_scored(tmp_path: Path) -> N
         recording.write_text(json.dumps(exchange) + "\n")
         strict = run_bench("eval", "continue", str(tampered), "--strict-divergence", env=env)
         assert strict.returncode == 1 and strict.stdout == ""
-        assert strict.stderr.splitlines() == [
-            f"bench eval continue: {tampered}: replay diverged at recorded call 1 (llm_trajectory.jsonl line 1): "
-            "the agent sent 2 messages, the recording 3 (--strict-divergence)"]
         [failed] = (tampered.parent / "continued" / "tampered-job").glob("hello__*")
+        assert strict.stderr.splitlines() == [
+            f"error: {tampered}: replay diverged at recorded call 1 (llm_trajectory.jsonl line 1): the agent sent 2 "
+            f"messages, the recording 3 (--strict-divergence); recorded in {failed}"]
         result = json.loads((failed / "result.json").read_text())
         assert result["error_category"] == "replay_divergence" and result["rewards"] is None
 

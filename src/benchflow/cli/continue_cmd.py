@@ -61,8 +61,9 @@ def continue_command(
     done = outcome.continued[0]
     result = done.result or {}
     if result.get("error_category") == "replay_divergence":
-        typer.echo(f"bench eval continue: {folder}: {result['error']}", err=True)
-        raise typer.Exit(1)
+        from benchflow.continue_run.mode import ReplayDiverged
+
+        raise ReplayDiverged(f"{folder}: {result['error']}; recorded in {done.trial}")
     for line in _report(done.trial, result):
         typer.echo(line)
     raise typer.Exit(outcome.exit_code)

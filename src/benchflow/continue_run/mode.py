@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from benchflow.errors import BenchError
 from benchflow.gateway.replay import DIVERGED, Replay
 from benchflow.jobs.modes import PlainMode
 from benchflow.records.trial import Continuation
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
     from benchflow.sandbox.base import Sandbox
 
     from .source import SourceTrial
+
+
+class ReplayDiverged(BenchError):
+    """``--strict-divergence``: the continuation stopped at the first call that left the recording (exit 1)."""
+
+    category = DIVERGED
 
 
 @dataclass
