@@ -132,3 +132,36 @@ def test_continue_batch_finds_each_timed_out_trial_once(tmp_path):
     assert found.trials == [other]
     assert found.skipped == [(timed_out, f"already continued in {done}")]
     assert find_timed_out(tmp_path, output=tmp_path / "elsewhere").trials == [timed_out, other]
+
+
+def chat_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user agent named ``openhands`` that speaks Chat Completions (and needs no install to be planned)."""
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "openhands.toml").write_text(
+        'name = "openhands"\ndescription = "x"\nlaunch = "true"\n[install]\nkind = "script"\nscript = "true"\n'
+        '[gateway]\napi = "openai-completions"\nbase_url_env = ["LLM_BASE_URL"]\napi_key_env = ["LLM_API_KEY"]\n')
+    monkeypatch.setenv("BENCHFLOW_AGENTS_DIR", str(tmp_path / "agents"))
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_live_continuation_needs_a_provider_for_its_model(tmp_path, monkeypatch):
+    chat_agent(tmp_path, monkeypatch)
+    with pytest.raises(ConfigError, match="live model gpt-4o: no model provider for it is configured here"):
+        plan_continuation(read_source(TRIAL), ContinueOptions(tasks_dir=FIXTURE / "tasks", model="gpt-4o"))
+
+
+@pytest.mark.docker  # the original's sandbox is docker: the plan asks it whether it works here
+def test_replay_only_plans_the_original_settings_with_a_keyless_provider(tmp_path, monkeypatch):
+    chat_agent(tmp_path, monkeypatch)
+    plan = plan_continuation(read_source(TRIAL), ContinueOptions(tasks_dir=FIXTURE / "tasks", replay_only=True,
+                                                                 output=tmp_path / "out"))
+    spec = plan.run_spec
+    assert (plan.live_model, spec.model, spec.agent, spec.sandbox, spec.sandbox_user) == (
+        None, "anthropic/claude-sonnet-4-5", "openhands", "docker", "agent")
+    assert spec.config_override == {"agent": {"timeout_sec": 900}} and spec.retry.attempts == 0
+    assert plan.prompts == read_source(TRIAL).prompts and plan.job.root == tmp_path / "out" / JOB.name
+    [provider] = list(plan.upstreams)
+    assert (provider.name, provider.api_key) == ("openai", None)  # the Chat Completions API; never sent a call
+    assert plan.notes == ["task fix-bug changed since fix-bug__5e6f7a8b ran (sha256:fix-bug-0.7 -> "
+                          f"{plan.planned.digest}): the replay may diverge"]

@@ -51,8 +51,7 @@ def continue_command(
     from benchflow.continue_run.source import read_source
 
     options = ContinueOptions(tasks_dir=tasks_dir, model=model, timeout_sec=timeout, output=output,
-                              require_timeout=require_timeout, strict_divergence=strict_divergence,
-                              replay_only=replay_only, proxy_mode=proxy_mode)
+                              strict_divergence=strict_divergence, replay_only=replay_only, proxy_mode=proxy_mode)
     check_proxy_mode(proxy_mode)
     continuation = plan_continuation(read_source(folder, require_timeout=require_timeout), options)
     for note in continuation.notes:
@@ -91,7 +90,7 @@ def continue_batch_command(
     if not root.is_dir():
         raise JobFolderError(f"{root}: no such folder; give a trial folder or a folder of jobs")
     options = ContinueOptions(tasks_dir=tasks_dir, model=model, timeout_sec=timeout, output=output,
-                              require_timeout=True, strict_divergence=strict_divergence, proxy_mode=proxy_mode)
+                              strict_divergence=strict_divergence, proxy_mode=proxy_mode)
     found = find_timed_out(root, output=output, limit=limit)
     planned, refused = [], []
     for trial in found.trials:
@@ -129,7 +128,7 @@ def _report(trial: Path | None, result: dict[str, Any]) -> list[str]:
                      f"{divergence['sent_messages']} messages, recorded {divergence['recorded_messages']}")
     if continued.get("replay_only"):
         lines.append("replay-only: " + ("stopped at the cut point" if continued.get("cut_point_reached")
-                                        else "the agent ended before the cut point"))
+                                        else "the cut point was not reached"))
     for key in ("error", "verifier_error"):
         if result.get(key):
             lines.append(f"{key}: {str(result[key]).splitlines()[0]}")

@@ -33,7 +33,6 @@ class ContinueOptions:
     model: str | None = None
     timeout_sec: int | None = None
     output: Path | None = None
-    require_timeout: bool = False
     strict_divergence: bool = False
     replay_only: bool = False
     proxy_mode: str = "auto"
@@ -108,19 +107,32 @@ def output_job(trial: Path, output: Path | None) -> JobPaths:
     return JobPaths(jobs_dir.resolve() / (job.name or "continued"))
 
 
+def _given_agent(source: SourceTrial) -> str | None:
+    """The ``-a`` value the original's job recorded in its evaluation.json (a path to an agent file, maybe)."""
+    from benchflow.records import Unreadable, read_json
+
+    try:
+        evaluation = read_json(JobPaths(source.paths.root.parent).evaluation)
+    except Unreadable:
+        return None
+    given = ((evaluation or {}).get("run_config") or {}).get("agent") if isinstance(evaluation, dict) else None
+    return given if isinstance(given, str) else None
+
+
 def _agent(source: SourceTrial) -> tuple[Any, str]:
-    """The original's agent (its registry name, else the ``-a`` its job's evaluation.json recorded) and harness."""
+    """The original's agent (its registry name, else the ``-a`` its job recorded) and the spec that found it.
+
+    Raises:
+        SourceError: it cannot run here, is a control, or speaks an API a replay cannot answer.
+    """
     from benchflow import agents
-    from benchflow.records import read_json
 
     harness = source.config.harness_mode or "acp"
-    names = [source.config.agent]
-    evaluation = read_json_quietly(JobPaths(source.paths.root.parent).evaluation, read_json)
-    given = ((evaluation or {}).get("run_config") or {}).get("agent")
-    if isinstance(given, str) and given not in names:
-        names.append(given)
+    names = [name for name in dict.fromkeys([source.config.agent, _given_agent(source)]) if name]
+    if not names:
+        raise SourceError(f"{source.paths.config}: names no agent; the trial cannot be run again")
     failure: Exception | None = None
-    for name in filter(None, names):
+    for name in names:
         try:
             agent = agents.resolve(name, harness=harness)
         except ConfigError as exc:
@@ -137,43 +149,45 @@ def _agent(source: SourceTrial) -> tuple[Any, str]:
     raise SourceError(f"{source.paths.config}: agent {source.config.agent!r} cannot run here: {failure}")
 
 
-def read_json_quietly(path: Path, read: Any) -> Any:
-    """A record file as plain data, None when missing or unreadable (only a hint is taken from it)."""
-    from benchflow.records import Unreadable
-
-    try:
-        return read(path)
-    except Unreadable:
-        return None
-
-
 def _keyless_upstreams(source: SourceTrial, model: str | None, env: dict[str, str]) -> Any:
-    """The job's providers, plus (when none serves ``model``) the recording's provider without a key: a
-    replay-only route gives the agent its usual variables and never forwards a call."""
+    """The job's providers, plus (when none serves ``model``) the recording's provider without a key (OpenAI
+    when the recording does not name one: its calls are Chat Completions): a replay-only route gives the
+    agent its usual variables and never forwards a call."""
     from benchflow.gateway.upstream import Upstream, Upstreams, providers
 
     configured = Upstreams.from_env(env)
     if configured.for_model(model) is not None:
         return configured
     table = providers()
-    named = next((c.provider for c in source.calls if c.provider in table), None)
-    by_prefix = next((p.name for p in table.values() if model and any(model.lower().startswith(x)
-                                                                      for x in p.model_prefixes)), None)
-    provider = table[named or by_prefix or "openai"]
+    provider = table[next((c.provider for c in source.calls if c.provider in table), "openai")]
     return Upstreams([*configured, Upstream(provider=provider, base_url=provider.default_base_url)])
 
 
 def _run_spec(source: SourceTrial, task: Path, agent_spec: str, model: str | None, options: ContinueOptions,
               job: JobPaths) -> RunSpec:
+    """The original's settings as a ``RunSpec`` of the one task.
+
+    Raises:
+        SourceError: a recorded setting no run accepts (naming the field of config.json).
+    """
+    from pydantic import ValidationError
+
     config = source.config
     timeout = options.timeout_sec if options.timeout_sec is not None else config.timeout_sec
     user = config.sandbox_user if "sandbox_user" in config.model_fields_set else "agent"
-    return RunSpec(targets=[str(task)], agent=agent_spec, model=model, reasoning_effort=config.reasoning_effort,
-                   harness=config.harness_mode or "acp", agent_env=dict(config.agent_env or {}),
-                   sandbox=config.environment, sandbox_user=user, concurrency=1,
-                   agent_idle_timeout_sec=config.agent_idle_timeout_sec, base_image_override=config.base_image_override,
-                   jobs_dir=str(job.root.parent), job_name=job.name, retry=Retry(attempts=0),
-                   config_override={"agent": {"timeout_sec": timeout}} if timeout else None)
+    try:
+        return RunSpec(targets=[str(task)], agent=agent_spec, model=model, reasoning_effort=config.reasoning_effort,
+                       harness=config.harness_mode or "acp", agent_env=dict(config.agent_env or {}),
+                       sandbox=config.environment, sandbox_user=user, concurrency=1,
+                       agent_idle_timeout_sec=config.agent_idle_timeout_sec,
+                       base_image_override=config.base_image_override, jobs_dir=str(job.root.parent),
+                       job_name=job.name, retry=Retry(attempts=0),
+                       config_override={"agent": {"timeout_sec": timeout}} if timeout else None)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field_name = ".".join(str(p) for p in error["loc"]) or "(a setting)"
+        raise SourceError(f"{source.paths.config}: {field_name}: {error['msg']}; the trial cannot be run again "
+                          "with it") from None
 
 
 def plan_continuation(source: SourceTrial, options: ContinueOptions) -> Continuation:
@@ -190,12 +204,13 @@ def plan_continuation(source: SourceTrial, options: ContinueOptions) -> Continua
     check_proxy_mode(options.proxy_mode)
     task = task_folder(source, options.tasks_dir)
     agent, agent_spec = _agent(source)
-    live_model = None if options.replay_only else (options.model or source.config.model)
+    model = options.model or source.config.model
+    live_model = None if options.replay_only else model
     if not options.replay_only and not live_model:
         raise SourceError(f"{source.paths.config}: the original recorded no model; give --model for the live "
                           "continuation, or --replay-only")
     job = output_job(source.paths.root, options.output)
-    spec = _run_spec(source, task, agent_spec, live_model or options.model or source.config.model, options, job)
+    spec = _run_spec(source, task, agent_spec, model, options, job)
     env = {**os.environ, **spec.agent_env}
     upstreams = None
     if options.replay_only:
@@ -204,8 +219,9 @@ def plan_continuation(source: SourceTrial, options: ContinueOptions) -> Continua
         from benchflow.gateway.upstream import Upstreams
 
         if Upstreams.from_env(env).for_model(live_model) is None:
-            raise ConfigError(f"--model {live_model}: no model provider for it is configured here (its key or base "
-                              "URL, e.g. OPENAI_API_KEY / OPENAI_BASE_URL); set one, or use --replay-only")
+            raise ConfigError(f"live model {live_model}: no model provider for it is configured here (its key or "
+                              "base URL, e.g. OPENAI_API_KEY / OPENAI_BASE_URL); set one, give --model, or use "
+                              "--replay-only")
     plan = make_plan(spec)
     if not plan.card.accepted:
         raise RunRefused("the run card refuses this continuation: " + "; ".join(plan.card.refusals[:5]))

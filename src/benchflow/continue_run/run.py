@@ -80,6 +80,7 @@ async def continue_trials_async(continuations: list[Continuation], options: Cont
     try:
         for root, first in jobs.items():
             locks.append(lock_job(first.job))
+            _write_evaluation(first)
             await asyncio.to_thread(reap, first.plan.backend, str(root))  # what a killed earlier run left
         slots = asyncio.Semaphore(concurrency)
 
@@ -127,6 +128,21 @@ async def _continue_one(c: Continuation, options: ContinueOptions, emit: Callabl
     continued = Continued(source=c.source.paths.root, trial=paths.root, result=result)
     emit({"type": "continued", "source": str(c.source.paths.root), "trial": str(paths.root), "result": result})
     return continued
+
+
+def _write_evaluation(c: Continuation) -> None:
+    """The output job's ``evaluation.json``: the continuation's settings (secrets dropped) and the job it
+    continues. Its ``continue`` key is no run option, so ``bench eval resume`` refuses the job: a
+    continuation is run again with ``bench eval continue``."""
+    import datetime as dt
+
+    from benchflow.records import EvaluationRecord, read_optional, write_record
+
+    previous = read_optional(EvaluationRecord, c.job.evaluation, [])
+    write_record(c.job.evaluation, EvaluationRecord(
+        job_name=c.job.name, tasks_dir=None, identity={"agent": c.agent.name, "model": c.run_spec.model},
+        created_at=(previous.created_at if previous else None) or dt.datetime.now(dt.timezone.utc).isoformat(),
+        run_config={**c.run_spec.redacted(), "continue": {"from_job": str(c.source.paths.root.parent)}}))
 
 
 def _write_summary(c: Continuation, elapsed_sec: float) -> None:
