@@ -165,3 +165,11 @@ def test_replay_only_plans_the_original_settings_with_a_keyless_provider(tmp_pat
     assert (provider.name, provider.api_key) == ("openai", None)  # the Chat Completions API; never sent a call
     assert plan.notes == ["task fix-bug changed since fix-bug__5e6f7a8b ran (sha256:fix-bug-0.7 -> "
                           f"{plan.planned.digest}): the replay may diverge"]
+
+
+@pytest.mark.docker  # as above: the plan asks the original's sandbox whether it works here
+def test_a_task_whose_trials_run_in_a_mode_of_their_own_is_refused(tmp_path, monkeypatch):
+    chat_agent(tmp_path, monkeypatch)
+    shutil.copytree(ROOT / "tests" / "fixtures" / "tasks" / "multi-step-gate", tmp_path / "tasks" / "fix-bug")
+    with pytest.raises(SourceError, match="task fix-bug runs its trials in a mode of its own \\(StepsMode"):
+        plan_continuation(read_source(TRIAL), ContinueOptions(tasks_dir=tmp_path / "tasks", replay_only=True))

@@ -226,6 +226,12 @@ def plan_continuation(source: SourceTrial, options: ContinueOptions) -> Continua
     if not plan.card.accepted:
         raise RunRefused("the run card refuses this continuation: " + "; ".join(plan.card.refusals[:5]))
     planned = plan.tasks[0]
+    prompts = list(source.prompts) if source.prompts is not None else list(planned.prompts)
+    own = _own_mode(plan, planned, agent, job, prompts)
+    if own is not None:
+        raise SourceError(f"task {planned.name} runs its trials in a mode of its own ({own}: its steps, scenes or "
+                          "simulated user each have their own recording); a continuation replays one plain agent "
+                          "session, so it cannot continue this trial")
     notes = []
     if not source.timed_out:
         notes.append(f"{source.name} ended with error_category {source.error_category!r}, not a timeout; "
@@ -234,5 +240,18 @@ def plan_continuation(source: SourceTrial, options: ContinueOptions) -> Continua
         notes.append(f"task {planned.name} changed since {source.name} ran ({source.config.task_digest} -> "
                      f"{planned.digest}): the replay may diverge")
     return Continuation(source=source, run_spec=spec, plan=plan, planned=planned, agent=agent, job=job,
-                        prompts=list(source.prompts) if source.prompts is not None else list(planned.prompts),
-                        live_model=live_model, upstreams=upstreams, notes=notes)
+                        prompts=prompts, live_model=live_model, upstreams=upstreams, notes=notes)
+
+
+def _own_mode(plan: Any, planned: Any, agent: Any, job: JobPaths, prompts: list[str]) -> str | None:
+    """The name of the feature mode the task's trials run in (``jobs.modes.trial_mode``), or None for the plain one."""
+    from benchflow.jobs.extensions import hooks
+    from benchflow.jobs.trial_request import TrialRequest
+
+    probe = TrialRequest(task=planned.task, digest=planned.digest, prompts=prompts, job=job, spec=plan.spec,
+                         agent=agent, backend=plan.backend, backend_name=plan.sandbox)
+    for make in hooks(plan.spec, "trial_mode"):
+        mode = make(probe, job.trial("probe"), prompts)
+        if mode is not None:
+            return type(mode).__name__
+    return None
