@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchflow.continue_run.discover import find_timed_out
-from benchflow.continue_run.plan import check_proxy_mode, output_job, plan_continuation, task_folder
-from benchflow.continue_run.plan import ContinueOptions
+from benchflow.continue_run.plan import ContinueOptions, check_proxy_mode, output_job, plan_continuation, task_folder
 from benchflow.continue_run.source import SourceError, read_source
 from benchflow.errors import ConfigError, JobFolderError
 from benchflow.gateway.replay import Replay
