@@ -29,7 +29,7 @@ _VERIFIER_INFRA = _INFRA + ("failed to add tests directory", "failed to download
 AGENT_CATEGORIES = (
     "idle_timeout", "install_failure", "pipe_closed", "suspected_api_error", "api_error", "provider_auth",
     "provider_rate_limit", "provider_rejected", "acp_error", "sandbox_setup", "timeout", "infra_failure",
-    "usage_limit", "usage_unavailable", "agent_integration", "other",
+    "usage_limit", "usage_unavailable", "agent_integration", "replay_divergence", "other",
 )
 """Every agent-side category ``classify_error`` (or the 0.10 engine) can store."""
 
@@ -67,6 +67,8 @@ def classify_error(message: str | None) -> str | None:
         if _has(text, _REJECTED):
             return "provider_rejected"
         return "acp_error"
+    if "replay diverged" in text:  # bench eval continue --strict-divergence
+        return "replay_divergence"
     if _has(text, _SANDBOX):
         return "sandbox_setup"
     if "prompt exceeded wall-clock budget" in text:

@@ -1,5 +1,5 @@
 """Older spellings old scripts still call (``bench eval create``, ``bench hub env …``,
-``bench environment …``): hidden from ``--help``, one deprecation line on stderr, and otherwise
+``bench environment …``, ``bench continue``/``continue-batch``): hidden from ``--help``, one deprecation line on stderr, and otherwise
 exactly what the command they alias prints and exits with on the same input."""
 
 from __future__ import annotations
@@ -50,6 +50,9 @@ CASES = [
     (["environment", "create"], ["sandbox", "create"], ["{tasks}/hello", "--sandbox", "moon"],
      "Deprecated; use bench sandbox create."),
     (["environment", "cleanup"], ["sandbox", "cleanup"], ["--max-age", "-1"], "Deprecated; use bench sandbox cleanup."),
+    (["continue"], ["eval", "continue"], ["{missing}"], "Deprecated; use bench eval continue."),
+    (["continue"], ["eval", "continue"], ["{tasks}", "--proxy-mode", "sandbox"], "Deprecated; use bench eval continue."),
+    (["continue-batch"], ["eval", "continue-batch"], ["{tasks}"], "Deprecated; use bench eval continue-batch."),
 ]
 
 
@@ -76,7 +79,8 @@ def test_eval_create_runs_the_same_plan_as_eval_run(tmp_path):
     assert '"kind": "benchflow.plan"' in done.stdout and '"hello"' in done.stdout
 
 
-@pytest.mark.parametrize("group, hidden", [([], "environment"), (["eval"], "create"), (["hub"], "env")])
+@pytest.mark.parametrize("group, hidden", [([], "environment"), (["eval"], "create"), (["hub"], "env"),
+                                           ([], "continue"), ([], "continue-batch"), (["eval"], "continue-batch")])
 def test_aliases_are_left_out_of_help(group, hidden):
     shown = run_bench(*group, "--help")
     assert shown.returncode == 0, shown.stderr

@@ -127,7 +127,7 @@ async def test_the_gateway_link_answers_only_its_token_and_hands_out_the_trial_k
         assert variables["OPENAI_API_KEY"] != UPSTREAM_KEY and variables["OPENAI_API_KEY"]
         assert variables["OPENAI_BASE_URL"].startswith("http://127.0.0.1:5555/")
         assert UPSTREAM_KEY not in str(opened)
-        assert await asyncio.to_thread(node.budget_exhausted, "t__1") is None
+        assert await asyncio.to_thread(node.stop_reason, "t__1") is None
         closed = await asyncio.to_thread(node._call, {"op": "close", "trial": "t__1", "n_tool_calls": 0})
         assert closed["llm_trajectory"] == "" and "usage" in closed["info"]
         with pytest.raises(InfraError, match="bad trial name"):

@@ -41,6 +41,7 @@ _ADOPT_VERIFY = "Run the parity gate for an adopted benchmark; emit a verdict (d
 _TO_SCAFFOLD = "Deprecated; use bench eval adopt NAME --scaffold-only."
 _TO_CONVERT = "Deprecated; use bench eval adopt SOURCE."
 _TO_VERIFY = "Deprecated; use bench eval adopt NAME --verify."
+_C = "benchflow.cli.continue_cmd"
 
 TASKS: dict[str, Lazy] = {
     "init": Lazy(_A, "init_cmd", "Scaffold a new benchmark task."),
@@ -64,6 +65,7 @@ EVAL: dict[str, Lazy] = {
     "list": Lazy(_R, "list_cmd", "List the jobs in a jobs folder, one row each, with their scores."),
     "metrics": Lazy(_R, "metrics_cmd", "Collect and display metrics from a jobs directory."),
     "view": Lazy("benchflow.cli.view", "view_cmd", "View a trial or session trajectory in the browser."),
+    "continue": Lazy(_C, "continue_cmd", "Resume a previous unfinished (timed-out) OpenHands run to completion."),
     "inspect": Lazy(_R, "inspect_cmd", "Read a finished job or trial: denominators, one row per trial, or --json."),
     "compare": Lazy(_R, "compare_cmd", "Pair two jobs by task: rewards, deltas, fair denominators, setting checks."),
     "resume": Lazy(_RUN, "resume_cmd", "Finish an interrupted job from its folder: rerun only the unfinished tasks."),
@@ -72,6 +74,8 @@ EVAL: dict[str, Lazy] = {
     "adopt": Lazy(_AD, "adopt_cmd", "Adopt an external benchmark into benchflow."),
     "create": Lazy(_RUN, "eval_run_cmd", "The same as bench eval run. Run an evaluation; single task or batch.",
                    hidden=True, notice="Deprecated; use bench eval run."),
+    "continue-batch": Lazy(_C, "continue_batch_cmd", "Continue all timed-out OpenHands runs under a directory tree.",
+                           hidden=True),
 }
 
 SANDBOX: dict[str, Lazy] = {
@@ -225,6 +229,10 @@ ROOT: dict[str, Lazy] = {
     "embodied": Lazy("", "EMBODIED", "Embodied rollouts (robots and simulators): reports, evidence checks, export, "
                                      "specs.", hidden=True),
     "monitor": Lazy("", "MONITOR", "Monitor mode; score a rollout in production (#386).", hidden=True),
+    "continue": Lazy(_C, "continue_cmd", "Resume a previous unfinished (timed-out) OpenHands run to completion. "
+                     "(DEPRECATED)", hidden=True, notice="Deprecated; use bench eval continue."),
+    "continue-batch": Lazy(_C, "continue_batch_cmd", "Continue all timed-out OpenHands runs under a directory tree. "
+                           "(DEPRECATED)", hidden=True, notice="Deprecated; use bench eval continue-batch."),
 }
 """Rows with an empty module are sub-groups: ``attr`` names the table above."""
 

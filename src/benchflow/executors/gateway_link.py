@@ -103,7 +103,7 @@ class GatewayLink:
                 record.unlink(missing_ok=True)
                 return {"info": info, "llm_trajectory": text}
             if op == "budget":
-                return {"exhausted": self.models.budget_exhausted(trial)}
+                return {"exhausted": self.models.stop_reason(trial)}
             if op == "phase":
                 if self.on_phase is not None:
                     self.on_phase(trial, str(hello.get("phase", "")))
@@ -216,8 +216,9 @@ class RemoteModelAccess:
             atomic.write_text(path, answer["llm_trajectory"])
         return answer.get("info") or {}
 
-    def budget_exhausted(self, trial: str) -> str | None:
-        """Asked at most once a second per trial (the agent's stop check runs far more often)."""
+    def stop_reason(self, trial: str) -> str | None:
+        """Why the trial's agent must stop (its spent budget), asked of the driver at most once a second per
+        trial (the agent's stop check runs far more often)."""
         now = time.monotonic()
         asked_at, value = self._budget.get(trial, (0.0, None))
         if value is None and now - asked_at >= _BUDGET_POLL_SEC:

@@ -20,6 +20,7 @@ from typing import Any
 from benchflow.gateway import failures
 from benchflow.gateway.budget import JobBudget, TrialBudget
 from benchflow.gateway.pricing import Price
+from benchflow.gateway.replay import Replay
 from benchflow.gateway.upstream import Upstreams
 from benchflow.gateway.usage import CallUsage
 
@@ -39,8 +40,10 @@ class TrialRoute:
 
     def __init__(self, trial_id: str, llm_trajectory_path: Path, upstreams: Upstreams, base_url: str,
                  token_budget: int | None = None, turn_budget: int | None = None, *,
-                 meter: JobBudget | None = None, capture_tokens: bool = False) -> None:
+                 meter: JobBudget | None = None, capture_tokens: bool = False, replay: Replay | None = None) -> None:
         self.trial_id = trial_id
+        self.replay = replay
+        """Answers this route's model calls from a recording first (``bench eval continue``), or None."""
         self.meter = meter if meter is not None else JobBudget()
         """The job budget this route's calls are counted in (its run's, when a gateway serves several)."""
         self.capture_tokens = capture_tokens
@@ -146,6 +149,12 @@ class TrialRoute:
     def budget_exhausted(self) -> str | None:
         """``token_budget`` / ``turn_budget`` once spent, else None."""
         return self.budget.exhausted
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the trial's agent must stop now: its spent budget, or its replay's end (a replay-only cut
+        point, a strict divergence); None while it may go on."""
+        return self.budget.exhausted or (self.replay.stop_reason if self.replay is not None else None)
 
     def usage(self) -> dict[str, Any]:
         """The ``agent_result`` usage fields, plus request counts and ``usage_details``.

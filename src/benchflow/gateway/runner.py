@@ -32,6 +32,7 @@ import uvicorn
 from benchflow.gateway import pricing, tokens
 from benchflow.gateway.budget import JobBudget
 from benchflow.gateway.recorder import Recorder
+from benchflow.gateway.replay import Replay
 from benchflow.gateway.routes import TrialRoute
 from benchflow.gateway.server import ProxyState, build_app
 from benchflow.gateway.upstream import Upstreams
@@ -199,13 +200,14 @@ class Gateway:
     def register_trial(self, trial_id: str, llm_trajectory_path: str | os.PathLike[str],
                        token_budget: int | None = None, turn_budget: int | None = None,
                        upstreams: Upstreams | None = None, *, meter: JobBudget | None = None,
-                       capture_tokens: bool | None = None) -> TrialRoute:
+                       capture_tokens: bool | None = None, replay: Replay | None = None) -> TrialRoute:
         """Give a trial its key and URLs; its calls are recorded to ``llm_trajectory_path``.
 
         ``upstreams`` routes this one registration to providers of its own (a verifier's judge
         holds keys from the task's ``verifier.env``, never the job's); ``meter`` counts its calls
         in a job budget other than the gateway's, ``capture_tokens`` overrides the gateway's
-        setting (both for a run served by a shared gateway: :mod:`benchflow.gateway.scope`).
+        setting (both for a run served by a shared gateway: :mod:`benchflow.gateway.scope`); ``replay``
+        answers its model calls from a recording first (:mod:`benchflow.gateway.replay`).
 
         Raises:
             RuntimeError: the gateway is not running (its URL is not known yet).
@@ -218,7 +220,8 @@ class Gateway:
         route = TrialRoute(trial_id, Path(llm_trajectory_path), upstreams or self.config.upstreams, self.base_url,
                            token_budget=token_budget, turn_budget=turn_budget,
                            meter=meter if meter is not None else self._proxy.job_budget,
-                           capture_tokens=self.config.capture_tokens if capture_tokens is None else capture_tokens)
+                           capture_tokens=self.config.capture_tokens if capture_tokens is None else capture_tokens,
+                           replay=replay)
         # The file exists from the start: "no model call" reads differently from "never routed".
         route.llm_trajectory_path.parent.mkdir(parents=True, exist_ok=True)
         route.llm_trajectory_path.touch()
@@ -234,6 +237,8 @@ class Gateway:
         route = self._routes.pop(trial_id, None)
         if route is not None:
             self._proxy.routes.pop(route.segment, None)
+            if route.replay is not None:  # a refusal it holds goes out now
+                route.replay.release()
         self._proxy.recorder.flush()
 
     def job_spent(self) -> dict[str, float | int]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchflow.gateway.budget import JobBudget
+from benchflow.gateway.replay import Replay
 from benchflow.gateway.routes import TrialRoute
 from benchflow.gateway.runner import Gateway, GatewayConfig
 from benchflow.gateway.upstream import Upstreams
@@ -60,12 +61,12 @@ class GatewayScope:
 
     def register_trial(self, trial_id: str, llm_trajectory_path: str | os.PathLike[str],
                        token_budget: int | None = None, turn_budget: int | None = None,
-                       upstreams: Upstreams | None = None) -> TrialRoute:
+                       upstreams: Upstreams | None = None, replay: Replay | None = None) -> TrialRoute:
         """As :meth:`Gateway.register_trial`, with this run's providers (unless the caller brings
         its own, as a judge does), meter and token capture."""
         route = self._gateway.register_trial(trial_id, llm_trajectory_path, token_budget, turn_budget,
                                              upstreams or self.upstreams, meter=self._meter,
-                                             capture_tokens=self.capture_tokens)
+                                             capture_tokens=self.capture_tokens, replay=replay)
         self._trials.add(trial_id)
         return route
 

@@ -9,11 +9,14 @@ the trial's budget is spent, forwarded to the provider's real base URL with
 the real key, streamed back as they arrive, and counted, priced and recorded.
 Look-ups (token counting, model lists) are forwarded and recorded too, but
 take no turn of the budget. Every request that carries the trial's key ends
-as one line of its ``llm_trajectory.jsonl``.
+as one line of its ``llm_trajectory.jsonl``. A route with a replay
+(:mod:`benchflow.gateway.replay`) answers its model calls from a recording
+first, without contacting the provider or spending its budget.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import zlib
@@ -237,6 +240,11 @@ class Proxy:
                           "headers": dict(request.headers), "body": parsed if parsed is not None else body}
         call = _Call(route, upstream, kind, rest, record_request, started, metadata, size=len(body))
 
+        if route.replay is not None:  # bench eval continue: answered from the recording until it ends
+            answer = route.replay.answer(kind, parsed)
+            if answer is not None:
+                return await self._replayed(call, answer, parsed)
+
         refusal = route.budget.try_start()
         if refusal:
             return self._budget_refusal(call, refusal, kind)
@@ -281,6 +289,19 @@ class Proxy:
         call.size, call.ended = len(body) + len(data), time.perf_counter()
         self._finish(call, resp.status_code, dict(resp.headers), response_body, usage)
         return Response(data, status_code=resp.status_code, headers=_response_headers(resp))
+
+    async def _replayed(self, call: _Call, answer: Any, parsed: Any) -> Response:
+        """Serve a recorded response (or the replay's refusal, once held); recorded, never counted or priced."""
+        served = answer.call
+        call.metadata["replayed"] = {"call": served.index if served else None,
+                                     "source_line": served.line if served else None,
+                                     "diverged": answer.divergence is not None, "refused": served is None}
+        call.ended = time.perf_counter()
+        self._record(call, answer.status, {}, answer.body)
+        deadline = time.monotonic() + answer.hold_sec
+        while time.monotonic() < deadline and not call.route.replay.released:  # the engine stops the agent
+            await asyncio.sleep(0.1)
+        return answer.response(parsed)
 
     async def _relay(self, call: _Call, resp: UpstreamResponse):
         """Yield the upstream stream to the agent, reassembling a copy for the record."""

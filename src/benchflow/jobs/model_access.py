@@ -65,6 +65,7 @@ class ModelAccess:
     """The gateway is a scope of a gateway that outlives the run (the daemon's): not stopped here."""
     _bridges: dict[str, OpenBridge] = field(default_factory=dict)
     _folders: dict[str, Path] = field(default_factory=dict)
+    _replays: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     @classmethod
     async def start(cls, spec: Any, shared: Any = None) -> ModelAccess:
@@ -101,13 +102,21 @@ class ModelAccess:
         self._folders[trial] = folder
         return {MOUNT: folder}
 
+    def expect_replay(self, trial: str, replay: Any, upstreams: Any = None) -> None:
+        """Register ``trial``'s route, when it opens, with ``replay`` (a :class:`benchflow.gateway.replay.Replay`:
+        its model calls answered from a recording first) and, when given, ``upstreams`` of its own (a
+        replay-only continuation's provider, which needs no key)."""
+        self._replays[trial] = (replay, upstreams)
+
     async def open_trial(self, agent: Any, trial: str, llm_trajectory: Path, sandbox: Any, *,
                          model: str | None) -> dict[str, str]:
         """Register the trial and start its bridge; returns the provider variables for the agent
         (the standard ones and the agent's own spellings, all pointing at the gateway, and every
         ``--agent-env`` provider key replaced by the trial's key)."""
+        replay, upstreams = self._replays.pop(trial, (None, None))
+        extra = {"replay": replay, "upstreams": upstreams} if replay is not None else {}
         route = self.gateway.register_trial(trial, llm_trajectory, token_budget=self.token_budget,
-                                            turn_budget=self.turn_budget)
+                                            turn_budget=self.turn_budget, **extra)
         mounted = trial in self._folders and sandbox.spec.mounts.get(MOUNT) == self._folders[trial]
         bridge = await open_bridge(sandbox, self.folder / SOCKET_NAME, mounted=mounted)
         self._bridges[trial] = bridge
@@ -137,10 +146,10 @@ class ModelAccess:
                 "suspected_api_error_info": route.suspected_api_error_info(n_tool_calls),
                 "budget_exhausted": route.budget_exhausted}
 
-    def budget_exhausted(self, trial: str) -> str | None:
-        """``token_budget`` / ``turn_budget`` once the trial has spent it, else None."""
+    def stop_reason(self, trial: str) -> str | None:
+        """Why the trial's agent must stop now (its spent budget, or its replay's end), else None."""
         route = self.gateway.route(trial)
-        return route.budget_exhausted if route is not None else None
+        return route.stop_reason if route is not None else None
 
     def spent(self) -> dict[str, float]:
         return dict(self.gateway.job_spent())

@@ -184,7 +184,7 @@ async def agent_phase(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, pr
             model_env = await req.models.open_trial(req.agent, paths.name, paths.llm_trajectory, sandbox,
                                                     model=req.spec.model)
             ctx.env = {**req.agent_env, **model_env, **state.egress_env, **seed_env(req.seed)}  # gateway's vars win
-            ctx.should_stop = lambda: req.models.budget_exhausted(paths.name)
+            ctx.should_stop = lambda: req.models.stop_reason(paths.name)
     except AgentError as exc:
         message = str(exc) if "install failed" in str(exc) else f"agent install failed: {exc}"
         state.error, state.error_category = message, exc.category or "install_failure"

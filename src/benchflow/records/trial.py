@@ -112,6 +112,29 @@ class CheckpointRetry(Block):
     path: str | None = Field(None, description="Its folder (usual trial layout), relative to the trial folder.")
 
 
+class Continuation(Block):
+    """The ``continued`` block of ``result.json`` (``bench eval continue``): this trial resumed a timed-out one
+    by replaying its recorded model calls, then (unless replay-only) going on with the live model."""
+
+    from_trial: str = Field(description="The original trial folder (absolute path); never written to.")
+    from_error_category: str | None = Field(None, description="How the original ended (timeout, idle_timeout, ...).")
+    from_reward: Number = Field(None, description="The original's reward, or null.")
+    live_model: str | None = Field(None, description="The model the calls after the recording went to; null "
+                                   "with replay-only.")
+    replay_only: bool = Field(False, description="--replay-only: the agent was stopped at the cut point.")
+    strict_divergence: bool = Field(False, description="--strict-divergence: the first divergence stopped "
+                                    "the agent and failed the trial.")
+    recorded_calls: int = Field(0, description="Model calls in the original's llm_trajectory.jsonl.")
+    replayed_calls: int = Field(0, description="Calls answered from the recording.")
+    live_calls: int = Field(0, description="Calls made after the cut point (to the live model).")
+    cut_point_reached: bool = Field(False, description="The agent asked past the recording's last call.")
+    divergences: list[dict[str, Any]] = Field(default_factory=list, description="Calls whose message count "
+                                              "differed from the recorded call's: call, line, sent_messages, "
+                                              "recorded_messages.")
+    replayed_tokens: int = Field(0, description="Tokens the replayed calls had used in the original (this "
+                                 "trial's agent_result counts only its live calls).")
+
+
 class TrialResult(Record):
     """``result.json``: how one trial ended. Its presence marks the trial folder as finished running.
 
@@ -184,6 +207,8 @@ class TrialResult(Record):
                                           "none ran.")
     scoring: ScoringPointer | None = Field(None, description="The current rubric scoring revision (a review "
                                            "rubric's reward beside the verifier's); null when none ran.")
+    continued: Continuation | None = Field(None, description="bench eval continue: the timed-out trial this one "
+                                           "resumed and how the replay went; null for any other trial.")
 
     @property
     def reward(self) -> float | None:

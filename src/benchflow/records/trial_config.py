@@ -73,6 +73,8 @@ class TrialConfig(Record):
                                                 "timeout_sec, idle_timeout_sec, skills_dir, capabilities, env_keys}], "
                                                 "turns: [{role, has_prompt}]}]; [] for a task without scenes, null in "
                                                 "records written before it was recorded.")
+    continued_from: str | None = Field(None, description="bench eval continue: the timed-out trial folder this "
+                                       "trial resumes (absolute path); null for any other trial.")
     executor: dict[str, Any] | None = Field(None, description="Where the trial ran when not in the driver's "
                                             "process (--executor ray): kind (ray), cluster, node_id, node_ip, "
                                             "hostname; lost: true when the node died before it finished. "
