@@ -5,7 +5,8 @@ It takes the real CLI's arguments for the commands the ``apple-container``
 backend uses and prints what the real CLI prints, so that backend runs
 unchanged on a machine without macOS: each Apple container is a Docker
 container named by the Apple id (``--name``) and labelled
-``benchflow-apple-container-double=1`` (so ``list`` shows only the double's).
+``benchflow-apple-container-double=1`` (so ``list`` shows only the double's);
+it shows the labels it was made with, not the image's that Docker adds.
 
 - ``system status`` (exit 0 while the engine answers), ``--version``;
 - ``build`` (``--tag``, ``--file``, ``--label``, ``--progress``, ``--no-cache``,
@@ -15,10 +16,13 @@ container named by the Apple id (``--name``) and labelled
   ``none``/``default``/a name, ``--cpus``, ``--memory`` with its K/M/G/T/P
   suffixes, ``--env KEY[=VALUE]`` (a bare key is copied from this process's
   environment, as the real CLI does), ``--entrypoint``, ``--workdir``,
-  ``--user``), ``start``, ``stop``, ``kill``, ``delete``/``rm`` (``--force``);
-- ``exec`` (``--interactive``, ``--user``, ``--uid``/``--gid``, ``--workdir``,
-  ``--env``), which becomes the ``docker exec`` process itself (stdio passed
-  through, its exit status the command's);
+  ``--user``, ``--interactive``, ``--tty``), ``start``, ``stop`` (``--time``,
+  ``--signal``), ``kill``, ``delete``/``rm`` (``--force``);
+- ``exec`` (``--interactive``, ``--tty``, ``--user``, ``--uid``/``--gid``,
+  ``--workdir``, ``--env``), which becomes the ``docker exec`` process itself
+  (stdio passed through, its exit status the command's);
+- ``logs`` (``-n``, ``--follow``): what the container's first process wrote
+  on its stdout and stderr;
 - ``list``/``ls`` (``--all``, ``--format json``, ``--quiet``) and ``inspect``:
   JSON arrays of the 0.x releases' container snapshot (``configuration`` with
   ``id``, ``image.reference``, ``labels``, ``resources``, ``initProcess``,
@@ -41,6 +45,8 @@ import sys
 from datetime import datetime
 
 LABEL = "benchflow-apple-container-double"
+GIVEN = f"{LABEL}.labels"
+"""The labels the container was made with, as JSON: the only ones ``list`` and ``inspect`` show."""
 SWIFT_EPOCH = 978307200
 VERSION = "container CLI version 0.6.0 (double of tests/doubles/apple_container_cli_double.py)"
 DOCKER = os.environ.get("APPLE_CONTAINER_DOUBLE_DOCKER", "docker")
@@ -48,7 +54,7 @@ DOCKER = os.environ.get("APPLE_CONTAINER_DOUBLE_DOCKER", "docker")
 VALUE_FLAGS = {
     "--tag", "--file", "--label", "--progress", "--build-arg", "--cpus", "--memory", "--name", "--network", "--env",
     "--entrypoint", "--workdir", "--user", "--uid", "--gid", "--format", "--signal", "--time", "--arch", "--os",
-    "--platform", "--env-file", "--target", "--output", "--scheme",
+    "--platform", "--env-file", "--target", "--output", "--scheme", "-n",
 }
 """The long options that take a value (the backend uses long options only; a few unambiguous short ones
 are understood too)."""
@@ -147,8 +153,10 @@ def cmd_create(args: list[str], *, run: bool) -> None:
     out += ["--label", f"{LABEL}=1", "--init"]
     if name:
         out += ["--name", name]
-    for label in opts.get("--label", []):
-        out += ["--label", label]
+    given = dict(label.partition("=")[::2] for label in opts.get("--label", []))
+    for key, value in given.items():
+        out += ["--label", f"{key}={value}"]
+    out += ["--label", f"{GIVEN}={json.dumps(given)}"]  # Docker adds the image's labels; Apple's CLI does not
     network = opts.get("--network", ["default"])[-1]
     if network == "none" or (network == "default" and not has_bridge()):
         out += ["--network", "none"]
@@ -165,8 +173,9 @@ def cmd_create(args: list[str], *, run: bool) -> None:
         out += ["--workdir", opts["--workdir"][-1]]
     if "--entrypoint" in opts:
         out += ["--entrypoint", opts["--entrypoint"][-1]]
-    if "--interactive" in opts:
-        out.append("--interactive")
+    for flag in ("--interactive", "--tty"):
+        if flag in opts:
+            out.append(flag)
     if docker("image", "inspect", image).returncode != 0:
         must(docker("pull", image))
     made = must(docker(*out, image, *process)).strip()
@@ -183,7 +192,7 @@ def cmd_exec(args: list[str]) -> None:
         fail(f'notFound: "container with ID {name} not found"')
     if not item["State"]["Running"]:
         fail(f"invalidState: \"container {name} is not running\"")
-    out = [DOCKER, "exec"] + (["--interactive"] if "--interactive" in opts else [])
+    out = [DOCKER, "exec"] + [flag for flag in ("--interactive", "--tty") if flag in opts]
     out += env_args(opts.get("--env", [])) + user_args(opts)
     if "--workdir" in opts:
         out += ["--workdir", opts["--workdir"][-1]]
@@ -194,7 +203,7 @@ def cmd_exec(args: list[str]) -> None:
 def snapshot(item: dict) -> dict:
     """One container as the 0.x CLI prints it in ``list --format json`` and ``inspect``."""
     config, state = item["Config"], item["State"]
-    labels = {k: v for k, v in (config.get("Labels") or {}).items() if k != LABEL}
+    labels = json.loads((config.get("Labels") or {}).get(GIVEN) or "{}")
     host = item["HostConfig"]
     started = None
     if state.get("StartedAt", "").startswith(("19", "20")) and not state["StartedAt"].startswith("0001"):
@@ -275,12 +284,28 @@ def cmd_delete(args: list[str]) -> None:
 
 
 def cmd_simple(verb: str, args: list[str]) -> None:
-    _, names = parse(args, 0)
+    opts, names = parse(args, 0)
+    passed = [word for key in ("--time", "--signal") if verb == "stop" and key in opts
+              for word in (key, opts[key][-1])]
     for name in names:
         if owned(name) is None:
             fail(f'notFound: "container with ID {name} not found"')
-        must(docker(verb, name))
+        must(docker(verb, *passed, name))
         print(name)
+
+
+def cmd_logs(args: list[str]) -> None:
+    opts, names = parse(args, 0)
+    if len(names) != 1:
+        fail("missing expected argument '<container-id>'")
+    if "--boot" in opts:
+        fail("the double has no boot log (there is no VM)")
+    if owned(names[0]) is None:
+        fail(f'notFound: "container with ID {names[0]} not found"')
+    out = [DOCKER, "logs"] + (["--follow"] if "--follow" in opts else [])
+    out += ["--tail", opts["-n"][-1]] if "-n" in opts else []
+    sys.stdout.flush()
+    os.execvp(DOCKER, [*out, names[0]])
 
 
 def cmd_build(args: list[str]) -> None:
@@ -360,6 +385,8 @@ def main(argv: list[str]) -> None:
         cmd_delete(args)
     elif verb == "exec":
         cmd_exec(args)
+    elif verb == "logs":
+        cmd_logs(args)
     elif verb in ("list", "ls"):
         cmd_list(args)
     elif verb == "inspect":

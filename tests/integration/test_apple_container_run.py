@@ -1,13 +1,16 @@
-"""``bench run --sandbox apple-container`` and ``bench sandbox list|cleanup`` end to end, against the ``container``
-CLI double (tests/doubles/apple_container_cli_double.py; each Apple container a container on the local engine),
-and the refusal on a host that is not macOS."""
+"""``bench run --sandbox apple-container`` and ``bench sandbox create|list|attach|release|cleanup`` end to end,
+against the ``container`` CLI double (tests/doubles/apple_container_cli_double.py; each Apple container a
+container on the local engine), and the refusal on a host that is not macOS."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
+import select
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,39 @@ def _rows(env: dict[str, str]) -> list[dict]:
     listed = run_bench("sandbox", "list", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     return [row for row in json.loads(listed.stdout) if row["sandbox"] == "apple-container"]
+
+
+def _cleanup_leaves(sandbox_id: str, env: dict[str, str]) -> str:
+    """Run ``bench sandbox cleanup`` (no --id); the reason it gives for leaving ``sandbox_id``."""
+    cleaned = run_bench("sandbox", "cleanup", "--json", env=env)
+    report = json.loads(cleaned.stdout)
+    assert sandbox_id not in [entry["id"] for entry in report["removed"]], report
+    [reason] = [entry["reason"] for entry in report["kept"] if entry["id"] == sandbox_id]
+    return reason
+
+
+def _in_a_terminal(args: list[str], env: dict[str, str], typed: bytes, timeout: float = 60) -> tuple[bytes, int]:
+    """Run ``bench *args`` on a pseudo-terminal, type ``typed``; (what it printed, its exit status)."""
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: bench as a user types it in a terminal
+        os.execve(sys.executable, [sys.executable, "-m", "benchflow.cli", *args], {**os.environ, **env})
+    os.write(fd, typed)
+    said, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([fd], [], [], 1)[0]:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    break
+                said += chunk
+    except OSError:  # the terminal closed: the shell ended
+        pass
+    finally:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return said, os.waitstatus_to_exitcode(status)
 
 
 def test_oracle_run_scores_one_and_leaves_no_container(tmp_path: Path, apple_container_double) -> None:
@@ -92,6 +128,64 @@ def test_sandbox_list_and_cleanup_find_what_a_dead_run_left(tmp_path: Path, appl
         assert not backend.exists(box.sandbox_id)
     finally:
         asyncio.run(box.stop())
+
+
+def test_sandbox_create_makes_a_kept_container_set_up_at_its_first_start(tmp_path: Path,
+                                                                          apple_container_double) -> None:
+    """``bench sandbox create`` → listed kept, not started, no owner → attach starts it and finds it set up
+    (workspace of the task's user, /logs) → cleanup leaves it → release deletes it."""
+    make_task(tmp_path / "tasks", "made", test=PASS_IF_HELLO)
+    env = apple_container_double | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    made = run_bench("sandbox", "create", str(tmp_path / "tasks" / "made"), "--sandbox", "apple-container", env=env)
+    assert made.returncode == 0, made.stderr
+    assert "not started" in made.stdout
+    name = made.stdout.split("Created ", 1)[1].split()[0]
+    assert [(row["state"], row["kept"], row["owner_alive"], row["task"]) for row in _rows(env)
+            if row["id"] == name] == [("stopped", True, None, "made")]
+    trial = tmp_path / "by-hand"  # create prints the id; a record naming it is what attach and release take
+    trial.mkdir()
+    (trial / "kept-sandbox.json").write_text(json.dumps({"backend": "apple-container", "sandbox_id": name}))
+    try:
+        attached = run_bench("sandbox", "attach", str(trial), "--", "sh", "-c",
+                             "id -un; pwd; stat -c '%U %a' /app /logs/agent; exit 3", env=env)
+        assert (attached.returncode, attached.stdout) == (3, "root\n/app\nagent 755\nroot 777\n"), attached.stderr
+        assert [row["state"] for row in _rows(env) if row["id"] == name] == ["running"]
+        assert "kept" in _cleanup_leaves(name, env)
+        released = run_bench("sandbox", "release", str(trial), env=env)
+        assert released.returncode == 0, released.stderr
+        assert [row for row in _rows(env) if row["id"] == name] == []
+        assert not (trial / "kept-sandbox.json").exists()
+    finally:
+        run_bench("sandbox", "cleanup", "--id", name, env=env)  # after a failure only
+
+
+def test_keep_sandbox_always_keeps_the_trials_container_for_attach_and_release(tmp_path: Path,
+                                                                               apple_container_double) -> None:
+    make_task(tmp_path / "tasks", "hello", solve=WRITE_HELLO, test=PASS_IF_HELLO)
+    jobs = tmp_path / "jobs"
+    env = apple_container_double | {"BENCHFLOW_CACHE": str(tmp_path / "cache")}
+    done = run_bench("run", str(tmp_path / "tasks"), "--sandbox", "apple-container", "--keep-sandbox", "always",
+                     "--jobs-dir", str(jobs), env=env)
+    assert done.returncode == 0, done.stderr
+    trial = next(jobs.rglob("kept-sandbox.json")).parent
+    sandbox_id = json.loads((trial / "kept-sandbox.json").read_text())["sandbox_id"]
+    try:
+        assert [(row["trial"], row["kept"], row["owner_alive"]) for row in _rows(env) if row["id"] == sandbox_id] == [
+            (trial.name, True, False)], "its run is gone, and it is kept"
+        attached = run_bench("sandbox", "attach", str(trial), "--", "cat", "/app/hello.txt", env=env)
+        assert (attached.returncode, attached.stdout) == (0, "hello\n"), attached.stderr
+        assert run_bench("sandbox", "attach", str(trial), "--", "sh", "-c", "exit 5", env=env).returncode == 5
+        said, status = _in_a_terminal(["sandbox", "attach", str(trial)], env, b"echo in-$((40+2)) $(id -un); exit 7\n")
+        assert status == 7 and b"in-42 root" in said, said
+        no_terminal = run_bench("sandbox", "attach", str(trial), env=env, input="")
+        assert no_terminal.returncode != 0 and "pass a command after --" in no_terminal.stderr
+        assert "kept" in _cleanup_leaves(sandbox_id, env)
+        released = run_bench("sandbox", "release", str(trial), env=env)
+        assert released.returncode == 0, released.stderr
+        assert [row for row in _rows(env) if row["id"] == sandbox_id] == []
+        assert not list((tmp_path / "cache" / "apple-container" / "kept").iterdir()), "its mark went with it"
+    finally:
+        run_bench("sandbox", "cleanup", "--id", sandbox_id, env=env)  # after a failure only
 
 
 def test_allowlist_reaches_only_the_named_host_through_the_egress_proxy(tmp_path: Path,

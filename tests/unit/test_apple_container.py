@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from benchflow.errors import CapabilityError, ConfigError
+from benchflow.errors import CapabilityError, ConfigError, SandboxError
 from benchflow.sandbox import UNSUPPORTED, SandboxSpec, get_backend, names
 from benchflow.sandbox.apple_container import cli as cli
 from benchflow.sandbox.apple_container import exec as ex
-from benchflow.sandbox.apple_container.sandbox import network_flag, run_args
+from benchflow.sandbox.apple_container.sandbox import SELF_SETUP, create_args, network_flag, run_args
+from benchflow.sandbox.docker_setup import MAIN
 
 OLD_SHAPE = {  # `container list --all --format json` of a 0.x release: status a string, dates Swift's
     "status": "running",
@@ -54,8 +55,8 @@ def test_capabilities_are_what_the_cli_enforces():
     caps = get_backend("apple-container").capabilities
     assert caps.network_for("no-network") == "no-network" and caps.network_for("allowlist") == "allowlist"
     assert caps.network_for("public") == "public"
-    assert not (caps.snapshots or caps.gpus or caps.multi_service or caps.host_mounts or caps.keep)
-    assert caps.build_from_dockerfile and caps.resource_limits and caps.exec_writes_persist
+    assert not (caps.snapshots or caps.gpus or caps.multi_service or caps.host_mounts)
+    assert caps.build_from_dockerfile and caps.resource_limits and caps.exec_writes_persist and caps.keep
 
 
 def test_run_asks_for_no_network_whole_cpus_mib_and_labels_without_env_values():
@@ -74,6 +75,20 @@ def test_run_asks_for_no_network_whole_cpus_mib_and_labels_without_env_values():
         network_flag("bridge")
 
 
+def test_create_makes_it_unstarted_to_set_itself_up_in_the_tasks_workdir_or_the_images():
+    spec = SandboxSpec(name="t", environment_dir=None, cache_key="k", network_mode="allowlist", sandbox_user="agent",
+                       workdir="/srv", env={"API_TOKEN": "s3cret"})
+    args = create_args("bf-t-1", "benchflow/t:abc", spec, {"benchflow.kept": "true"})
+    assert args[:3] == ["create", "--name", "bf-t-1"] and "--detach" not in args
+    assert args[args.index("--network") + 1] == "none"
+    assert ["--label", "benchflow.kept=true"] == args[args.index("--label"):args.index("--label") + 2]
+    assert not any("s3cret" in word for word in args), "a value never goes on a command line"
+    assert args[-9:] == ["--entrypoint", "/bin/sh", "benchflow/t:abc", "-c", SELF_SETUP, "sh", "agent", "/srv", MAIN]
+    root = create_args("bf-t-2", "img", SandboxSpec(name="t", environment_dir=None, cache_key="k", sandbox_user=None),
+                       {})
+    assert root[-3:] == ["", "", MAIN], "root only, and the workdir is the image's (where the process starts)"
+
+
 def test_exec_goes_as_root_by_uid_or_as_a_named_user_with_env_by_name(monkeypatch, tmp_path):
     monkeypatch.setenv(cli.ANY_OS_ENV, "1")
     fake = tmp_path / "container"
@@ -86,6 +101,8 @@ def test_exec_goes_as_root_by_uid_or_as_a_named_user_with_env_by_name(monkeypatc
     assert (env["K"], env[ex.MARKER]) == ("v", "m1")
     argv, _ = ex.command("box", ["id"], user="agent")
     assert argv[2:4] == ["--user", "agent"]
+    argv, _ = ex.command("box", ["sh"], interactive=True, tty=True)
+    assert argv[2:4] == ["--interactive", "--tty"]
     with pytest.raises(ValueError):
         ex.command("box", ["true"], env={"A=B": "x"})
 
@@ -111,6 +128,28 @@ def test_leftovers_keep_only_its_own_labelled_containers_of_the_job(monkeypatch)
     assert [(row.id, row.job, row.trial, row.sandbox, row.state) for row in rows] == [
         ("bf-hello-1", "j1", "t1", "apple-container", "running")]
     assert acb.BACKEND.leftovers(owner="j2") == []
+
+
+def test_a_container_is_kept_when_made_kept_or_marked_kept_here(monkeypatch, tmp_path):
+    """Labels cannot change after a run, so ``--keep-sandbox`` marks the container in BenchFlow's cache;
+    ``remove`` forgets the mark with the container."""
+    from benchflow.sandbox.apple_container import backend as acb
+    from benchflow.sandbox.apple_container import kept
+
+    monkeypatch.setenv("BENCHFLOW_CACHE", str(tmp_path))
+    made_kept = {"configuration": {"id": "bf-made-1", "labels": {**OLD_SHAPE["configuration"]["labels"],
+                                                                 "benchflow.kept": "true"}}, "status": "stopped"}
+    monkeypatch.setattr(cli, "executable", lambda: "container")
+    monkeypatch.setattr(cli, "snapshots", lambda ids=None: [OLD_SHAPE, made_kept])
+    assert [(row.id, row.kept) for row in acb.BACKEND.leftovers()] == [("bf-hello-1", False), ("bf-made-1", True)]
+    kept.mark("bf-hello-1", {"benchflow.job": "j1"})
+    assert [(row.id, row.kept) for row in acb.BACKEND.leftovers()] == [("bf-hello-1", True), ("bf-made-1", True)]
+    monkeypatch.setattr(cli, "run", lambda args, **kw: __import__("subprocess").CompletedProcess(args, 0, b"", b""))
+    assert acb.BACKEND.remove(["bf-hello-1"]) == {}
+    assert kept.marked() == set()
+    kept.forget("../../etc/passwd")  # an id from a user's file names no path outside the marks
+    with pytest.raises(SandboxError):
+        kept.mark("../x", {})
 
 
 def test_owner_liveness_without_proc_uses_the_start_time_ps_prints(monkeypatch):

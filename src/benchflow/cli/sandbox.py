@@ -25,10 +25,9 @@ cleanup_cmd = typer.Typer(add_completion=False)
 def create(
     task_dir: Path = typer.Argument(..., help="Task directory with task.md or task.toml + Dockerfile"),
     sandbox: str = typer.Option("docker", "--sandbox",
-                                help="Sandbox: docker, remote-docker, podman, docker+runsc, daytona or another "
-                                     "backend that can keep sandboxes (daytona: set up, then stopped); modal, "
-                                     "local, apple-container and agentcore cannot make one without starting it "
-                                     "and say why"),
+                                help="Sandbox: docker, remote-docker, podman, docker+runsc, apple-container, daytona or "
+                                     "another backend that can keep sandboxes (daytona: set up, then stopped); "
+                                     "modal, local and agentcore cannot make one without starting it and say why"),
 ) -> None:
     from benchflow.sandbox.manage import create_from_task_dir
 

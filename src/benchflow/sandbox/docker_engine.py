@@ -39,6 +39,9 @@ TASK = "benchflow.task"
 CACHE_KEY = "benchflow.cache_key"
 BACKEND = "benchflow.backend"
 """The backend that made a container (two backends may share one engine)."""
+KEPT = "benchflow.kept"
+"""``true`` on a sandbox that outlives its run (``bench sandbox create``, or ``--keep-sandbox`` where the
+labels can be changed afterwards): ``bench sandbox cleanup`` leaves it to ``release``."""
 
 REMOTE_ENV = "BENCHFLOW_REMOTE_DOCKER_HOST"
 PUBLIC_NETWORK_ENV = "BENCHFLOW_DOCKER_PUBLIC_NETWORK"

@@ -3,7 +3,8 @@
 ``$BENCHFLOW_CACHE`` when set (tests point it at a private folder), else
 ``$XDG_CACHE_HOME/benchflow``, else ``~/.cache/benchflow``. Everything cached
 (local sandboxes and layers, agent install layers, the record of pulled images,
-crash logs) lives below it, so one variable moves or isolates all of it.
+crash logs, the marks of Apple containers kept with ``--keep-sandbox``) lives
+below it, so one variable moves or isolates all of it.
 """
 
 from __future__ import annotations

@@ -17,18 +17,21 @@ it from release 0.6; an older CLI refuses the flag, so such a start fails
 instead of running with a network); ``allowlist`` runs the same way with the
 trial's egress proxy reached over an exec stream; ``public`` is the default
 vmnet network. Builds from the task's Dockerfile or a prebuilt image; cpus
-and memory are the VM's. No snapshots, GPUs, compose services, host mounts
-(the model bridge's unix socket cannot cross into the VM), cached agent
-layers or kept sandboxes in this version.
+and memory are the VM's. Kept sandboxes (``bench sandbox create``,
+``--keep-sandbox``, ``attach``, ``release``): :mod:`.apple_container.kept`.
+No snapshots, GPUs, compose services, host mounts (the model bridge's unix
+socket cannot cross into the VM) or cached agent layers in this version.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from benchflow.errors import SandboxUnavailable
 
 from . import cli as cli
+from . import kept as kept
 from .. import docker_engine as eng
 from ..base import Backend, Capabilities, OwnedSandbox, SandboxSpec
 from ..remote_common import carries, owned_row, wanted_labels
@@ -42,7 +45,6 @@ class AppleContainerBackend(Backend):
     """See the module docstring."""
 
     name = NAME
-    no_keep_reason = "kept containers are not built for apple-container in this version"
     no_cache_reason = ("keeps no cache BenchFlow lists in this version: its images are in the container CLI's "
                        "own store (container image list)")
     all_scope = "only the containers BenchFlow made (container list --all shows the others)"
@@ -51,7 +53,7 @@ class AppleContainerBackend(Backend):
     def capabilities(self) -> Capabilities:
         return Capabilities(network_modes=frozenset({"no-network", "public", "allowlist"}), snapshots=False,
                             gpus=False, multi_service=False, build_from_dockerfile=True, resource_limits=True,
-                            host_mounts=False, image_layers=False, keep=False, exec_writes_persist=True)
+                            host_mounts=False, image_layers=False, keep=True, exec_writes_persist=True)
 
     def available(self) -> tuple[bool, str]:
         return cli.status()
@@ -104,7 +106,8 @@ class AppleContainerBackend(Backend):
         except SandboxUnavailable:
             return []
         wanted = wanted_labels(NAME, owner)
-        return [_row(item) for item in cli.snapshots() if carries(cli.labels(item), wanted)]
+        marked = kept.marked()
+        return [_row(item, marked) for item in cli.snapshots() if carries(cli.labels(item), wanted)]
 
     def remove(self, ids: list[str]) -> dict[str, str]:
         stayed: dict[str, str] = {}
@@ -113,17 +116,29 @@ class AppleContainerBackend(Backend):
                 done = cli.run(["delete", "--force", sandbox_id])
                 if done.returncode != 0 and self.exists(sandbox_id):
                     stayed[sandbox_id] = cli.error_line(done)
+                else:
+                    kept.forget(sandbox_id)
             except SandboxUnavailable as exc:
                 stayed[sandbox_id] = str(exc)
         return stayed
 
+    async def create_kept(self, spec: SandboxSpec) -> dict[str, object]:
+        return await kept.create_kept(self, spec)
 
-def _row(item: dict) -> OwnedSandbox:
-    marks = cli.labels(item)
+    def attach(self, record: Mapping[str, object], command: list[str]) -> int:
+        return kept.attach(record, command)
+
+    def release(self, record: Mapping[str, object]) -> None:
+        kept.release(self, record)
+
+
+def _row(item: dict, marked: set[str]) -> OwnedSandbox:
+    """Its row; kept when made kept (``bench sandbox create``) or marked kept here (``--keep-sandbox``)."""
+    marks, sandbox_id = cli.labels(item), cli.container_id(item)
     created = eng.created_at(marks, cli.started(item)) or time.time()
-    return owned_row(marks, alive=cli.owner_alive(marks), id=cli.container_id(item), name=cli.container_id(item),
-                     sandbox=NAME, engine="apple container", state=cli.state(item), image=cli.image(item),
-                     created=created, kept=False)
+    return owned_row(marks, alive=cli.owner_alive(marks), id=sandbox_id, name=sandbox_id, sandbox=NAME,
+                     engine="apple container", state=cli.state(item), image=cli.image(item), created=created,
+                     kept=marks.get(eng.KEPT) == "true" or sandbox_id in marked)
 
 
 BACKEND = AppleContainerBackend()

@@ -34,9 +34,10 @@ _background: set[asyncio.Future] = set()
 
 
 def command(sandbox_id: str, cmd: list[str], *, user: str | None = None, cwd: str | None = None,
-            env: Mapping[str, str] | None = None, interactive: bool = False,
+            env: Mapping[str, str] | None = None, interactive: bool = False, tty: bool = False,
             marker: str | None = None) -> tuple[list[str], dict[str, str]]:
-    """(argv of the ``container exec`` client, its environment) for ``cmd`` in ``sandbox_id``."""
+    """(argv of the ``container exec`` client, its environment) for ``cmd`` in ``sandbox_id``; ``tty``: on
+    this terminal (``bench sandbox attach``'s shell)."""
     if not cmd:
         raise ValueError("exec needs a command (an argv list)")
     values = dict(env or {})
@@ -48,6 +49,8 @@ def command(sandbox_id: str, cmd: list[str], *, user: str | None = None, cwd: st
     args = [executable(), "exec"]
     if interactive:
         args.append("--interactive")
+    if tty:
+        args.append("--tty")
     args += ["--uid", "0", "--gid", "0"] if user in ROOT_USERS else ["--user", str(user)]
     if cwd:
         args += ["--workdir", cwd]

@@ -17,7 +17,10 @@ keep-alive loop of :mod:`.docker_setup`; the setup script then runs as an exec
 ``--network none`` (the VM gets no network interface at all: loopback only),
 ``public`` the ``default`` vmnet network. CPUs are whole (the VM's), memory
 is in MiB. Files go as one tar through an exec's stdin or stdout
-(:mod:`.copyout` makes what comes out safe). ``stop`` is ``delete --force``.
+(:mod:`.copyout` makes what comes out safe). ``stop`` is ``delete --force``,
+unless ``keep()`` kept the container (:mod:`.apple_container.kept`).
+``create_unstarted`` (``bench sandbox create``) makes it with ``container
+create`` instead: not started, it sets itself up at its first start.
 """
 
 from __future__ import annotations
@@ -47,11 +50,12 @@ from benchflow.util.tarfile_filters import tarfile
 
 from . import cli as cli
 from . import exec as ex
+from . import kept as kept
 from .. import docker_engine as eng
 from ..base import DEFAULT_OUTPUT_CAP_BYTES, Capabilities, ExecResult, SandboxSpec
 from ..copyout import CopyReport, copy_out_tar
 from ..docker_build import BUILD_SLOTS_ENV, build_slots, context_tar, image_tag
-from ..docker_setup import KEEPALIVE
+from ..docker_setup import KEEPALIVE, MAIN
 from ..local_exec import kill, spawn
 from ..one_container import OneContainerSandbox
 from ..remote_common import GONE_RC, gone, tar_of
@@ -61,6 +65,10 @@ log = logging.getLogger(__name__)
 
 LOG_TAIL_LINES = 40
 SETUP_TIMEOUT_SEC = 120
+SELF_SETUP = 'wd=$2; [ -n "$wd" ] || wd=$(pwd); [ "$wd" != / ] || wd=/root; exec /bin/sh -c "$3" sh "$1" "$wd"'
+"""The first process of a container made by :func:`create_args`: the workdir is the task's, else the image's
+``WORKDIR`` (where the process starts; ``/`` is ``/root``, as :func:`.docker_setup.resolve_workdir` says),
+then :data:`.docker_setup.MAIN` sets up, prints its ready line (``container logs`` shows it) and idles."""
 HOME_OF = ('while IFS=: read -r name _ uid _ _ home _; do '
            'if [ "$name" = "$1" ] || [ "$uid" = "$1" ]; then echo "$home"; exit 0; fi; done < /etc/passwd')
 _tag_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -86,15 +94,27 @@ def network_flag(mode: str) -> str:
                           "use public, allowlist or no-network")
 
 
-def run_args(name: str, image: str, spec: SandboxSpec, labels: Mapping[str, str]) -> list[str]:
-    """``container run`` for one sandbox (without the executable); ``spec.env`` goes as ``--env KEY``."""
-    args = ["run", "--detach", "--name", name, "--network", network_flag(spec.network_mode),
+def _shape(name: str, spec: SandboxSpec, labels: Mapping[str, str]) -> list[str]:
+    """The options ``container run`` and ``container create`` share; ``spec.env`` goes as ``--env KEY``."""
+    args = ["--name", name, "--network", network_flag(spec.network_mode),
             "--cpus", str(max(1, math.ceil(spec.cpus))), "--memory", f"{max(1, int(spec.memory_mb))}M"]
     for key, value in labels.items():
         args += ["--label", f"{key}={value}"]
     for key in spec.env:
         args += ["--env", key]
-    return [*args, "--entrypoint", "/bin/sh", image, "-c", KEEPALIVE]
+    return args
+
+
+def run_args(name: str, image: str, spec: SandboxSpec, labels: Mapping[str, str]) -> list[str]:
+    """``container run`` for one sandbox (without the executable): started, idling until ``stop``."""
+    return ["run", "--detach", *_shape(name, spec, labels), "--entrypoint", "/bin/sh", image, "-c", KEEPALIVE]
+
+
+def create_args(name: str, image: str, spec: SandboxSpec, labels: Mapping[str, str]) -> list[str]:
+    """``container create`` for one sandbox (without the executable): made, not started. Its first
+    start runs :data:`SELF_SETUP`, which sets it up as a trial's sandbox is, then idles."""
+    return ["create", *_shape(name, spec, labels), "--entrypoint", "/bin/sh", image, "-c", SELF_SETUP, "sh",
+            spec.sandbox_user or "", spec.workdir or "", MAIN]
 
 
 class AppleContainerSandbox(OneContainerSandbox):
@@ -110,6 +130,7 @@ class AppleContainerSandbox(OneContainerSandbox):
         self.build_log = ""
         self.name = f"bf-{_slug(spec.name)[:40]}-{secrets.token_hex(4)}"
         self._running = False
+        self._kept = False
         self._homes: dict[str, str] = {}
 
     def _check_network(self) -> None:
@@ -175,7 +196,18 @@ class AppleContainerSandbox(OneContainerSandbox):
         return self._running
 
     async def _create(self) -> None:
-        args = run_args(self.name, self.image or "", self.spec, self.labels)
+        await self._make(run_args(self.name, self.image or "", self.spec, self.labels))
+        self._running = True
+
+    async def create_unstarted(self) -> None:
+        """Build, then create the container without starting it (``bench sandbox create``): it sets
+        itself up at its first start (:func:`create_args`). A failure or cancel deletes what was made."""
+        self._refuse_if_stopped()
+        await self._bring_up(self.build, lambda: self._make(
+            create_args(self.name, self.image or "", self.spec, self.labels)))
+
+    async def _make(self, args: list[str]) -> None:
+        """Ask the CLI to make the container (``args``: ``run`` or ``create``)."""
         env = {**os.environ, **self.spec.env}
         self._id = self.name  # known before the CLI is asked, so a failure or cancel deletes what it made
         asking = asyncio.ensure_future(asyncio.to_thread(cli.run, args, env=env))
@@ -185,8 +217,7 @@ class AppleContainerSandbox(OneContainerSandbox):
             await asyncio.gather(asking, return_exceptions=True)  # let the create land, then stop() deletes it
             raise
         if done.returncode != 0:
-            raise SandboxError(f"{self.spec.name}: `container run` failed: {cli.error_line(done)}")
-        self._running = True
+            raise SandboxError(f"{self.spec.name}: `container {args[0]}` failed: {cli.error_line(done)}")
 
     async def _image_workdir(self) -> str | None:
         """Where an exec without --workdir starts: the image's WORKDIR."""
@@ -257,9 +288,22 @@ class AppleContainerSandbox(OneContainerSandbox):
     async def restore(self, ref: str) -> None:
         raise CapabilityError(f"{self.spec.name}: the apple-container sandbox has no snapshots")
 
+    async def keep(self) -> dict[str, object]:
+        """Keep the container after this run (``--keep-sandbox``): its labels cannot change, so it is
+        marked kept on this machine (:func:`.kept.mark`) unless made kept; ``stop()`` then lets go of it.
+        Returns the fields of ``kept-sandbox.json`` but ``trial`` and ``created_at``."""
+        from .backend import NAME
+
+        if self._id is None:
+            raise self._not_running()
+        if self.labels.get(eng.KEPT) != "true":
+            await asyncio.to_thread(kept.mark, self._id, self.labels)
+        self._kept = True
+        return {"schema_version": 1, "backend": NAME, "sandbox_id": self._id}
+
     async def _stop_all(self) -> None:
         self._stopped = True
-        if self._id is None:
+        if self._id is None or self._kept:
             return
         from .backend import BACKEND
 

@@ -19,7 +19,7 @@ from benchflow.errors import SandboxError
 from .. import docker_engine as eng
 from ..live_output import relay
 
-KEPT = "benchflow.kept"
+KEPT = eng.KEPT
 
 
 async def create_kept(backend, spec, where) -> dict[str, object]:
