@@ -51,7 +51,8 @@ class RunOutcome:
     job_dir: Path
     summary: dict[str, Any]
     exit_code: int
-    plan: Plan
+    plan: Plan | None
+    """None for a run with no plan of task folders (a hosted environment's)."""
     gate: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,6 +94,9 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     """``gateway``: a running gateway to serve this run's agents from (the warm daemon's), else
     the run starts its own when its agent calls models."""
     emit = on_event or (lambda _e: None)
+    whole = next(hooks(spec, "run_job"), None)
+    if whole is not None:  # a hosted environment: verifiers runs its rollouts, no task folder or sandbox
+        return await whole(spec, emit)
     plan = plan or make_plan(spec)
     if plan.card.env_refusals:
         more = len(plan.card.env_refusals) - 1
