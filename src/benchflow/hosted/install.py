@@ -2,8 +2,8 @@
 
 ``<cache>/hosted-envs/<owner>/<name>/<key>/``: ``venv/`` and ``installed.json`` (what was installed, written
 last, atomically: a folder without it is an unfinished install, redone). The key hashes what decides the
-install: the package, the version asked for, the hub's index and wheel URLs, the ``verifiers`` pin and this
-Python. The venv is made from the interpreter BenchFlow runs on, without BenchFlow's packages, so an
+install: the package, its version (asked for, else the one the hub calls latest, else its wheel URL: a hub
+version is immutable), the ``verifiers`` pin and this Python. The venv is made from the interpreter BenchFlow runs on, without BenchFlow's packages, so an
 environment's requirements never touch BenchFlow's own. An install holds ``install.lock`` (flock), so two
 runs of one environment install it once.
 """
@@ -70,8 +70,8 @@ def requirement(ref: HostedRef, found: dict[str, Any], verifiers_pin: str | None
 
 
 def folder_for(ref: HostedRef, found: dict[str, Any], verifiers_pin: str | None) -> Path:
-    key = json.dumps({"package": ref.package, "version": ref.version, "index": found.get("simple_index_url"),
-                      "wheel": found.get("wheel_url"), "verifiers": verifiers_pin,
+    version = ref.version or found.get("version") or found.get("wheel_url") or found.get("simple_index_url")
+    key = json.dumps({"package": ref.package, "version": version, "verifiers": verifiers_pin,
                       "python": sys.version.split()[0]}, sort_keys=True)
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return cache_root() / "hosted-envs" / ref.owner / ref.name / digest

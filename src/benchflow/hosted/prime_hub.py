@@ -50,7 +50,7 @@ def details(ref: HostedRef) -> dict[str, Any]:
     except httpx.HTTPError as exc:
         raise HostedEnvError(f"{ref.label}: the Environments Hub at {api_base()} cannot be reached ({exc})") from None
     if response.status_code == 404:
-        raise ConfigError(f"--source-env {ref.label}: the Environments Hub at {api_base()} has no such environment "
+        raise ConfigError(f"{ref.label}: the Environments Hub at {api_base()} has no such environment "
                           "or version; 'bench hub list --provider primeintellect' lists them")
     if response.status_code in (401, 403):
         raise HostedEnvError(f"{ref.label}: the Environments Hub refused access (HTTP {response.status_code}); "

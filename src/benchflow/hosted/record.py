@@ -1,7 +1,8 @@
 """Each vf-eval row as a trial folder of the job (contracts §3.1–3.4), and its Verifiers row kept as is.
 
-A rollout of example ``i`` is a trial of task ``<env name>-ex<i>``; M rollouts of one example are M trials of
-that task (pass@k over them). A row's ``error`` makes the trial errored with no reward (an aborted rollout is
+A rollout of example ``i`` is a trial of task ``<env name>-ex<i>``; with M > 1 rollouts per example, rollout
+``k`` is recorded with ``seed`` k, as ``--seeds`` records repeats, so every reader counts each one (pass@k over
+them) instead of taking the newest trial of the task. A row's ``error`` makes the trial errored with no reward (an aborted rollout is
 never a 0.0); its ``metrics`` are the rubric's items. The trial's conversation is in
 ``trajectory/acp_trajectory.jsonl`` (user and agent messages, tool calls) and, one call per assistant turn
 rebuilt from the row's prompt and completion, in ``trajectory/llm_trajectory.jsonl`` (marked
@@ -52,12 +53,13 @@ def digest(facts: RunFacts, example_id: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def write_trial(job: JobPaths, facts: RunFacts, row: dict[str, Any], rollout: int) -> tuple[str, dict[str, Any]]:
-    """The trial folder of one row; (task name, result document)."""
+def write_trial(job: JobPaths, facts: RunFacts, row: dict[str, Any], rollout: int,
+                seed: int | None) -> tuple[str, dict[str, Any]]:
+    """The trial folder of one row (``seed``: the rollout's index when there are several); (task name, result)."""
     example = row.get("example_id")
     task = task_name(facts.env_name, example)
     paths = job.trial(trial_name(task, uuid.uuid4().hex[:8]))
-    paths.make_dirs()
+    paths.trajectory_dir.mkdir(parents=True)
     timing = _timing(row.get("timing"))
     started = dt.datetime.fromtimestamp(timing.pop("_start")) if "_start" in timing else dt.datetime.now()
     prompts = [m["content"] for m in _messages(row.get("prompt")) if m.get("role") == "user"
@@ -65,7 +67,7 @@ def write_trial(job: JobPaths, facts: RunFacts, row: dict[str, Any], rollout: in
     config = TrialConfig(
         task_path=f"hosted:{facts.source.get('env_id')}@{facts.env_version}", task_name=task,
         task_digest=digest(facts, example), source=facts.source, agent=AGENT, model=facts.model,
-        environment=ENVIRONMENT, started_at=str(started), attempt=1, seed=None, benchflow_version=__version__,
+        environment=ENVIRONMENT, started_at=str(started), attempt=1, seed=seed, benchflow_version=__version__,
         prompts_sha256="sha256:" + hashlib.sha256(json.dumps(prompts).encode()).hexdigest(),
         hosted_env={**facts.settings, "example_id": example, "rollout": rollout},
     )
@@ -78,7 +80,7 @@ def write_trial(job: JobPaths, facts: RunFacts, row: dict[str, Any], rollout: in
     kept = {**row, "info": {**info, "task_name": task, "rollout_name": paths.name, "agent": AGENT,
                             "model": facts.model, "rollout": rollout}}
     atomic.write_jsonl(paths.results_jsonl, [kept])
-    result = _result(paths, task, facts, row, events, timing, started)
+    result = _result(paths, task, facts, row, events, timing, started, seed)
     atomic.write_json(paths.timing, result["timing"])
     _write_rewards(paths, result.get("rewards"))
     atomic.write_json(paths.result, result)  # last: a trial folder with result.json is finished
@@ -116,7 +118,7 @@ def _error(row: dict[str, Any]) -> str | None:
 
 
 def _result(paths: TrialPaths, task: str, facts: RunFacts, row: dict[str, Any], events: list[dict[str, Any]],
-            timing: dict[str, float], started: dt.datetime) -> dict[str, Any]:
+            timing: dict[str, float], started: dt.datetime, seed: int | None) -> dict[str, Any]:
     error = _error(row)
     reward = row.get("reward")
     metrics = row.get("metrics") if isinstance(row.get("metrics"), dict) else {}
@@ -152,7 +154,7 @@ def _result(paths: TrialPaths, task: str, facts: RunFacts, row: dict[str, Any], 
         verifier_error=None, verifier_error_category=None, export_error=None, partial_trajectory=False,
         trajectory_source="hosted_env", started_at=str(started), finished_at=str(dt.datetime.now()),
         timing=TrialTiming(**{k: round(v, 1) for k, v in timing.items()}), task_digest=digest(facts, row.get("example_id")),
-        environment=ENVIRONMENT, attempt=1, seed=None, source=facts.source,
+        environment=ENVIRONMENT, attempt=1, seed=seed, source=facts.source,
     ).to_json()
 
 

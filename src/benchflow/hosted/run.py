@@ -18,11 +18,11 @@ from typing import Any
 from benchflow.errors import JobFolderError
 from benchflow.jobs.api import RunOutcome, exit_code
 from benchflow.jobs.job import open_job, read_json, write_evaluation
-from benchflow.jobs.layout import JobPaths, TrialPaths
+from benchflow.jobs.layout import JobPaths, TrialPaths, unit_key
 from benchflow.util import atomic
 
 from . import HostedEnvError, install, prime_hub, vf_eval
-from .record import AGENT, ENVIRONMENT, RunFacts, write_trial
+from .record import AGENT, ENVIRONMENT, RunFacts, task_name, write_trial
 from .ref import HostedRef, parse_ref
 
 Event = dict[str, Any]
@@ -73,10 +73,12 @@ async def run_hosted(spec: Any, emit: Callable[[Event], None]) -> RunOutcome:
 async def _run_batch(spec: Any, ref: HostedRef, found: dict[str, Any], paths: JobPaths, why: str,
                      emit: Callable[[Event], None]) -> dict[str, dict[str, Any] | None]:
     _set_aside(paths, spec, ref)
-    total = spec.source_env_num_examples * spec.source_env_rollouts_per_example
+    rollouts = spec.source_env_rollouts_per_example
+    todo = [unit_key(task_name(ref.name, example), k if rollouts > 1 else None)
+            for example in range(spec.source_env_num_examples) for k in range(rollouts)]
     emit({"type": "job_started", "job_dir": str(paths.root), "why": why, "sandbox": ENVIRONMENT,
-          "sandbox_reason": f"{ref.label} through verifiers' vf-eval", "agent": AGENT, "total": total,
-          "reused": 0, "todo": [], "notes": []})
+          "sandbox_reason": f"{ref.label} through verifiers' vf-eval", "agent": AGENT, "total": len(todo),
+          "reused": 0, "todo": todo, "notes": []})
     work = paths.hosted_env
     log = work / "vf-eval.log"
     installed = install.ensure_installed(ref, found, spec.source_env_verifiers_version, work / "install.log")
@@ -100,8 +102,9 @@ async def _run_batch(spec: Any, ref: HostedRef, found: dict[str, Any], paths: Jo
     for row in output.rows:
         rollout = seen.get(row.get("example_id"), 0)
         seen[row.get("example_id")] = rollout + 1
-        task, result = write_trial(paths, facts, row, rollout)
-        key = task if spec.source_env_rollouts_per_example == 1 else f"{task}@rollout{rollout}"
+        seed = rollout if spec.source_env_rollouts_per_example > 1 else None
+        task, result = write_trial(paths, facts, row, rollout, seed)
+        key = unit_key(task, seed)
         results[key] = result
         rows.extend(TrialPaths(paths.root / result["trial_name"]).results_jsonl.read_text().splitlines())
         emit({"type": "trial_finished", "task": key, "result": result, "will_retry": False})
