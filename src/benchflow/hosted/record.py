@@ -112,9 +112,9 @@ def _error(row: dict[str, Any]) -> str | None:
     error = row.get("error")
     if not error:
         return None
-    if isinstance(error, dict):
-        return str(error.get("error_chain_str") or error.get("message") or error.get("error") or error)
-    return str(error)
+    if isinstance(error, dict):  # verifiers' ErrorData: the chain's repr says the most (its messages)
+        error = error.get("error_chain_repr") or error.get("error_chain_str") or error.get("message") or error
+    return str(error)[:2000]
 
 
 def _result(paths: TrialPaths, task: str, facts: RunFacts, row: dict[str, Any], events: list[dict[str, Any]],
