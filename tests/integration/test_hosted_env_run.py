@@ -109,12 +109,14 @@ def test_results_and_train_convert_read_the_hosted_trials(first_run, tmp_path):
     assert said == {"tiny-echo-ex0": "Hello world file", "tiny-echo-ex1": "Hello world file"}
 
 
-def test_a_rerun_reuses_finished_rollouts_and_other_settings_are_refused(first_run, services, env):
+def test_a_rerun_or_resume_reuses_finished_rollouts_and_other_settings_are_refused(first_run, services, env):
     _done, job, _calls = first_run
     before = len(services[1].calls)
     again = _run(services, env, job.parent)
     assert again.returncode == 0, again.stderr
     assert "every rollout finished" in again.stderr and len(services[1].calls) == before
+    resumed = run_bench("eval", "resume", str(job), env=env, timeout=INSTALL_TIMEOUT)
+    assert resumed.returncode == 0 and "every rollout finished" in resumed.stderr, resumed.stderr
     changed = _run(services, env, job.parent, "--source-env-arg", "target=Goodbye")
     assert changed.returncode == 2 and changed.stderr.count("\n") == 1
     assert "ran with other settings" in changed.stderr and "--restart-changed" in changed.stderr

@@ -166,3 +166,12 @@ def test_a_verifiers_release_whose_vf_eval_is_not_the_classic_one_is_refused(tmp
     install._check_driven(HostedRef("acme", "tiny-echo"), ok)
     with pytest.raises(Exception, match="pin one the environment supports with --source-env-verifiers-version"):
         install._check_driven(HostedRef("acme", "tiny-echo"), install.Installed(tmp_path, "0.1.0", "0.4.0", []))
+
+
+def test_a_run_config_and_bf_run_take_the_source_env_keys():
+    from benchflow.jobs.public import make_spec
+
+    spec = make_spec(source={"env": "acme/tiny-echo"}, source_env_args={"target": "Hi"},
+                     source_env_rollouts_per_example=2, source_env_temperature=0.5)
+    assert (spec.source_env, spec.source_env_args, spec.source_env_rollouts_per_example,
+            spec.source_env_temperature) == ("acme/tiny-echo", {"target": "Hi"}, 2, 0.5)

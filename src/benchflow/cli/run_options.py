@@ -138,9 +138,7 @@ PANELS: dict[str, tuple[object, ...]] = {
     "Agent and prompts": (Agent, Model, Effort, Harness, AgentEnv, Prompt, ExtraInstruction, Config, ConfigOverride,
                           TasksDir, Matrix, Trials, Seeds),
     "Tasks": (Include, Exclude, Limit, SampleSeed, Dataset, Registry, Hub, IgnoreBenchVersion, SourceRepo,
-              SourcePath, SourceRef, SourceEnv, SourceEnvVersion, SourceEnvArg, SourceEnvNumExamples,
-              SourceEnvRolloutsPerExample, SourceEnvMaxTokens, SourceEnvTemperature, SourceEnvSamplingArg,
-              SourceEnvVerifiersVersion, SourceEnvBaseUrl, SourceEnvApiKeyVar, ExpectedTasks),
+              SourcePath, SourceRef, ExpectedTasks),
     "Sandbox and job folder": (Sandbox, Concurrency, WarmPool, BuildConcurrency, JobsDir, JobName, Fresh,
                                RestartChanged, SandboxUser, SandboxSetupTimeout, BaseImageOverride, CaBundle, FreshInstall, KeepSandbox,
                                DryRun, Quiet),
@@ -157,6 +155,10 @@ PANELS: dict[str, tuple[object, ...]] = {
     "Shards: worker subprocesses (feature)": (WorkerConcurrency, WorkerRetries, WorkerStartStagger),
     "Executors (feature)": (Executor,),
     REVIEW_PANEL: (Integrity,),
+    "Hosted env: tasks from Prime Intellect's Environments Hub (feature)": (
+        SourceEnv, SourceEnvVersion, SourceEnvArg, SourceEnvNumExamples, SourceEnvRolloutsPerExample,
+        SourceEnvMaxTokens, SourceEnvTemperature, SourceEnvSamplingArg, SourceEnvVerifiersVersion, SourceEnvBaseUrl,
+        SourceEnvApiKeyVar),
 }
 for _panel, _aliases in PANELS.items():
     for _alias in _aliases:

@@ -51,7 +51,7 @@ async def run_hosted(spec: Any, emit: Callable[[Event], None]) -> RunOutcome:
                         restart_changed=spec.restart_changed)
     try:
         paths = job.paths
-        write_evaluation(job, recorded_spec.redacted(), identity, None)
+        write_evaluation(job, spec.redacted(), identity, None)  # as given: bench eval resume rebuilds it
         reused = _reusable(paths, spec, ref)
         results: dict[str, dict[str, Any] | None]
         if reused is not None:
