@@ -93,7 +93,7 @@ def test_the_key_is_nowhere_on_disk(first_run, env):
                 assert KEY.encode() not in path.read_bytes(), path
 
 
-def test_results_and_train_convert_read_the_hosted_trials(first_run, tmp_path):
+def test_results_train_convert_and_view_read_the_hosted_trials(first_run, tmp_path):
     _done, job, _calls = first_run
     shown = run_bench("results", str(job), "--json")
     assert shown.returncode == 0, shown.stderr
@@ -107,6 +107,9 @@ def test_results_and_train_convert_read_the_hosted_trials(first_run, tmp_path):
     assert len(rows) == 4
     said = {row["task_name"]: row["messages"][-1]["content"] for row in rows}
     assert said == {"tiny-echo-ex0": "Hello world file", "tiny-echo-ex1": "Hello world file"}
+    page = tmp_path / "view.html"
+    viewed = run_bench("view", str(job), "--export", str(page))
+    assert viewed.returncode == 0 and "4 trial page(s)" in viewed.stdout, viewed.stderr
 
 
 def test_a_rerun_or_resume_reuses_finished_rollouts_and_other_settings_are_refused(first_run, services, env):
