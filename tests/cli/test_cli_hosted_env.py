@@ -34,6 +34,7 @@ def env(hub, tmp_path) -> dict[str, str]:
     (["--source-env", "acme/tiny-echo", "--sandbox", "docker"], "not in a sandbox"),
     (["--source-env", "acme/tiny-echo", "--source-env-arg", "novalue"], "--source-env-arg 'novalue': give KEY=VALUE"),
     (["--source-env", "acme/tiny-echo", "--source-env-base-url", "ftp://x"], "give an http(s) URL"),
+    (["--source-env", "acme/tiny-echo", "--max-cost-usd", "5"], "no budget can be kept"),
 ])
 def test_bad_source_env_flags_are_one_line_usage_errors(args, needle, env):
     done = run_bench("run", *args, env=env)

@@ -52,7 +52,7 @@ def _run(services, env, jobs: Path, *extra: str):
 def first_run(services, env, tmp_path_factory):
     jobs = tmp_path_factory.mktemp("hosted") / "jobs"
     calls_before = len(services[1].calls)
-    done = _run(services, env, jobs)
+    done = _run(services, env, jobs, "--summary-out", str(jobs.parent / "run-summary.json"))
     job = next(p for p in jobs.iterdir() if p.is_dir())
     return done, job, services[1].calls[calls_before:]
 
@@ -74,6 +74,8 @@ def test_each_rollout_is_a_trial_scored_by_the_environments_rubric(first_run):
     summary = json.loads((job / "summary.json").read_text())
     assert (summary["total"], summary["passed"], summary["agent"]) == (4, 2, "verifiers")
     assert len((job / "results.jsonl").read_text().splitlines()) == 4
+    run_summary = json.loads((job.parent.parent / "run-summary.json").read_text())
+    assert run_summary["counts"]["passed"] == 2 and run_summary["job_dir"] == str(job)
 
 
 def test_the_model_is_called_with_the_settings_and_the_key_from_its_variable(first_run):

@@ -22,6 +22,10 @@ NOT_FOR_HOSTED = {
     "seeds": "--seeds: use --source-env-rollouts-per-example for repeated rollouts",
     "worker_concurrency": "--worker-concurrency: vf-eval runs the rollouts (--concurrency of them at once)",
     "executor": "--executor: vf-eval runs the rollouts in this process's machine",
+    "budget": "--max-cost-usd/--max-tokens/--max-*/--token-budget/--turn-budget: vf-eval calls the model itself, "
+              "not through BenchFlow's gateway, so no budget can be kept; bound the run with "
+              "--source-env-num-examples and --source-env-max-tokens",
+    "task_manifest_out": "--task-manifest-out: a hosted environment has no task folders to list",
 }
 """Run settings that mean nothing for a hosted environment, refused with what to do instead."""
 
@@ -31,9 +35,9 @@ class HostedEnvFeature:
 
     def check_spec(self, spec: Any) -> None:
         """Raises ValueError (the user's one line) for a setting a hosted run cannot honour."""
-        defaults = type(spec).model_fields
+        fresh = type(spec)()  # every default, nested ones (budget) included
         for field, why in NOT_FOR_HOSTED.items():
-            if getattr(spec, field) != defaults[field].default:
+            if getattr(spec, field) != getattr(fresh, field):
                 raise ValueError(f"--source-env: {why}")
         var = spec.source_env_api_key_var
         if var is not None and not _VARIABLE.match(var):

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchflow.errors import JobFolderError
-from benchflow.jobs.api import RunOutcome, exit_code
+from benchflow.jobs.api import RunOutcome, exit_code, write_side_files
 from benchflow.jobs.job import open_job, read_json, write_evaluation
 from benchflow.jobs.layout import JobPaths, TrialPaths, unit_key
 from benchflow.util import atomic
@@ -64,6 +64,7 @@ async def run_hosted(spec: Any, emit: Callable[[Event], None]) -> RunOutcome:
         summary = _summary(paths, recorded_spec, results, time.monotonic() - started, ref)
         code, gate = exit_code(spec, summary, results)
         outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=None, gate=gate)
+        write_side_files(spec, None, outcome)
         emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
         return outcome
     finally:

@@ -171,7 +171,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
     atomic.write_json(paths.summary_copy, summary)
     code, gate = exit_code(spec, summary, results)
     outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
-    _write_side_files(spec, plan, outcome)
+    write_side_files(spec, plan, outcome)
     emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
     return outcome
 
@@ -254,7 +254,8 @@ def exit_code(spec: RunSpec, summary: dict[str, Any],
     return (1 if reasons else 0), gate
 
 
-def _write_side_files(spec: RunSpec, plan: Plan, outcome: RunOutcome) -> None:
+def write_side_files(spec: RunSpec, plan: Plan | None, outcome: RunOutcome) -> None:
+    """--summary-out, --task-manifest-out (a plan's only) and --run-config-out, once the run is over."""
     if spec.summary_out:
         s = outcome.summary
         atomic.write_json(spec.summary_out, {
@@ -262,7 +263,7 @@ def _write_side_files(spec: RunSpec, plan: Plan, outcome: RunOutcome) -> None:
             "counts": {k: s[k] for k in ("total", "passed", "failed", "errored", "verifier_errored", "unscored")},
             "score": s["score_ratio"], "mean_reward": s["mean_reward"], "budget": s["budget"],
             "gate": outcome.gate, "exit_code": outcome.exit_code})
-    if spec.task_manifest_out:
+    if spec.task_manifest_out and plan is not None:
         atomic.write_json(spec.task_manifest_out, plan.manifest())
     if spec.run_config_out:
         atomic.write_json(spec.run_config_out, spec.redacted())
