@@ -180,6 +180,8 @@ class Call:
     model: str = ""
     stream: bool = False
     tool: ToolCall | None = None
+    authorization: str | None = None
+    """The request's Authorization header (what key reached the provider)."""
 
 
 class ScriptedServer:

@@ -97,7 +97,8 @@ class ScriptedOpenAI(ScriptedServer):
         body = await request.json()
         kind, call, text = self._chat_plan(body)
         model, stream = str(body.get("model", "gpt")), bool(body.get("stream"))
-        self.record(Call(request.url.path, kind, body, model=model, stream=stream, tool=call))
+        self.record(Call(request.url.path, kind, body, model=model, stream=stream, tool=call,
+                         authorization=request.headers.get("authorization")))
         prompt, output = approx_tokens(body.get("messages")), approx_tokens([text, call and call.arguments])
         usage = {"prompt_tokens": prompt, "completion_tokens": output, "total_tokens": prompt + output,
                  "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},

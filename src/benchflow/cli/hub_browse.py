@@ -127,12 +127,14 @@ def _unpinned(task: object) -> str:
 
 
 @inspect_cmd.command(help="Inspect a file from a hub environment package.\n\n"
-                          "For a registry dataset (name@version), --path is TASK/FILE inside one of its tasks "
-                          "(fetched into the cache and digest-checked first).")
+                          "For a hosted environment (owner/name, Prime Intellect's Environments Hub at "
+                          "$PRIME_API_BASE_URL, else Prime's), --path is a file of its package's wheel (README.md: "
+                          "the description the package carries). For a registry dataset (name@version), --path is "
+                          "TASK/FILE inside one of its tasks (fetched into the cache and digest-checked first).")
 def inspect(
     source_env: str = typer.Argument(..., metavar="SOURCE_ENV", help="A dataset as name@version (or org/name@version on a Hub), or a hosted environment (e.g. primeintellect/general-agent)"),
     version: Optional[str] = typer.Option(None, "--version", help="Version (of the dataset or hosted environment)"),
-    path: str = typer.Option("README.md", "--path", help="File inside the package: TASK/FILE for a dataset"),
+    path: str = typer.Option("README.md", "--path", help="File inside the hosted environment package (TASK/FILE for a dataset)"),
     registry: Optional[str] = typer.Option(None, "--registry", help=REGISTRY_HELP),
     hub: Optional[str] = typer.Option(None, "--hub", help=HUB_HELP),
 ) -> None:
@@ -141,10 +143,16 @@ def inspect(
     from benchflow.datasets.browse import open_version, read_task_file
     from benchflow.errors import ConfigError
 
+    if "/" in source_env and "@" not in source_env and not (hub or registry):  # owner/name: a hosted env
+        from benchflow.hosted import prime_hub
+        from benchflow.hosted.ref import parse_ref
+
+        ref = parse_ref(source_env, version)
+        found = prime_hub.details(ref)
+        sys.stdout.buffer.write(prime_hub.wheel_file(ref, prime_hub.download_wheel(ref, found), path))
+        sys.stdout.flush()
+        return
     if "@" not in source_env and version is None:
-        if "/" in source_env:
-            raise ConfigError(f"{source_env}: reading a hosted environment's files is not built here; "
-                              f"'prime env info {source_env}' shows it")
         raise ConfigError(f"{source_env}: give name@version (e.g. skillsbench@1.1)")
     loaded, entry = open_version(source_env, version, registry, hub)
     _file, data = read_task_file(loaded, entry, path)

@@ -33,6 +33,23 @@ def _kv(values: list[str] | None, flag: str) -> dict[str, str]:
     return out
 
 
+def _source_env_flags(env: Optional[str], version: Optional[str], args: Optional[list[str]],
+                      examples: Optional[int], rollouts: Optional[int], max_tokens: Optional[int],
+                      temperature: Optional[float], sampling: Optional[list[str]], verifiers: Optional[str],
+                      base_url: Optional[str], key_var: Optional[str]) -> dict[str, Any]:
+    """The ``--source-env*`` flags as RunSpec fields (``KEY=VALUE`` values read as JSON when they parse)."""
+    parsed: dict[str, Any] = {}
+    if args or sampling:
+        from benchflow.hosted.ref import parse_settings
+
+        parsed = {"source_env_args": parse_settings(args, "--source-env-arg") or None,
+                  "source_env_sampling_args": parse_settings(sampling, "--source-env-sampling-arg") or None}
+    return {"source_env": env, "source_env_version": version, **parsed, "source_env_num_examples": examples,
+            "source_env_rollouts_per_example": rollouts, "source_env_max_tokens": max_tokens,
+            "source_env_temperature": temperature, "source_env_verifiers_version": verifiers,
+            "source_env_base_url": base_url, "source_env_api_key_var": key_var}
+
+
 def _override(value: str | None) -> dict[str, Any] | None:
     if value is None:
         return None
@@ -70,6 +87,11 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
 
     from .run_view import RunView, print_final
 
+    if dry_run and spec.source_env:
+        from benchflow.hosted.dry_run import plan_document
+
+        print(json.dumps(plan_document(spec), indent=2))
+        raise typer.Exit(0)
     if dry_run:
         from rich.console import Console
 
@@ -115,7 +137,7 @@ def execute(spec: Any, dry_run: bool, publish: Any = None) -> None:
 def _through_daemon(spec: Any, view: Any) -> Any:
     """With ``BENCHFLOW_DAEMON=auto``, the outcome of ``spec`` run by this user's daemon (``bench daemon
     start``); None to run it in this process (no daemon, or a gone one, which it says in one line)."""
-    if os.environ.get("BENCHFLOW_DAEMON", "").lower() != "auto":
+    if os.environ.get("BENCHFLOW_DAEMON", "").lower() != "auto" or spec.source_env:  # a hosted run: no sandbox
         return None
     from benchflow.daemon import client
 
@@ -170,6 +192,17 @@ def run_command(
     source_repo: O.SourceRepo = None,
     source_path: O.SourcePath = None,
     source_ref: O.SourceRef = None,
+    source_env: O.SourceEnv = None,
+    source_env_version: O.SourceEnvVersion = None,
+    source_env_arg: O.SourceEnvArg = None,
+    source_env_num_examples: O.SourceEnvNumExamples = None,
+    source_env_rollouts_per_example: O.SourceEnvRolloutsPerExample = None,
+    source_env_max_tokens: O.SourceEnvMaxTokens = None,
+    source_env_temperature: O.SourceEnvTemperature = None,
+    source_env_sampling_arg: O.SourceEnvSamplingArg = None,
+    source_env_verifiers_version: O.SourceEnvVerifiersVersion = None,
+    source_env_base_url: O.SourceEnvBaseUrl = None,
+    source_env_api_key_var: O.SourceEnvApiKeyVar = None,
     hub: O.Hub = None,
     ignore_bench_version: O.IgnoreBenchVersion = False,
     prompt: O.Prompt = None,
@@ -249,7 +282,10 @@ def run_command(
     flags = {
         "targets": targets, "dataset": dataset, "registry": registry, "hub": hub,
         "ignore_bench_version": ignore_bench_version, "source_repo": source_repo, "source_path": source_path,
-        "source_ref": source_ref, "agent": agent, "model": model, "reasoning_effort": effort, "harness": harness,
+        "source_ref": source_ref, **_source_env_flags(
+            source_env, source_env_version, source_env_arg, source_env_num_examples, source_env_rollouts_per_example,
+            source_env_max_tokens, source_env_temperature, source_env_sampling_arg, source_env_verifiers_version,
+            source_env_base_url, source_env_api_key_var), "agent": agent, "model": model, "reasoning_effort": effort, "harness": harness,
         "agent_env": _kv(agent_env, "--agent-env") or None, "allow_task_env": allow_task_env,
         "selection.include": split_patterns(include), "selection.exclude": split_patterns(exclude),
         "selection.limit": limit, "selection.sample_seed": sample_seed, "selection.expected_tasks": expected_tasks,

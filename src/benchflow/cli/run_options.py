@@ -44,6 +44,17 @@ IgnoreBenchVersion = Annotated[bool, typer.Option("--ignore-bench-version", hidd
 SourceRepo = Annotated[Optional[str], typer.Option("--source-repo", help="GitHub repo of the tasks as org/repo (e.g. benchflow-ai/skillsbench)")]
 SourcePath = Annotated[Optional[str], typer.Option("--source-path", help="Folder in the repo: one task (tasks/econ-detrending-correlation) or a folder of tasks (tasks). Only this folder is downloaded")]
 SourceRef = Annotated[Optional[str], typer.Option("--source-ref", hidden=True, help="Branch, tag or full commit SHA to fetch (e.g. main)")]
+SourceEnv = Annotated[Optional[str], typer.Option("--source-env", hidden=True, help="Hosted environment source (e.g. primeintellect/general-agent)")]
+SourceEnvVersion = Annotated[Optional[str], typer.Option("--source-env-version", hidden=True, help="Hosted environment version")]
+SourceEnvArg = Annotated[Optional[list[str]], typer.Option("--source-env-arg", hidden=True, help="Hosted environment arg as KEY=VALUE; repeatable")]
+SourceEnvNumExamples = Annotated[Optional[int], typer.Option("--source-env-num-examples", min=1, hidden=True, help="Number of env examples  [default: 1]")]
+SourceEnvRolloutsPerExample = Annotated[Optional[int], typer.Option("--source-env-rollouts-per-example", min=1, hidden=True, help="Rollouts per hosted env example  [default: 1]")]
+SourceEnvMaxTokens = Annotated[Optional[int], typer.Option("--source-env-max-tokens", min=1, hidden=True, help="Max tokens for hosted env run  [default: 1024]")]
+SourceEnvTemperature = Annotated[Optional[float], typer.Option("--source-env-temperature", hidden=True, help="Temperature for hosted env run (default: none sent, so the provider's own)")]
+SourceEnvSamplingArg = Annotated[Optional[list[str]], typer.Option("--source-env-sampling-arg", hidden=True, help="Hosted env sampling arg as KEY=VALUE; repeatable (e.g. reasoning_effort=minimal)")]
+SourceEnvVerifiersVersion = Annotated[Optional[str], typer.Option("--source-env-verifiers-version", hidden=True, help="Pin the verifiers release installed with the hosted env (default: the env package's own requirement)")]
+SourceEnvBaseUrl = Annotated[Optional[str], typer.Option("--source-env-base-url", hidden=True, help="Model endpoint for the hosted env run (default: verifiers' own, Prime inference with PRIME_API_KEY)")]
+SourceEnvApiKeyVar = Annotated[Optional[str], typer.Option("--source-env-api-key-var", hidden=True, help="Name of the environment variable holding that endpoint's API key")]
 ExpectedTasks = Annotated[Optional[int], typer.Option("--expected-tasks", hidden=True, help="Fail unless the selected task count matches")]
 
 # Where and how: sandbox, concurrency, job folder
@@ -149,6 +160,10 @@ PANELS: dict[str, tuple[object, ...]] = {
     "Shards: worker subprocesses (feature)": (WorkerConcurrency, WorkerRetries, WorkerStartStagger),
     "Executors (feature)": (Executor,),
     REVIEW_PANEL: (Integrity,),
+    "Hosted env: tasks from Prime Intellect's Environments Hub (feature)": (
+        SourceEnv, SourceEnvVersion, SourceEnvArg, SourceEnvNumExamples, SourceEnvRolloutsPerExample,
+        SourceEnvMaxTokens, SourceEnvTemperature, SourceEnvSamplingArg, SourceEnvVerifiersVersion, SourceEnvBaseUrl,
+        SourceEnvApiKeyVar),
 }
 for _panel, _aliases in PANELS.items():
     for _alias in _aliases:

@@ -51,7 +51,8 @@ class RunOutcome:
     job_dir: Path
     summary: dict[str, Any]
     exit_code: int
-    plan: Plan
+    plan: Plan | None
+    """None for a run with no plan of task folders (a hosted environment's)."""
     gate: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -93,6 +94,9 @@ async def run_async(spec: RunSpec, on_event: Callable[[Event], None] | None = No
     """``gateway``: a running gateway to serve this run's agents from (the warm daemon's), else
     the run starts its own when its agent calls models."""
     emit = on_event or (lambda _e: None)
+    whole = next(hooks(spec, "run_job"), None)
+    if whole is not None:  # a hosted environment: verifiers runs its rollouts, no task folder or sandbox
+        return await whole(spec, emit)
     plan = plan or make_plan(spec)
     if plan.card.env_refusals:
         more = len(plan.card.env_refusals) - 1
@@ -177,7 +181,7 @@ async def _run_job(spec: RunSpec, plan: Plan, job: JobFolder, why: str, agent: A
         if problem:
             code, gate = 1, {**gate, "passed": False, "reasons": [*gate["reasons"], problem]}
     outcome = RunOutcome(job_dir=paths.root, summary=summary, exit_code=code, plan=plan, gate=gate)
-    _write_side_files(spec, plan, outcome)
+    write_side_files(spec, plan, outcome)
     emit({"type": "job_finished", "job_dir": str(paths.root), "summary": summary, "exit_code": code})
     return outcome
 
@@ -260,7 +264,8 @@ def exit_code(spec: RunSpec, summary: dict[str, Any],
     return (1 if reasons else 0), gate
 
 
-def _write_side_files(spec: RunSpec, plan: Plan, outcome: RunOutcome) -> None:
+def write_side_files(spec: RunSpec, plan: Plan | None, outcome: RunOutcome) -> None:
+    """--summary-out, --task-manifest-out (a plan's only) and --run-config-out, once the run is over."""
     if spec.summary_out:
         s = outcome.summary
         atomic.write_json(spec.summary_out, {
@@ -268,7 +273,7 @@ def _write_side_files(spec: RunSpec, plan: Plan, outcome: RunOutcome) -> None:
             "counts": {k: s[k] for k in ("total", "passed", "failed", "errored", "verifier_errored", "unscored")},
             "score": s["score_ratio"], "mean_reward": s["mean_reward"], "budget": s["budget"],
             "gate": outcome.gate, "exit_code": outcome.exit_code})
-    if spec.task_manifest_out:
+    if spec.task_manifest_out and plan is not None:
         atomic.write_json(spec.task_manifest_out, plan.manifest())
     if spec.run_config_out:
         atomic.write_json(spec.run_config_out, spec.redacted())

@@ -20,6 +20,11 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "tasks_dir": ("tasks_dir", str), "dataset": ("dataset", str), "registry": ("registry", str), "hub": ("hub", str),
     "ignore_bench_version": ("ignore_bench_version", bool), "source_repo": ("source_repo", str),
     "source_path": ("source_path", str), "source_ref": ("source_ref", str), "jobs_dir": ("jobs_dir", str), "agent": ("agent", str),
+    **{key: (key, kind) for key, kind in (
+        ("source_env", str), ("source_env_version", str), ("source_env_args", dict), ("source_env_num_examples", int),
+        ("source_env_rollouts_per_example", int), ("source_env_max_tokens", int), ("source_env_temperature", float),
+        ("source_env_sampling_args", dict), ("source_env_verifiers_version", str), ("source_env_base_url", str),
+        ("source_env_api_key_var", str))},
     "model": ("model", str), "reasoning_effort": ("reasoning_effort", str), "harness": ("harness", str),
     "environment": ("sandbox", str), "sandbox": ("sandbox", str), "concurrency": ("concurrency", int),
     "build_concurrency": ("build_concurrency", int), "warm_pool": ("warm_pool", int),

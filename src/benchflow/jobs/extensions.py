@@ -13,6 +13,9 @@ imports what does the work inside the hook that needs it.
 
 The points, in the order a run meets them:
 
+- ``run_job(spec, emit)``: run the whole job another way than planning task folders into sandboxes (a hosted
+  environment's rollouts, run by verifiers); returns the run's ``RunOutcome``. The first feature that has the
+  point runs it, before any plan is made.
 - ``parse_config(source, value)``: a run config's value for the feature's own key (``scenes:``), checked
   and normalised; asked for by name with :func:`feature` (``jobs/config_file.py``).
 - ``parse_field(name, value)``: read a given value of a field the feature's row ``parses``, before
@@ -122,6 +125,7 @@ FEATURES: tuple[Row, ...] = (
     Row("shards", "benchflow.shards.feature:SHARDS", ("worker_concurrency",)),
     Row("executors", "benchflow.executors.feature:EXECUTORS", ("executor",), parses=("executor",)),
     Row("review", "benchflow.review.feature:REVIEW", ("integrity", "reviewer")),
+    Row("hosted-env", "benchflow.hosted.feature:HOSTED_ENV", ("source_env",)),
 )
 """The built-in features, in the order their hooks run: a trial's mode is its task's steps, else a feature's
 (``--checkpoints``), else its scenes, else the simulated user's, else plain (``jobs/modes.py``); the worker

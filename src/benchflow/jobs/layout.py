@@ -12,6 +12,7 @@ The job folder is the database; every later command reads it back::
         canonical-selection.json    --canonicalize without --canonical-selection-out (jobs/canonical.py)
         results.jsonl               concatenation of per-trial results.jsonl
         .set-aside/                 trials moved away by --restart-changed
+        hosted-env/                 --source-env: install.log, vf-eval.log, run.json, vf-eval/ (raw output)
         <task>__<hex8>/             one trial; a retry gets a new folder
           config.json  result.json  timing.json  prompts.json  sandbox.json
           rewards.jsonl  results.jsonl  kept-sandbox.json  regrade.json
@@ -319,6 +320,11 @@ class JobPaths:
     @property
     def set_aside(self) -> Path:
         return self.root / ".set-aside"
+
+    @property
+    def hosted_env(self) -> Path:
+        """``hosted-env/``: a hosted environment's install and vf-eval logs, its command and raw output."""
+        return self.root / "hosted-env"
 
     @property
     def lock(self) -> Path:

@@ -89,6 +89,24 @@ class RunSpec(BaseModel):
     """Tasks from a git repository: ``org/repo`` (GitHub) or a git URL, with ``source_path``/``source_ref``."""
     source_path: str | None = None
     source_ref: str | None = None
+    source_env: str | None = None
+    """A hosted environment as ``owner/name[@version]`` (Prime Intellect's Environments Hub), installed in a
+    venv of its own and run by verifiers: each rollout is a trial (``benchflow.hosted``, docs/hosted-environments.md)."""
+    source_env_version: str | None = None
+    source_env_args: dict[str, Any] = {}
+    """``load_environment`` keyword arguments (``--source-env-arg KEY=VALUE``, values read as JSON when they parse)."""
+    source_env_num_examples: int = Field(default=1, ge=1)
+    source_env_rollouts_per_example: int = Field(default=1, ge=1)
+    source_env_max_tokens: int = Field(default=1024, ge=1)
+    source_env_temperature: float | None = Field(default=None, ge=0)
+    """None: no temperature is sent (the provider's own)."""
+    source_env_sampling_args: dict[str, Any] = {}
+    source_env_verifiers_version: str | None = None
+    """Pin the verifiers release installed beside the environment (None: the package's own requirement)."""
+    source_env_base_url: str | None = None
+    """The model endpoint (None: verifiers' own default)."""
+    source_env_api_key_var: str | None = None
+    """The name of the variable holding that endpoint's key; the value is read from the environment only."""
     agent: str = "oracle"
     model: str | None = None
     reasoning_effort: str | None = None
@@ -275,8 +293,14 @@ class RunSpec(BaseModel):
                     raise ValueError(f"{flag} is only valid with --dataset")
         if not self.source_repo and (self.source_path or self.source_ref):
             raise ValueError("--source-path and --source-ref are only valid with --source-repo")
+        if not self.source_env:
+            for name, field in type(self).model_fields.items():
+                if name.startswith("source_env_") and getattr(self, name) != field.default:
+                    flag = "--" + name.replace("_", "-")
+                    raise ValueError(f"{flag[:-1] if flag.endswith('-args') else flag} is only valid with --source-env")
         given = [name for name, value in (("a target", self.targets), ("--dataset", self.dataset),
-                                          ("--source-repo", self.source_repo)) if value]  # each beats tasks_dir
+                                          ("--source-repo", self.source_repo), ("--source-env", self.source_env))
+                 if value]  # each beats tasks_dir
         if len(given) > 1:
             raise ValueError(f"{given[0]} and {given[1]} both name the tasks; give one")
         return self
