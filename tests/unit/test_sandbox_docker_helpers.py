@@ -14,7 +14,7 @@ from benchflow.sandbox.copyout import copy_out_tar
 from benchflow.sandbox.docker_build import image_tag, rewrite_from
 from benchflow.sandbox.docker_exec import PidHeader
 from benchflow.sandbox.docker_setup import parse_ready, resolve_workdir
-from benchflow.sandbox.orphans import decide
+from benchflow.sandbox.orphans import decide, reap
 from benchflow.sandbox.tarstream import pack
 
 
@@ -151,3 +151,27 @@ def test_cleanup_rules():
     assert rule(_row(kept=True, owner_alive=False))[0] is False          # kept: release it
     assert rule(_row(kept=True), all=True)[0] is True
     assert rule(_row(owner_alive=False), ids=["other"])[0] is False      # --id only touches named
+
+
+class _Leftovers:
+    """A backend holding ``rows`` for one job; records what it is asked to remove."""
+
+    name = "fake"
+
+    def __init__(self, rows: list[OwnedSandbox]) -> None:
+        self.rows, self.removed = rows, []
+
+    def leftovers(self, owner=None):
+        return [row for row in self.rows if row.job == owner]
+
+    def remove(self, ids):
+        self.removed.extend(ids)
+        return {}
+
+
+def test_a_resumed_job_removes_its_dead_runs_sandboxes_but_not_the_ones_it_kept():
+    backend = _Leftovers([_row(id="dead", job="j", owner_alive=False),
+                          _row(id="kept", job="j", owner_alive=False, kept=True),
+                          _row(id="live", job="j", owner_alive=True),
+                          _row(id="other-job", job="k", owner_alive=False)])
+    assert reap(backend, "j") == ["dead"] and backend.removed == ["dead"]

@@ -153,9 +153,10 @@ def _snapshots(backends: list[Backend], ids: list[str], dry_run: bool, report: C
 
 def reap(backend: Backend, job: str) -> list[str]:
     """Remove the sandboxes a killed earlier run of ``job`` left with ``backend`` (their owner is
-    gone); returns their ids. A backend that cannot be looked at is logged and skipped."""
+    gone; not one kept with ``--keep-sandbox``, which waits for ``bench sandbox release``); returns their
+    ids. A backend that cannot be looked at is logged and skipped."""
     try:
-        orphans = [row.id for row in backend.leftovers(owner=job) if row.owner_alive is False]
+        orphans = [row.id for row in backend.leftovers(owner=job) if row.owner_alive is False and not row.kept]
     except SandboxUnavailable as exc:
         log.warning("could not look for sandboxes a killed run left on %s: %s", backend.name, exc)
         return []
