@@ -12,6 +12,7 @@ from benchflow.results import explain
 def _error_categories() -> set[str]:
     """Categories of every BenchError subclass, the run engine's included."""
     import benchflow.branch.spec  # noqa: F401  (BranchSpecError)
+    import benchflow.hosted  # noqa: F401  (HostedEnvError)
     import benchflow.jobs.api  # noqa: F401  (defines RunRefused, Interrupted)
     import benchflow.results.compare  # noqa: F401  (SettingMismatchError)
     import benchflow.train.convert  # noqa: F401  (RowCountMismatch)
