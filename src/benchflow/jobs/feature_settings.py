@@ -13,8 +13,6 @@ sections as ``RunSpec`` is read, as Inspect upgrades an older ``EvalLog``. A run
 keywords keep the flat keys of the contracts (§7.1): ``jobs/config_file.py`` maps them onto the sections.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
