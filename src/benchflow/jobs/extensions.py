@@ -3,9 +3,10 @@
 A feature is an object with any of the hooks of :class:`Feature` (a hook it lacks is skipped) and a row
 of :data:`FEATURES`: its name, the ``"module:attribute"`` of the object, and the ``RunSpec`` settings that
 switch it on. A feature's settings are its own section of ``RunSpec`` (``spec.checkpoints``, ``spec.skills``:
-``jobs/feature_settings.py``), which the feature's ``check_spec`` judges. The engine (``jobs/``) asks :func:`active` for the features a spec switches on and calls
-their hooks; a feature's module is imported only when a run uses it, as the sandbox registry imports a
-backend only when one is asked for. A feature imports the engine (``jobs/``), never the other way.
+``jobs/feature_settings.py``), which the feature's ``check_spec`` judges. The engine (``jobs/``) asks
+:func:`active` for the features a spec switches on and calls their hooks; a feature's module is imported
+only when a run uses it, as the sandbox registry imports a backend only when one is asked for. A feature
+imports the engine (``jobs/``), never the other way.
 
 A row with no ``fields`` is asked by every run: a feature a task switches on (its ``steps``, its
 ``scenes``, its simulated user, its verifier sandbox) answers None, [] or the value it was given for a
@@ -101,7 +102,8 @@ class Row:
     """The ``RunSpec`` settings that switch the feature on (any of them not at its default): a field, a
     section's field (``workers.concurrency``) or a whole section (``checkpoints``); empty: every run uses it."""
     parses: tuple[str, ...] = ()
-    """The ``RunSpec`` settings whose given value the feature reads first (``parse_field``)."""
+    """The ``RunSpec`` settings whose given value the feature reads first (``parse_field``), asked by
+    ``RunSpec``'s validator for a field, by the section model's (``feature_settings``) for a section's."""
     ahead: tuple[str, ...] = ()
     """Modules (of a row every run uses) that a trial imports once its sandbox has started: imported while
     the first sandbox starts (``jobs/ahead.py``)."""

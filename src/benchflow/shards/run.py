@@ -145,8 +145,8 @@ class Shard:
         return left
 
     def _message(self, keys: list[str]) -> str:
-        worker_spec = self.spec.model_copy(update={"concurrency": self.size,
-                                                  "workers": self.spec.workers.model_copy(update={"concurrency": None})})
+        in_process = self.spec.workers.model_copy(update={"concurrency": None})  # a worker runs no shards itself
+        worker_spec = self.spec.model_copy(update={"concurrency": self.size, "workers": in_process})
         return json.dumps({"spec": worker_spec.model_dump(mode="json"), "job_dir": str(self.paths.root),
                            "keys": keys, "retry_slots": str(self.retry_slots) if self.retry_slots else None,
                            "budget_ledger": str(self.ledger)}) + "\n"
