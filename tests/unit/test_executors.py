@@ -49,8 +49,8 @@ def test_without_ray_installed_the_error_names_the_extra(monkeypatch: pytest.Mon
     preflight(build_run_spec(None))  # in-process never needs it
 
 
-@pytest.mark.parametrize("fields", [{"keep_sandbox": "always"}, {"checkpoints": "every-prompt"},
-                                    {"worker_concurrency": 2}])
+@pytest.mark.parametrize("fields", [{"keep_sandbox": "always"}, {"checkpoints.after": "every-prompt"},
+                                    {"workers.concurrency": 2}])
 def test_what_a_cluster_node_cannot_keep_is_refused_up_front(fields: dict) -> None:
     with pytest.raises(ConfigError, match="--executor ray: cannot be combined with"):
         preflight(build_run_spec(None, fields={"executor": "ray", **fields}))

@@ -48,16 +48,18 @@ def test_a_spec_switches_on_the_features_its_settings_name(tmp_path: Path):
     names = lambda spec: [f.name for f in extensions.active(spec)]  # noqa: E731
     every_run = ["skills", "steps", "scenes", "sim-user", "separate-verifier"]  # a task may switch these on
     assert names(RunSpec()) == every_run
-    assert names(RunSpec(checkpoints="every-prompt", executor="ray", integrity="audit", worker_concurrency=2)) == [
+    assert names(RunSpec(checkpoints={"after": "every-prompt"}, executor="ray", review={"integrity": "audit"},
+                         workers={"concurrency": 2})) == [
         "skills", "steps", "checkpoints", "scenes", "sim-user", "separate-verifier", "shards", "executors", "review"]
+    assert names(RunSpec(workers={"retries": 3})) == every_run  # a shard's tuning alone runs no shards
 
 
 def test_a_feature_s_own_field_is_read_and_refused_by_it():
-    assert RunSpec(checkpoints="prompt:1,3").checkpoints == [1, 3]
+    assert RunSpec(checkpoints={"after": "prompt:1,3"}).checkpoints.after == [1, 3]
     with pytest.raises(ValueError, match="--executor 'nowhere'"):
         RunSpec(executor="nowhere")
     with pytest.raises(ValueError, match="checkpoints"):
-        RunSpec(checkpoints="sometimes")
+        RunSpec(checkpoints={"after": "sometimes"})
 
 
 def test_bench_run_help_all_shows_each_feature_s_options_in_a_panel_of_its_own():
@@ -104,7 +106,7 @@ def test_a_task_s_verifier_sandbox_of_its_own_is_the_separate_verifier_s_phase()
 
     def verifiers(verifier_sandbox="task", mode=None):
         verifier = SimpleNamespace(sandbox_mode=mode, sandbox=None)
-        req = SimpleNamespace(spec=RunSpec(verifier_sandbox=verifier_sandbox),
+        req = SimpleNamespace(spec=RunSpec(verifier={"sandbox": verifier_sandbox}),
                               task=SimpleNamespace(config=SimpleNamespace(verifier=verifier)))
         return [phase for own in extensions.hooks(req.spec, "verifier") if (phase := own(req)) is not None]
 

@@ -19,22 +19,26 @@ from benchflow.records import as_result
 
 
 def test_flags_and_run_config_keys_make_the_spec() -> None:
-    spec = build_run_spec(fields={"checkpoints": "prompt:2,1", "checkpoint_keep": 2,
-                                  "retry_from_checkpoint": "on-failure", "retry_prompt": "@verifier_feedback"})
-    assert (spec.checkpoints, spec.checkpoint_keep, spec.retry_from_checkpoint) == ([1, 2], 2, "on-failure")
+    spec = build_run_spec(fields={"checkpoints.after": "prompt:2,1", "checkpoints.keep": 2,
+                                  "checkpoints.retry": "on-failure", "checkpoints.retry_prompt": "@verifier_feedback"})
+    assert (spec.checkpoints.after, spec.checkpoints.keep, spec.checkpoints.retry) == ([1, 2], 2, "on-failure")
     fields = spec_fields({"checkpoints": "every-prompt", "checkpoint_keep": 5, "retry_from_checkpoint": "both",
                           "retry_resume_session": True}, "run.yaml")
     spec = build_run_spec(fields=fields)
-    assert (spec.checkpoints, spec.checkpoint_keep, spec.retry_resume_session) == ("every-prompt", 5, True)
-    assert build_run_spec().checkpoint_keep == 3
+    assert (spec.checkpoints.after, spec.checkpoints.keep, spec.checkpoints.retry_resume_session) == (
+        "every-prompt", 5, True)
+    assert build_run_spec().checkpoints.keep == 3
 
 
 @pytest.mark.parametrize(("fields", "needle"), [
-    ({"retry_from_checkpoint": "on-failure"}, "needs --checkpoints"),
-    ({"checkpoints": "prompt:0"}, "every-prompt or prompt:N"),
-    ({"checkpoints": "every-prompt", "retry_prompt": "again"}, "--retry-prompt applies to a checkpoint retry"),
-    ({"checkpoints": "every-prompt", "retry_resume_session": True}, "--retry-resume-session applies"),
-    ({"checkpoints": "every-prompt", "retry_from_checkpoint": "sometimes"}, "retry_from_checkpoint"),
+    ({"checkpoints.retry": "on-failure"}, "needs --checkpoints"),
+    ({"checkpoints.after": "prompt:0"}, "every-prompt or prompt:N"),
+    ({"checkpoints.after": "every-prompt", "checkpoints.retry_prompt": "again"},
+     "--retry-prompt applies to a checkpoint retry"),
+    ({"checkpoints.retry_prompt": "again"}, "--retry-prompt applies to a checkpoint retry"),
+    ({"checkpoints.after": "every-prompt", "checkpoints.retry_resume_session": True}, "--retry-resume-session applies"),
+    ({"checkpoints.after": "every-prompt", "checkpoints.retry": "sometimes"}, "bench run: retry_from_checkpoint: "),
+    ({"checkpoints.keep": 0}, "bench run: checkpoint_keep: "),
 ])
 def test_what_cannot_work_is_refused_in_one_line(fields: dict, needle: str) -> None:
     with pytest.raises(ConfigError) as caught:

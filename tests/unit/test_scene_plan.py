@@ -118,11 +118,11 @@ def test_the_run_card_refuses_checkpoints_on_scenes_and_a_native_harness_for_the
     from benchflow.jobs.spec import RunSpec
 
     task = load_task(write_task(tmp_path / "t", ROLES + "scenes:\n  - turns: [writer]\nuser: {model: scripted}\n"))
-    issues, warnings = run_issues(task, RunSpec(agent="fake-acp", checkpoints="every-prompt",  # plays writer
+    issues, warnings = run_issues(task, RunSpec(agent="fake-acp", checkpoints={"after": "every-prompt"},  # plays writer
                                                 harness="native", prompts=["@instruction"]))
     assert [i.split(":")[0] for i in issues] == ["--checkpoints", "user"]
     assert warnings and "--prompt" in warnings[0]
-    assert run_issues(task, RunSpec(agent="oracle", checkpoints="every-prompt")) == ([], [])
+    assert run_issues(task, RunSpec(agent="oracle", checkpoints={"after": "every-prompt"})) == ([], [])
     assert run_issues(task, RunSpec(agent="fake-acp")) == ([], [])
 
 

@@ -26,10 +26,10 @@ def test_concurrency_is_split_over_ceil_workers(concurrency, per_worker, tasks, 
 
 
 def test_other_executors_are_refused_with_shards_and_job_budgets_are_not() -> None:
-    refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1, "budget": {"max_cost_usd": 5}}))
+    refuse_unshardable(RunSpec.model_validate({"workers": {"concurrency": 1}, "budget": {"max_cost_usd": 5}}))
     with pytest.raises(ConfigError, match="--executor ray"):
-        refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1, "executor": "ray"}))
-    refuse_unshardable(RunSpec.model_validate({"worker_concurrency": 1}))
+        refuse_unshardable(RunSpec.model_validate({"workers": {"concurrency": 1}, "executor": "ray"}))
+    refuse_unshardable(RunSpec.model_validate({"workers": {"concurrency": 1}}))
 
 
 def test_build_slots_bound_holders_across_open_files(tmp_path: Path) -> None:
@@ -77,8 +77,8 @@ def test_a_worker_that_keeps_dying_is_retried_then_fails_the_run(tmp_path: Path,
     monkeypatch.setattr(shards.Shard, "_one_worker", dies)
     monkeypatch.setattr(orphans, "reap", lambda backend, job: [])
     events: list[dict] = []
-    spec = RunSpec.model_validate({"worker_concurrency": 1, "concurrency": 1, "worker_retries": 2,
-                                   "worker_start_stagger_sec": 0})
+    spec = RunSpec.model_validate({"concurrency": 1, "workers": {"concurrency": 1, "retries": 2,
+                                                                "start_stagger_sec": 0}})
     todo = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
     plan = SimpleNamespace(backend=None)
     with pytest.raises(shards.WorkerFailed, match="2 task\\(s\\) unfinished"):
@@ -104,10 +104,12 @@ def test_every_worker_gets_the_one_retry_slots_folder(tmp_path: Path, monkeypatc
         return 0
 
     monkeypatch.setattr(shards.Shard, "_one_worker", worker)
-    spec = RunSpec.model_validate({"worker_concurrency": 1, "concurrency": 2, "worker_start_stagger_sec": 0,
+    spec = RunSpec.model_validate({"concurrency": 2, "workers": {"concurrency": 1, "start_stagger_sec": 0},
                                    "retry": {"concurrency": 2}})
     todo = [SimpleNamespace(key="a"), SimpleNamespace(key="b")]
     asyncio.run(shards.run_shards(spec, SimpleNamespace(backend=None), JobPaths(tmp_path / "job"), todo,
                                   lambda e: None))
     assert len(seen) == 2 and seen[0]["retry_slots"] == seen[1]["retry_slots"]
     assert seen[0]["slots"] == ["slot-0", "slot-1"]
+    worker = RunSpec.model_validate(seen[0]["spec"])  # a worker runs its shard in process, not in shards again
+    assert (worker.concurrency, worker.workers.concurrency, worker.workers.start_stagger_sec) == (1, None, 0)

@@ -15,11 +15,11 @@ SKILLS = ROOT / "tests" / "fixtures" / "skills"
 
 
 @pytest.mark.parametrize(("fields", "needle"), [
-    ({"skill_mode": "with-skill"}, "needs --skills-dir"),
-    ({"skill_mode": "no-skill", "skills_dir": str(SKILLS)}, "only with --skill-mode with-skill"),
-    ({"skill_mode": "self-gen"}, "needs --skill-creator-dir"),
-    ({"skills_dir": "/nonexistent/skills"}, "not a folder"),
-    ({"skill_mode": "self-gen", "skill_creator_dir": str(SKILLS / "extra-skills")}, "no SKILL.md"),
+    ({"skills.mode": "with-skill"}, "needs --skills-dir"),
+    ({"skills.mode": "no-skill", "skills.dir": str(SKILLS)}, "only with --skill-mode with-skill"),
+    ({"skills.mode": "self-gen"}, "needs --skill-creator-dir"),
+    ({"skills.dir": "/nonexistent/skills"}, "not a folder"),
+    ({"skills.mode": "self-gen", "skills.creator_dir": str(SKILLS / "extra-skills")}, "no SKILL.md"),
 ])
 def test_inconsistent_skill_flags_are_refused(fields: dict, needle: str) -> None:
     with pytest.raises(ConfigError, match=needle):
@@ -28,8 +28,8 @@ def test_inconsistent_skill_flags_are_refused(fields: dict, needle: str) -> None
 
 def test_modes_resolve() -> None:
     assert policy_of(build_run_spec()).mode == "no-skill"
-    assert policy_of(build_run_spec(fields={"skills_dir": str(SKILLS)})).mode == "with-skill"
-    gen = policy_of(build_run_spec(fields={"skill_mode": "self-gen", "skill_creator_dir": str(SKILLS)}))
+    assert policy_of(build_run_spec(fields={"skills.dir": str(SKILLS)})).mode == "with-skill"
+    gen = policy_of(build_run_spec(fields={"skills.mode": "self-gen", "skills.creator_dir": str(SKILLS)}))
     assert gen.creator_dir == SKILLS / "skill-creator"
     assert self_gen_prompts(gen, ["a", "b"])[1:] == ["b"] and self_gen_prompts(gen, ["a"])[0].endswith("\n\na")
 
@@ -38,5 +38,5 @@ def test_run_config_keys(tmp_path: Path) -> None:
     config = tmp_path / "run.yaml"
     config.write_text(f"skills_dir: {SKILLS / 'extra-skills'}\ntask_skills: true\nseparate_verifier: true\n")
     spec = build_run_spec(config)
-    assert spec.task_skills is True and spec.verifier_sandbox == "separate"
+    assert spec.skills.task_skills is True and spec.verifier.sandbox == "separate"
     assert policy_of(spec).skills_dir == SKILLS / "extra-skills"

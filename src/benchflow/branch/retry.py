@@ -60,7 +60,7 @@ class RunCheckpoints:
     @classmethod
     def for_trial(cls, req: TrialRequest, paths: TrialPaths, prompts: list[str]) -> "RunCheckpoints | None":
         """None unless the run asked for ``--checkpoints``; else the trial's (new) ``tree.json``."""
-        if not req.spec.checkpoints:
+        if not req.spec.checkpoints.after:
             return None
         record = TreeRecord(trial_name=paths.name, task_name=req.task.name, agent=req.agent.name,
                             model=req.spec.model, sandbox=req.backend_name, parent_prompts=list(prompts))
@@ -71,15 +71,15 @@ class RunCheckpoints:
     async def agent_phase(self, sandbox: Sandbox, sink: AcpTrajectoryFile, state: TrialState,
                           timing: dict[str, float]) -> None:
         """Every prompt, a retained snapshot kept after each checkpoint prompt."""
-        points = checkpoint_after(self.req.spec.checkpoints, len(self.prompts))
+        points = checkpoint_after(self.req.spec.checkpoints.after, len(self.prompts))
         await send_prompts(self.req, sandbox, self.paths, self.prompts, 0, len(self.prompts), points,
-                           self.req.spec.checkpoint_keep, self.tree, sink, state, timing)
+                           self.req.spec.checkpoints.keep, self.tree, sink, state, timing)
 
     async def after_verifier(self, sandbox: Sandbox, state: TrialState) -> None:
         """With ``--retry-from-checkpoint``: one retry from the last checkpoint when the trial ended the
         way it names (after its verifier ran, in the same sandbox). A retry that breaks is reported in
         its block; the trial's own record is never changed by it."""
-        trigger = retry_trigger(self.req.spec.retry_from_checkpoint, state)
+        trigger = retry_trigger(self.req.spec.checkpoints.retry, state)
         if trigger is None:
             return
         try:
@@ -89,7 +89,7 @@ class RunCheckpoints:
             self.block = CheckpointRetry(trigger=trigger, status="errored", error=f"{type(exc).__name__}: {exc}")
 
     async def _retry(self, sandbox: Sandbox, state: TrialState, trigger: str) -> None:
-        spec = self.req.spec
+        settings = self.req.spec.checkpoints
         kept = [c for c in self.tree.tree.checkpoints if c.kept and c.snapshot]
         if not kept:
             self.block = CheckpointRetry(trigger=trigger, status="skipped",
@@ -99,7 +99,7 @@ class RunCheckpoints:
         point = kept[-1]
         at = int(point.id.split(":", 1)[1])
         resume = None
-        if spec.retry_resume_session:
+        if settings.retry_resume_session:
             if not point.session_id or not (state.outcome and state.outcome.load_session):
                 self.block = CheckpointRetry(
                     trigger=trigger, checkpoint=point.id, status="skipped", error_category="agent_integration",
@@ -127,13 +127,13 @@ class RunCheckpoints:
         checkpoint, else (a checkpoint after the last prompt) the task's prompts."""
         spec, task = self.req.spec, self.req.task
         prefix = task.config.agent.prompt_prefix
-        if spec.retry_prompt is None:
+        if spec.checkpoints.retry_prompt is None:
             rest = self.prompts[at:]
             if rest:
                 return rest, "parent"
             return resolve_prompts(task.instruction, [], prefix=prefix, extra_instruction=spec.extra_instruction), \
                 "task"
-        text = spec.retry_prompt
+        text = spec.checkpoints.retry_prompt
         if FEEDBACK_REF in text:
             text = text.replace(FEEDBACK_REF, verifier_feedback(self.paths, state))
         return resolve_prompts(task.instruction, [text], prefix=prefix, extra_instruction=spec.extra_instruction), \

@@ -47,7 +47,7 @@ def plan_findings(task_dir: Path, settings: RunSettings) -> PlanFindings:
 
     agents.resolve(settings.agent)
     fields = {"targets": [str(task_dir)], "agent": settings.agent, "model": settings.model,
-              "sandbox": settings.sandbox, "verifier_sandbox": settings.verifier_sandbox,
+              "sandbox": settings.sandbox, "verifier.sandbox": settings.verifier_sandbox,
               "allow_task_env": list(settings.allow_task_env), "sandbox_user": agent_user(settings.sandbox_user)}
     spec = build_run_spec(fields=fields, source="bench check")
     if agent_user(settings.sandbox_user) is None:
@@ -63,7 +63,7 @@ def plan_findings(task_dir: Path, settings: RunSettings) -> PlanFindings:
                     found.run_refusals.append(line)
                 continue
             getattr(found, kind).setdefault(owner, []).append(line.removeprefix(f"{owner}: "))
-    if spec.verifier_sandbox == "separate":
+    if spec.verifier.sandbox == "separate":
         for planned in plan.tasks:
             found.verifier_source[planned.name] = _verifier_source(planned)
     return found

@@ -297,8 +297,8 @@ def run_command(
         "sandbox_setup_timeout_sec": sandbox_setup_timeout, "accept_deviations": accept_deviations,
         "trials": trials, "tasks_dir": str(tasks_dir) if tasks_dir else None, "prompts": prompt,
         "config_override": _override(config_override), "build_concurrency": build_concurrency,
-        "worker_concurrency": worker_concurrency, "worker_retries": worker_retries,
-        "worker_start_stagger_sec": worker_start_stagger_sec, "executor": executor,
+        "workers.concurrency": worker_concurrency, "workers.retries": worker_retries,
+        "workers.start_stagger_sec": worker_start_stagger_sec, "executor": executor,
         "budget.max_sandbox_seconds": max_sandbox_seconds, "budget.max_rollouts": max_rollouts,
         "budget.max_cost_usd": max_cost_usd, "budget.max_tokens": max_tokens,
         "budget.token_budget": token_budget, "budget.turn_budget": turn_budget,
@@ -315,15 +315,15 @@ def run_command(
         "matrix": str(matrix) if matrix else None, "seeds": seeds, "usage_tracking": usage_tracking,
         "fresh_install": fresh_install or os.environ.get("BENCHFLOW_FRESH_INSTALL") == "1",
         "host_login": host_login or None, "capture_tokens": capture_tokens or None, "allow_cloud_metadata": allow_cloud_metadata or None,
-        "task_skills": task_skills, "skills_dir": str(skills_dir) if skills_dir else None,
-        "skill_mode": skill_mode, "skill_creator_dir": str(skill_creator_dir) if skill_creator_dir else None,
-        "verifier_sandbox": "separate" if separate_verifier else verifier_sandbox,
-        "separate_verifier_include": separate_verifier_include,
-        "checkpoints": checkpoints, "checkpoint_keep": checkpoint_keep,
-        "retry_from_checkpoint": retry_from_checkpoint, "retry_prompt": retry_prompt,
-        "retry_resume_session": retry_resume_session, "integrity": integrity,
+        "skills.task_skills": task_skills, "skills.dir": str(skills_dir) if skills_dir else None,
+        "skills.mode": skill_mode, "skills.creator_dir": str(skill_creator_dir) if skill_creator_dir else None,
+        "verifier.sandbox": "separate" if separate_verifier else verifier_sandbox,
+        "verifier.include": separate_verifier_include,
+        "checkpoints.after": checkpoints, "checkpoints.keep": checkpoint_keep,
+        "checkpoints.retry": retry_from_checkpoint, "checkpoints.retry_prompt": retry_prompt,
+        "checkpoints.retry_resume_session": retry_resume_session, "review.integrity": integrity,
         "sandbox_user": sandbox_user and agent_user(sandbox_user),
-        "reviewer": RF.reviewer_changes(
+        "review.reviewer": RF.reviewer_changes(
             agent=reviewer_agent, model=reviewer_model, effort=reviewer_effort, sandbox=reviewer_sandbox,
             timeout=reviewer_timeout, idle=reviewer_idle, storage=reviewer_storage, memory=reviewer_memory,
             setup=reviewer_setup, evidence=reviewer_evidence, concurrency=reviewer_concurrency,
@@ -333,7 +333,7 @@ def run_command(
 
     spec = build_run_spec(config, fields=flags, source="bench run")
     if task_skills is False:  # an explicit --no-task-skills wins over a run config's task_skills
-        spec = spec.model_copy(update={"task_skills": False})
+        spec = spec.model_copy(update={"skills": spec.skills.model_copy(update={"task_skills": False})})
     if sandbox_user is not None and agent_user(sandbox_user) is None:  # root: None, which fields take as "not given"
         spec = spec.model_copy(update={"sandbox_user": None})
     publish = None

@@ -61,9 +61,9 @@ def _refuse_with_ray(spec: Any) -> None:
     reasons = []
     if spec.keep_sandbox != "never":
         reasons.append("--keep-sandbox (the sandbox would stay on a cluster node)")
-    if spec.checkpoints:
+    if spec.checkpoints.after:
         reasons.append("--checkpoints (snapshots would stay on a cluster node)")
-    if getattr(spec, "worker_concurrency", None):
+    if spec.workers.concurrency:
         reasons.append("--worker-concurrency (Ray spreads the trials itself)")
     if reasons:
         raise ConfigError(f"--executor {spec.executor}: cannot be combined with {reasons[0]}")

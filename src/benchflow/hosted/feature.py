@@ -20,7 +20,7 @@ NOT_FOR_HOSTED = {
     "agent_env": "--agent-env: a hosted run has no agent; vf-eval gets this process's environment",
     "prompts": "--prompt: a hosted environment's prompts are its dataset's",
     "seeds": "--seeds: use --source-env-rollouts-per-example for repeated rollouts",
-    "worker_concurrency": "--worker-concurrency: vf-eval runs the rollouts (--concurrency of them at once)",
+    "workers.concurrency": "--worker-concurrency: vf-eval runs the rollouts (--concurrency of them at once)",
     "executor": "--executor: vf-eval runs the rollouts in this process's machine",
     "budget": "--max-cost-usd/--max-tokens/--max-*/--token-budget/--turn-budget: vf-eval calls the model itself, "
               "not through BenchFlow's gateway, so no budget can be kept; bound the run with "
@@ -30,14 +30,21 @@ NOT_FOR_HOSTED = {
 """Run settings that mean nothing for a hosted environment, refused with what to do instead."""
 
 
+def _setting(spec: Any, path: str) -> Any:
+    """A run setting by its path: a field (``sandbox``) or a feature section's (``workers.concurrency``)."""
+    for name in path.split("."):
+        spec = getattr(spec, name)
+    return spec
+
+
 class HostedEnvFeature:
     name = "hosted-env"
 
     def check_spec(self, spec: Any) -> None:
         """Raises ValueError (the user's one line) for a setting a hosted run cannot honour."""
         fresh = type(spec)()  # every default, nested ones (budget) included
-        for field, why in NOT_FOR_HOSTED.items():
-            if getattr(spec, field) != getattr(fresh, field):
+        for path, why in NOT_FOR_HOSTED.items():
+            if _setting(spec, path) != _setting(fresh, path):
                 raise ValueError(f"--source-env: {why}")
         var = spec.source_env_api_key_var
         if var is not None and not _VARIABLE.match(var):

@@ -2,7 +2,10 @@
 
 Native keys are the flat ones of the contracts (§7.1); a Harbor ``job.yaml`` or
 ``config.json`` is recognised and mapped onto them (``harbor_job_config``).
-Unknown keys are refused with the file and key named, never ignored.
+Unknown keys are refused with the file and key named, never ignored. A feature's
+keys (``checkpoint_keep``, ``skill_mode``) land in its section of ``RunSpec``
+(``checkpoints.keep``, ``skills.mode``: ``feature_settings``), and an error in one
+names the key as it was given.
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "model": ("model", str), "reasoning_effort": ("reasoning_effort", str), "harness": ("harness", str),
     "environment": ("sandbox", str), "sandbox": ("sandbox", str), "concurrency": ("concurrency", int),
     "build_concurrency": ("build_concurrency", int), "warm_pool": ("warm_pool", int),
-    "worker_concurrency": ("worker_concurrency", int), "worker_retries": ("worker_retries", int),
-    "worker_start_stagger_sec": ("worker_start_stagger_sec", float), "executor": ("executor", str),
+    "worker_concurrency": ("workers.concurrency", int), "worker_retries": ("workers.retries", int),
+    "worker_start_stagger_sec": ("workers.start_stagger_sec", float), "executor": ("executor", str),
     "max_retries": ("retry.attempts", int), "retry_policy": ("retry.policy", str), "retry_concurrency": ("retry.concurrency", int),
     "agent_env": ("agent_env", dict), "allow_task_env": ("allow_task_env", list), "include": ("selection.include", list), "exclude": ("selection.exclude", list),
     "limit": ("selection.limit", int), "sample_seed": ("selection.sample_seed", int),
@@ -51,16 +54,17 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "max_cost_usd": ("budget.max_cost_usd", float), "max_tokens": ("budget.max_tokens", int),
     "token_budget": ("budget.token_budget", int), "turn_budget": ("budget.turn_budget", int),
     "fail_under": ("gates.fail_under", float), "fail_on": ("gates.fail_on", list),
-    "checkpoints": ("checkpoints", str), "checkpoint_keep": ("checkpoint_keep", int),
-    "retry_from_checkpoint": ("retry_from_checkpoint", str), "retry_prompt": ("retry_prompt", str),
-    "retry_resume_session": ("retry_resume_session", bool),
-    "task_skills": ("task_skills", bool), "include_task_skills": ("task_skills", bool),
-    "skills_dir": ("skills_dir", str), "skill_mode": ("skill_mode", str),
-    "skill_creator_dir": ("skill_creator_dir", str), "verifier_sandbox": ("verifier_sandbox", str),
-    "separate_verifier": ("verifier_sandbox", "separate"),
-    "separate_verifier_include": ("separate_verifier_include", list),
-    "integrity": ("integrity", str), "reviewer": ("reviewer", dict), "scenes": ("scenes", "scenes"),
+    "checkpoints": ("checkpoints.after", str), "checkpoint_keep": ("checkpoints.keep", int),
+    "retry_from_checkpoint": ("checkpoints.retry", str), "retry_prompt": ("checkpoints.retry_prompt", str),
+    "retry_resume_session": ("checkpoints.retry_resume_session", bool),
+    "task_skills": ("skills.task_skills", bool), "include_task_skills": ("skills.task_skills", bool),
+    "skills_dir": ("skills.dir", str), "skill_mode": ("skills.mode", str),
+    "skill_creator_dir": ("skills.creator_dir", str), "verifier_sandbox": ("verifier.sandbox", str),
+    "separate_verifier": ("verifier.sandbox", "separate"),
+    "separate_verifier_include": ("verifier.include", list),
+    "integrity": ("review.integrity", str), "reviewer": ("review.reviewer", dict), "scenes": ("scenes", "scenes"),
 }
+"""A run config's keys are the contracts' flat ones (§7.1); a feature's land in its section of ``RunSpec``."""
 
 
 def _set(out: dict[str, Any], dotted: str, value: Any) -> None:
@@ -165,6 +169,13 @@ def spec_fields(data: dict[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
+def _on_top(under: Any, over: Any, depth: int) -> Any:
+    """``over`` on top of ``under``, mappings merged ``depth`` levels down."""
+    if depth == 0 or not (isinstance(under, dict) and isinstance(over, dict)):
+        return over
+    return {**under, **{key: _on_top(under.get(key), value, depth - 1) for key, value in over.items()}}
+
+
 def build_run_spec(config: str | Path | None = None, *, options: dict[str, Any] | None = None,
                    fields: dict[str, Any] | None = None, source: str = "run") -> Any:
     """The one way a ``RunSpec`` is made, for ``bench run`` and ``bf.run`` alike.
@@ -178,11 +189,12 @@ def build_run_spec(config: str | Path | None = None, *, options: dict[str, Any] 
     """
     from pydantic import ValidationError
 
+    from .feature_settings import FLAT_NAMES, SECTIONS
     from .spec import RunSpec
 
     data: dict[str, Any] = load_run_config(config) if config else {}
-    for key, value in spec_fields(options or {}, source).items():
-        data[key] = {**data[key], **value} if isinstance(value, dict) and isinstance(data.get(key), dict) else value
+    for key, value in spec_fields(options or {}, source).items():  # a feature's section: its reviewer mapping too
+        data[key] = _on_top(data.get(key), value, 2 if key in SECTIONS else 1)
     for key, value in (fields or {}).items():
         if value is None or value == [] or value is False:
             continue
@@ -197,4 +209,5 @@ def build_run_spec(config: str | Path | None = None, *, options: dict[str, Any] 
         err = exc.errors()[0]
         message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own words
         where = ".".join(str(p) for p in err["loc"])  # empty for a check across fields
+        where = FLAT_NAMES.get(where, where)  # checkpoints.keep as given: checkpoint_keep
         raise ConfigError(f"{source}: {where + ': ' if where else ''}{message}") from None

@@ -1,10 +1,12 @@
 """The engine's extension seam: features plug into a run at named points; the engine imports none of them.
 
 A feature is an object with any of the hooks of :class:`Feature` (a hook it lacks is skipped) and a row
-of :data:`FEATURES`: its name, the ``"module:attribute"`` of the object, and the ``RunSpec`` fields that
-switch it on. The engine (``jobs/``) asks :func:`active` for the features a spec switches on and calls
-their hooks; a feature's module is imported only when a run uses it, as the sandbox registry imports a
-backend only when one is asked for. A feature imports the engine (``jobs/``), never the other way.
+of :data:`FEATURES`: its name, the ``"module:attribute"`` of the object, and the ``RunSpec`` settings that
+switch it on. A feature's settings are its own section of ``RunSpec`` (``spec.checkpoints``, ``spec.skills``:
+``jobs/feature_settings.py``), which the feature's ``check_spec`` judges. The engine (``jobs/``) asks
+:func:`active` for the features a spec switches on and calls their hooks; a feature's module is imported
+only when a run uses it, as the sandbox registry imports a backend only when one is asked for. A feature
+imports the engine (``jobs/``), never the other way.
 
 A row with no ``fields`` is asked by every run: a feature a task switches on (its ``steps``, its
 ``scenes``, its simulated user, its verifier sandbox) answers None, [] or the value it was given for a
@@ -18,10 +20,10 @@ The points, in the order a run meets them:
   point runs it, before any plan is made.
 - ``parse_config(source, value)``: a run config's value for the feature's own key (``scenes:``), checked
   and normalised; asked for by name with :func:`feature` (``jobs/config_file.py``).
-- ``parse_field(name, value)``: read a given value of a field the feature's row ``parses``, before
-  pydantic checks its type (``--checkpoints prompt:2`` -> ``[2]``).
-- ``check_spec(spec)``: validate (and normalise) the feature's settings while the ``RunSpec`` is built;
-  a ``ValueError`` is the user's one-line error.
+- ``parse_field(name, value)``: read a given value of a setting the feature's row ``parses`` (a field, or a
+  section's: ``checkpoints.after``), before pydantic checks its type (``--checkpoints prompt:2`` -> ``[2]``).
+- ``check_spec(spec)``: validate (and normalise) the feature's settings (its section) while the ``RunSpec``
+  is built; a ``ValueError`` is the user's one-line error.
 - ``prompts(spec, prompts)``: a task's prompts as the run sends them (planning).
 - ``plan_refusals(plan)``: why the run card refuses the run (planning).
 - ``plan_warnings(plan)``: the run card's warnings (planning).
@@ -100,31 +102,44 @@ class Row:
     target: str
     """``"module:attribute"`` of the feature object."""
     fields: tuple[str, ...] = ()
-    """The ``RunSpec`` fields that switch the feature on (any of them set); empty: every run uses it."""
+    """The ``RunSpec`` settings that switch the feature on (any of them not at its default): a field, a
+    section's field (``workers.concurrency``) or a whole section (``checkpoints``); empty: every run uses it."""
     parses: tuple[str, ...] = ()
-    """The ``RunSpec`` fields whose given value the feature reads first (``parse_field``)."""
+    """The ``RunSpec`` settings whose given value the feature reads first (``parse_field``), asked by
+    ``RunSpec``'s validator for a field, by the section model's (``feature_settings``) for a section's."""
     ahead: tuple[str, ...] = ()
     """Modules (of a row every run uses) that a trial imports once its sandbox has started: imported while
     the first sandbox starts (``jobs/ahead.py``)."""
 
     def switched_on(self, spec: Any) -> bool:
         """True when any of :attr:`fields` differs from the ``RunSpec``'s default for it."""
-        defaults = type(spec).model_fields
-        return not self.fields or any(getattr(spec, name) != defaults[name].default for name in self.fields)
+        return not self.fields or any(_not_default(spec, path) for path in self.fields)
+
+
+_defaults: dict[tuple[type, str], Any] = {}
+
+
+def _not_default(spec: Any, path: str) -> bool:
+    """Whether the setting at ``path`` (``executor``, ``workers.concurrency``, ``review``) is not its default."""
+    section, _, name = path.rpartition(".")
+    owner = getattr(spec, section) if section else spec
+    key = (type(owner), name)
+    if key not in _defaults:  # a section's default is a model built by its factory: built once
+        _defaults[key] = type(owner).model_fields[name].get_default(call_default_factory=True)
+    return getattr(owner, name) != _defaults[key]
 
 
 FEATURES: tuple[Row, ...] = (
     Row("skills", "benchflow.skills.feature:SKILLS"),
     Row("steps", "benchflow.steps.feature:STEPS", ahead=("benchflow.steps.runner",)),
-    Row("checkpoints", "benchflow.branch.feature:CHECKPOINTS", ("checkpoints", "retry_from_checkpoint"),
-        parses=("checkpoints",)),
+    Row("checkpoints", "benchflow.branch.feature:CHECKPOINTS", ("checkpoints",), parses=("checkpoints.after",)),
     Row("scenes", "benchflow.scenes.feature:SCENES", ahead=("benchflow.scenes.runner",)),
     Row("sim-user", "benchflow.sim_user.feature:SIM_USER"),
     Row("separate-verifier", "benchflow.separate_verifier.feature:SEPARATE_VERIFIER",
         ahead=("benchflow.separate_verifier.phase",)),
-    Row("shards", "benchflow.shards.feature:SHARDS", ("worker_concurrency",)),
+    Row("shards", "benchflow.shards.feature:SHARDS", ("workers.concurrency",)),
     Row("executors", "benchflow.executors.feature:EXECUTORS", ("executor",), parses=("executor",)),
-    Row("review", "benchflow.review.feature:REVIEW", ("integrity", "reviewer")),
+    Row("review", "benchflow.review.feature:REVIEW", ("review",)),
     Row("hosted-env", "benchflow.hosted.feature:HOSTED_ENV", ("source_env",)),
 )
 """The built-in features, in the order their hooks run: a trial's mode is its task's steps, else a feature's
@@ -171,7 +186,8 @@ def hooks(spec: Any, point: str) -> Iterator[Any]:
 
 
 def parse_field(name: str, value: Any) -> Any:
-    """``value`` given for the ``RunSpec`` field ``name`` as the feature that owns the field reads it.
+    """``value`` given for the ``RunSpec`` setting ``name`` (``executor``, ``checkpoints.after``) as the feature
+    that owns it reads it.
 
     Raises:
         ValueError: the feature's one-line reason (pydantic names the field with it).

@@ -29,7 +29,7 @@ def comparable_settings(spec: Any, agent_name: str, digest: str, prompts: list[s
         "timeout_multiplier": spec.timeout_multiplier,
         "extra_instruction": spec.extra_instruction,
         "config_override": spec.override_record(),
-        "verifier_sandbox": spec.verifier_sandbox,
+        "verifier_sandbox": spec.verifier.sandbox,
     }
 
 

@@ -3,7 +3,8 @@
 The file sits in the task set's folder (the folder of tasks a run names, or the
 folder holding the one task it names). Its keys are run settings, spelled as in
 a run config (``RunSpec`` fields, tables for ``budget``, ``retry``, ``selection``,
-``gates``), plus ``strict``::
+``gates`` and each feature's section: ``[checkpoints]``, ``[skills]``, …; a
+feature's flat key such as ``skill_mode`` is read into its section), plus ``strict``::
 
     strict = true                 # a run that differs is refused unless --accept-deviations says why
     agent = "claude"
@@ -26,6 +27,7 @@ from typing import Any
 
 from benchflow.errors import ConfigError
 
+from .feature_settings import lift_legacy
 from .spec import RunSpec
 
 NAME = "run-reference.toml"
@@ -62,6 +64,7 @@ def load(path: Path) -> tuple[bool, dict[str, Any]]:
     strict = data.pop("strict", False)
     if not isinstance(strict, bool):
         raise ConfigError(f"{path}: strict: give true or false")
+    data = lift_legacy(data)  # skill_mode = "with-skill" is [skills] mode = "with-skill"
     for key in sorted(data):
         if key in OPERATIONAL:
             raise ConfigError(f"{path}: {key} says where a run reads or writes, not how it runs; remove it")

@@ -14,6 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from benchflow.util.redact import drop_secrets
 
 from .extensions import PARSED_FIELDS, hooks, parse_field
+from .feature_settings import (
+    CheckpointSettings,
+    ReviewSettings,
+    SkillSettings,
+    VerifierSettings,
+    WorkerSettings,
+    lift_legacy,
+)
 
 _USER_NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")
 ROOT_USER_NAMES = frozenset({"null", "none", "root", ""})
@@ -117,7 +125,8 @@ class RunSpec(BaseModel):
     prompts: list[str] = []
     """Prompts to send; ``@instruction`` is the task prompt (default: the task prompt alone)."""
     scenes: list[dict[str, Any]] | None = None
-    """A run config's ``scenes`` (normalized by the ``scenes`` feature's ``parse_config``): they replace each task's."""
+    """A run config's ``scenes`` (normalized by the ``scenes`` feature's ``parse_config``): they replace each task's.
+    The scenes feature's one setting, so a field rather than a section."""
     extra_instruction: str | None = None
     sandbox: str | None = None
     """Backend name; None picks docker when an engine answers, else local."""
@@ -125,17 +134,11 @@ class RunSpec(BaseModel):
     concurrency: int = Field(default=4, ge=1)
     warm_pool: int | None = Field(default=None, ge=0)
     build_concurrency: int | None = Field(default=None, ge=1)
-    worker_concurrency: int | None = Field(default=None, ge=1)
-    """Run the trials in worker subprocesses (shards) of at most this many concurrent trials each;
-    ``concurrency`` stays the total (workers = ceil(concurrency / worker_concurrency))."""
-    worker_retries: int = Field(default=1, ge=0)
-    """Restart a crashed worker this many times; it resumes its shard (finished trials are kept)."""
-    worker_start_stagger_sec: float = Field(default=1.0, ge=0)
-    """Seconds between worker starts."""
     executor: str = "in-process"
     """Where each attempt runs: ``in-process``, or as a task on a Ray cluster: ``ray`` ($RAY_ADDRESS,
     the cluster ``ray start`` made on this machine, else a new local one) or ``ray://HOST:PORT``
-    (Ray Client); see ``benchflow.executors`` and docs/ray.md."""
+    (Ray Client); see ``benchflow.executors`` and docs/ray.md. The executors feature's one setting (read by
+    its ``parse_field``), so a field rather than a section."""
     jobs_dir: str = "jobs"
     job_name: str | None = None
     fresh: bool = False
@@ -147,18 +150,6 @@ class RunSpec(BaseModel):
     keep_sandbox: Literal["never", "on-failure", "always"] = "never"
     sandbox_setup_timeout_sec: float | None = Field(default=None, gt=0)
     """How long the sandbox user's setup inside a started sandbox may take (None: the backend's default, 120 s)."""
-    checkpoints: list[int] | Literal["every-prompt"] | None = None
-    """Keep a retained sandbox snapshot after these prompts (``every-prompt`` or ``prompt:N[,M]``);
-    ``bench branch --from-checkpoint <trial>`` forks from one later."""
-    checkpoint_keep: int = Field(default=3, ge=1)
-    """At most this many checkpoints per trial; the oldest is deleted."""
-    retry_from_checkpoint: Literal["on-failure", "on-timeout", "both"] | None = None
-    """Fork one retry from the trial's last checkpoint when it fails / times out; the trial's reward
-    is kept, the retry's reported beside it (``result.json`` ``retry``)."""
-    retry_prompt: str | None = None
-    """The retry's prompt (``@instruction``, ``@verifier_feedback``); None: the prompts after the checkpoint."""
-    retry_resume_session: bool = False
-    """The retry reloads the trial's ACP session at the checkpoint instead of starting a fresh one."""
     base_image_override: str | None = None
     fresh_install: bool = False
     """Install the agent in every trial instead of starting from its cached image layer."""
@@ -177,19 +168,17 @@ class RunSpec(BaseModel):
     config_override: dict[str, Any] | None = None
     """A patch deep-merged into each task's resolved config (any TaskConfig section but its identity:
     ``OVERRIDE_REFUSED``); recorded in every trial's config.json by content hash."""
-    task_skills: bool | None = None
-    """True: also deploy the task's ``environment/skills``; False: no skill of the task (not even its
-    ``sandbox.skills_dir``); None: the task's ``sandbox.skills_dir`` only (``benchflow.skills.policy``)."""
-    skills_dir: str | None = None
-    """A folder of skills deployed for every task (``skill_mode`` with-skill)."""
-    skill_mode: Literal["no-skill", "with-skill", "self-gen"] | None = None
-    """None: with-skill when ``skills_dir`` is given, else no-skill."""
-    skill_creator_dir: str | None = None
-    """The skill-creator skill (or a skills root holding it) for ``skill_mode`` self-gen."""
-    verifier_sandbox: Literal["task", "separate"] = "task"
-    """``separate``: every verifier in a fresh sandbox with only the frozen workspace and artifacts."""
-    separate_verifier_include: list[str] = []
-    """Absolute paths outside the workspace a separate verifier sandbox also receives."""
+    # Each feature's own section (jobs/feature_settings.py), checked by that feature's ``check_spec``.
+    checkpoints: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    """``--checkpoints``, ``--checkpoint-keep``, ``--retry-from-checkpoint`` … (``benchflow.branch``)."""
+    skills: SkillSettings = Field(default_factory=SkillSettings)
+    """``--skill-mode``, ``--skills-dir``, ``--skill-creator-dir``, ``--task-skills`` (``benchflow.skills``)."""
+    verifier: VerifierSettings = Field(default_factory=VerifierSettings)
+    """``--verifier-sandbox``, ``--separate-verifier-include`` (``benchflow.separate_verifier``)."""
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    """``--worker-concurrency``, ``--worker-retries``, ``--worker-start-stagger-sec`` (``benchflow.shards``)."""
+    review: ReviewSettings = Field(default_factory=ReviewSettings)
+    """``--integrity``, ``--reviewer-*`` (``benchflow.review``)."""
     selection: Selection = Field(default_factory=Selection)
     budget: Budget = Field(default_factory=Budget)
     retry: Retry = Field(default_factory=Retry)
@@ -211,24 +200,17 @@ class RunSpec(BaseModel):
     """Where the selection goes (default ``<job>/canonical-selection.json``); needs ``canonicalize``."""
     canonical_jobs_dir: str | None = None
     """Copy the selected trial folders here, one job folder for ``bench train convert``; needs ``canonicalize``."""
-    integrity: Literal["off", "audit", "strict"] = "off"
-    """``audit``: check what each agent did against its task (``integrity/claim_verdict.json``); rewards never change.
-    ``strict``: the audit, and every verifier in a separate sandbox (sets ``verifier_sandbox``)."""
-    reviewer: dict[str, Any] | None = None
-    """``--reviewer-*``: rubric-review each trial of a task with a review rubric after the run
-    (``benchflow.review.settings.ReviewerSettings`` fields); None: no automatic review."""
 
-    @model_validator(mode="after")
-    def _strict_verifies_separately(self) -> "RunSpec":
-        """``--integrity strict`` is the audit plus every verifier in a separate sandbox."""
-        if self.integrity == "strict":
-            self.verifier_sandbox = "separate"
-        return self
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys(cls, data: Any) -> Any:
+        """A run config stored before the feature sections: its flat keys (``checkpoint_keep``) moved into them."""
+        return lift_legacy(data) if isinstance(data, dict) else data
 
-    @field_validator(*PARSED_FIELDS, mode="before")
+    @field_validator(*(name for name in PARSED_FIELDS if "." not in name), mode="before")
     @classmethod
     def _feature_field(cls, value: Any, info: Any) -> Any:
-        """A feature's own setting as that feature reads it (``--executor``, ``--checkpoints``)."""
+        """A feature's own setting as that feature reads it (``--executor``; a section's: ``FeatureSettings``)."""
         return parse_field(info.field_name, value)
 
     @field_validator("config_override")
@@ -261,23 +243,6 @@ class RunSpec(BaseModel):
         from benchflow.tasks.task_env import check_names
 
         return check_names(value)
-
-    @field_validator("retry_from_checkpoint")
-    @classmethod
-    def _retry_needs_checkpoints(cls, value: Any, info: Any) -> Any:
-        if value is not None and not info.data.get("checkpoints"):
-            raise ValueError(f"--retry-from-checkpoint {value} needs --checkpoints (every-prompt or prompt:N) "
-                             "to take the snapshot it retries from")
-        return value
-
-    @field_validator("retry_prompt", "retry_resume_session")
-    @classmethod
-    def _retry_options_need_retry(cls, value: Any, info: Any) -> Any:
-        if value not in (None, False) and info.data.get("retry_from_checkpoint") is None:
-            flag = "--" + str(info.field_name).replace("_", "-")
-            raise ValueError(f"{flag} applies to a checkpoint retry; add --retry-from-checkpoint "
-                             "on-failure|on-timeout|both or leave it out")
-        return value
 
     @field_validator("seeds", mode="before")
     @classmethod
@@ -324,8 +289,9 @@ class RunSpec(BaseModel):
         """The spec as stored on disk: secret-looking agent env values dropped."""
         data = self.model_dump(mode="json")
         data["agent_env"] = drop_secrets(self.agent_env)
-        if self.reviewer and isinstance(self.reviewer.get("agent_env"), dict):
-            data["reviewer"] = {**self.reviewer, "agent_env": drop_secrets(self.reviewer["agent_env"])}
+        reviewer = self.review.reviewer
+        if reviewer and isinstance(reviewer.get("agent_env"), dict):
+            data["review"]["reviewer"] = {**reviewer, "agent_env": drop_secrets(reviewer["agent_env"])}
         if self.scenes:  # a run config's role env may hold keys too
             data["scenes"] = [{**scene, "roles": [{**role, "env": drop_secrets(role.get("env"))}
                                                   for role in scene["roles"]]} for scene in self.scenes]

@@ -41,14 +41,14 @@ async def after_trials(spec: Any, job: JobPaths, results: dict[str, dict[str, An
     """Audit and review the trials this run finished (``results``: unit key -> result document)."""
     trials = [(key, job.trial(str(doc.get("trial_name") or doc.get("rollout_name"))))
               for key, doc in results.items() if doc and (doc.get("trial_name") or doc.get("rollout_name"))]
-    if spec.integrity in ("audit", "strict"):
+    if spec.review.integrity in ("audit", "strict"):
         for key, trial in trials:
             task = tasks.get(key)
             mode = task.config.sandbox.network_mode if task is not None else None
-            verdict = audit_trial(trial, network_mode=mode, mode=spec.integrity)
+            verdict = audit_trial(trial, network_mode=mode, mode=spec.review.integrity)
             emit({"type": "integrity", "trial": trial.name, "verdict": verdict["verdict"],
                   "flags": verdict["flag_codes"]})
-    if spec.reviewer is None:
+    if spec.review.reviewer is None:
         return
     targets, index = [], {}
     for key, trial in trials:
@@ -61,7 +61,7 @@ async def after_trials(spec: Any, job: JobPaths, results: dict[str, dict[str, An
             index[target.result.task_name] = Path(task.path)
     if not targets:
         return
-    settings = ReviewerSettings(**spec.reviewer)
+    settings = ReviewerSettings(**spec.review.reviewer)
     if settings.sandbox is None:
         settings.sandbox = spec.sandbox
     reports = await review_targets(targets, settings, out_dir=(job.root / REVIEW_JOB).resolve(), tasks=index)

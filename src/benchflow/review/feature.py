@@ -1,5 +1,6 @@
-"""Integrity audit and rubric review as a run feature (``jobs.extensions``): after the run's trials,
-before its summary, and after ``bench regrade --review``'s regrades; rewards never change."""
+"""Integrity audit and rubric review as a run feature (``jobs.extensions``): its settings (``spec.review``)
+checked, after the run's trials, before its summary, and after ``bench regrade --review``'s regrades; rewards
+never change."""
 
 from __future__ import annotations
 
@@ -14,6 +15,11 @@ if TYPE_CHECKING:
 
 class ReviewFeature:
     name = "review"
+
+    def check_spec(self, spec: RunSpec) -> None:
+        """``--integrity strict`` is the audit plus every verifier in a separate sandbox."""
+        if spec.review.integrity == "strict":
+            spec.verifier.sandbox = "separate"
 
     async def after_trials(self, spec: RunSpec, paths: JobPaths, results: dict[str, Any], tasks: dict[str, Any],
                            emit: Any) -> None:

@@ -58,7 +58,7 @@ def run_issues(task: Any, spec: Any) -> tuple[list[str], list[str]]:
         return [], []
     task = with_run_scenes(task, spec.scenes)
     issues, warnings = _role_agent_issues(task, spec), []
-    if task.scenes and spec.checkpoints:
+    if task.scenes and spec.checkpoints.after:
         issues.append("--checkpoints: a scene's turns are separate sessions, which checkpoints do not "
                       "follow; leave --checkpoints out")
     if task.scenes and spec.prompts:

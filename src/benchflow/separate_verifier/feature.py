@@ -1,4 +1,5 @@
-"""The separate verifier as a run feature (``jobs.extensions``): ``--separate-verifier-include`` checked, the
+"""The separate verifier as a run feature (``jobs.extensions``): ``--separate-verifier-include`` checked
+(``spec.verifier``), the
 run card's refusals of ``--verifier-sandbox separate``, and the verifier phase of a trial whose run or task
 asks for a sandbox of its own (:func:`.phase.separate_verifier_phase`).
 
@@ -16,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def wants_separate(req: TrialRequest) -> bool:
-    return req.spec.verifier_sandbox == "separate" or req.task.config.verifier.sandbox_mode == "separate" \
+    return req.spec.verifier.sandbox == "separate" or req.task.config.verifier.sandbox_mode == "separate" \
         or req.task.config.verifier.sandbox is not None
 
 
@@ -24,14 +25,14 @@ class SeparateVerifierFeature:
     name = "separate-verifier"
 
     def check_spec(self, spec: RunSpec) -> None:
-        for path in spec.separate_verifier_include:
+        for path in spec.verifier.include:
             if not path.startswith("/") or path.rstrip("/") == "":
                 raise ValueError(f"--separate-verifier-include {path!r}: give an absolute path such as /root")
 
     def plan_refusals(self, plan: Plan) -> list[str]:
         """``--verifier-sandbox separate``: each task it cannot verify apart (a task's own choice of a separate
         sandbox is judged with the rest of its runtime issues)."""
-        if plan.spec.verifier_sandbox != "separate":
+        if plan.spec.verifier.sandbox != "separate":
             return []
         from benchflow.tasks.capability import separate_verifier_issues
 

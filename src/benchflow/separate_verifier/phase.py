@@ -62,7 +62,7 @@ def _carried(req: TrialRequest, workdir: str) -> list[str]:
         remote = source if source.startswith("/") else posixpath.join(workdir, source)
         if not (remote + "/").startswith(workdir.rstrip("/") + "/"):
             paths.append(posixpath.normpath(remote))
-    paths += [posixpath.normpath(p) for p in req.spec.separate_verifier_include]
+    paths += [posixpath.normpath(p) for p in req.spec.verifier.include]
     return list(dict.fromkeys(paths))
 
 

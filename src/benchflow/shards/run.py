@@ -77,7 +77,7 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
     fresh: dict[str, Any] = {t.key: None for t in todo}
     if not todo:
         return fresh, BudgetKeeper(spec.budget).document()
-    sizes = shard_sizes(spec.concurrency, spec.worker_concurrency or spec.concurrency, len(todo))
+    sizes = shard_sizes(spec.concurrency, spec.workers.concurrency or spec.concurrency, len(todo))
     shards = [todo[i::len(sizes)] for i in range(len(sizes))]
     slots = Path(tempfile.mkdtemp(prefix="benchflow-build-slots-"))
     from benchflow.util.file_slots import make_slots
@@ -89,7 +89,7 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
     emit({"type": "workers_started", "workers": len(sizes), "concurrency": sizes})
     try:
         runs = [Shard(index=i, spec=spec, plan=plan, paths=paths, keys=[t.key for t in shard], size=size,
-                      slots=slots, retry_slots=retry_slots, ledger=ledger, fresh=fresh, emit=emit).run(delay=i * spec.worker_start_stagger_sec)
+                      slots=slots, retry_slots=retry_slots, ledger=ledger, fresh=fresh, emit=emit).run(delay=i * spec.workers.start_stagger_sec)
                 for i, (shard, size) in enumerate(zip(shards, sizes))]
         # return_exceptions: a cancelled gather then returns only once every shard has stopped its worker
         # (without it, the first shard to finish its cancellation would end the wait for the others)
@@ -102,7 +102,7 @@ async def run_shards(spec: RunSpec, plan: Plan, paths: JobPaths, todo: list[Plan
     finally:
         shutil.rmtree(slots, ignore_errors=True)
     if left:
-        raise WorkerFailed(f"{len(left)} worker(s) died more than --worker-retries {spec.worker_retries} time(s); "
+        raise WorkerFailed(f"{len(left)} worker(s) died more than --worker-retries {spec.workers.retries} time(s); "
                            f"{sum(map(len, left))} task(s) unfinished (e.g. {left[0][0]}); rerun the same command "
                            "to resume the job")
     return fresh, budget
@@ -128,7 +128,7 @@ class Shard:
         if delay:
             await asyncio.sleep(delay)
         left = self.keys
-        for attempt in range(self.spec.worker_retries + 1):
+        for attempt in range(self.spec.workers.retries + 1):
             if attempt:
                 from benchflow.sandbox.orphans import reap
 
@@ -137,7 +137,7 @@ class Shard:
             if code == 0:
                 return []
             left = self._unfinished()
-            will_retry = bool(left) and attempt < self.spec.worker_retries and code != EXIT_REFUSED
+            will_retry = bool(left) and attempt < self.spec.workers.retries and code != EXIT_REFUSED
             self.emit({"type": "worker_exited", "worker": self.index + 1, "code": code, "unfinished": len(left),
                        "will_retry": will_retry, "attempt": attempt + 1})
             if not will_retry:
@@ -145,7 +145,8 @@ class Shard:
         return left
 
     def _message(self, keys: list[str]) -> str:
-        worker_spec = self.spec.model_copy(update={"concurrency": self.size, "worker_concurrency": None})
+        in_process = self.spec.workers.model_copy(update={"concurrency": None})  # a worker runs no shards itself
+        worker_spec = self.spec.model_copy(update={"concurrency": self.size, "workers": in_process})
         return json.dumps({"spec": worker_spec.model_dump(mode="json"), "job_dir": str(self.paths.root),
                            "keys": keys, "retry_slots": str(self.retry_slots) if self.retry_slots else None,
                            "budget_ledger": str(self.ledger)}) + "\n"

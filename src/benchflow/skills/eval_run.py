@@ -122,6 +122,7 @@ def run_eval(evals: EvalSet, contenders: list[Contender], *, sandbox: str, concu
     """Run every contender with the skill (and without), write and return the report; ``judge`` (for
     an eval set with a judge model) scores the sentence-only cases, its provider variables allowed."""
     from benchflow.jobs.api import run
+    from benchflow.jobs.feature_settings import SkillSettings
     from benchflow.jobs.spec import RunSpec
 
     from .eval_tasks import stage_skill, write_tasks
@@ -136,8 +137,8 @@ def run_eval(evals: EvalSet, contenders: list[Contender], *, sandbox: str, concu
             say(f"{contender.label}: {mode}, {len(evals.cases)} case(s) on {sandbox}")
             spec = RunSpec(targets=[str(tasks)], agent=contender.agent, model=contender.model, sandbox=sandbox,
                            concurrency=concurrency, jobs_dir=str(root / "jobs"), job_name=f"{contender.label}__{mode}",
-                           skill_mode="with-skill" if mode == "with-skill" else "no-skill",
-                           skills_dir=str(skills) if mode == "with-skill" else None, quiet=True,
+                           skills=SkillSettings(mode="with-skill" if mode == "with-skill" else "no-skill",
+                                                dir=str(skills) if mode == "with-skill" else None), quiet=True,
                            allow_task_env=list(judge.env_names) if judge else [])
             outcome = run(spec)
             rewards, trials = _side(outcome.job_dir)

@@ -57,26 +57,26 @@ def creator_skill(root: Path, flag: str = "--skill-creator-dir") -> Path:
 
 
 def policy_of(spec: Any) -> SkillPolicy:
-    """The policy of a ``RunSpec`` (its skill fields).
+    """The policy of a ``RunSpec`` (its ``skills`` section).
 
     Raises:
         ConfigError: a mode without its folder, a folder the mode does not use, or a missing folder.
     """
-    mode = spec.skill_mode or ("with-skill" if spec.skills_dir else "no-skill")
-    if mode == "with-skill" and not spec.skills_dir:
+    given = spec.skills
+    mode = given.mode or ("with-skill" if given.dir else "no-skill")
+    if mode == "with-skill" and not given.dir:
         raise ConfigError("--skill-mode with-skill needs --skills-dir (a folder of skills to deploy)")
-    if mode != "with-skill" and spec.skills_dir:
+    if mode != "with-skill" and given.dir:
         raise ConfigError(f"--skills-dir is deployed only with --skill-mode with-skill, not {mode}; "
                           "drop one of them")
-    if mode == "self-gen" and not spec.skill_creator_dir:
+    if mode == "self-gen" and not given.creator_dir:
         raise ConfigError("--skill-mode self-gen needs --skill-creator-dir (the skill-creator skill)")
-    if mode != "self-gen" and spec.skill_creator_dir:
+    if mode != "self-gen" and given.creator_dir:
         raise ConfigError("--skill-creator-dir is used only with --skill-mode self-gen; drop it or set the mode")
     return SkillPolicy(
-        mode=mode, task_skills=spec.task_skills,
-        skills_dir=_folder(spec.skills_dir, "--skills-dir") if spec.skills_dir else None,
-        creator_dir=creator_skill(_folder(spec.skill_creator_dir, "--skill-creator-dir"))
-        if spec.skill_creator_dir else None)
+        mode=mode, task_skills=given.task_skills,
+        skills_dir=_folder(given.dir, "--skills-dir") if given.dir else None,
+        creator_dir=creator_skill(_folder(given.creator_dir, "--skill-creator-dir")) if given.creator_dir else None)
 
 
 def _bundled(task: Any) -> Path | None:
