@@ -192,6 +192,25 @@ class RunSpec(BaseModel):
     """``--reviewer-*``: rubric-review each trial of a task with a review rubric after the run
     (``benchflow.review.settings.ReviewerSettings`` fields); None: no automatic review."""
 
+    # --- Run flags of issue #34, one block per feature (loop/, environment_plane/, context_root/, skills/,
+    # codex_apps/); each feature parses and checks its own. Kept together for the nesting of feature settings.
+    loop_strategy: str | None = None
+    """``single-shot``, ``verify-retry[:k=N,feedback=none|counts|names|raw]`` or ``self-review[:k=N]``, kept in
+    its canonical spelling (``benchflow.loop.strategy``); None: single-shot."""
+    environment_manifest: str | None = None
+    """A stateful environment bound to every trial: an ``environment.toml`` path or a ``name@version`` of the
+    environment registry (``benchflow.environment_plane``)."""
+    state: str | None = None
+    """The same as ``environment_manifest``, or inline JSON ``{"name": ..., "tools": [...]}`` choosing a subset of
+    its services; wins over ``environment_manifest``."""
+    context_root: str | None = None
+    """The repository root a task's Dockerfile ``COPY`` sources are relative to (``benchflow.context_root``)."""
+    self_gen_no_internet: bool = False
+    """With ``skill_mode`` self-gen: the agent's web tools are turned off (``benchflow.skills.web_tools``)."""
+    codex_apps_policy: Literal["disabled", "inherit"] | None = None
+    """Codex account Apps for codex-acp trials: disabled (the default for scored tasks) or inherit
+    (``benchflow.codex_apps``)."""
+
     @model_validator(mode="after")
     def _strict_verifies_separately(self) -> "RunSpec":
         """``--integrity strict`` is the audit plus every verifier in a separate sandbox."""
