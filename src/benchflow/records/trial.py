@@ -184,6 +184,10 @@ class TrialResult(Record):
                                           "none ran.")
     scoring: ScoringPointer | None = Field(None, description="The current rubric scoring revision (a review "
                                            "rubric's reward beside the verifier's); null when none ran.")
+    loop: dict[str, Any] | None = Field(None, description="--loop-strategy: {strategy, params, iterations_run, "
+                                        "stop_reason (passed_bar|max_iterations|error|budget), reward_trajectory "
+                                        "(each round's soft reward), first_pass_iteration, tokens_trajectory, "
+                                        "tokens_to_pass}; rounds in loop/iterations.jsonl. Null without a strategy.")
 
     @property
     def reward(self) -> float | None:
