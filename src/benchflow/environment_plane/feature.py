@@ -58,10 +58,17 @@ class EnvironmentPlaneFeature:
         return out
 
     def plan_warnings(self, plan: Plan) -> list[str]:
-        base = self._binding(plan.spec).manifest.base_image
-        if not base or plan.spec.base_image_override:
-            return []
-        out = []
+        spec, out = plan.spec, []
+        if spec.retry_from_checkpoint:
+            out.append("--retry-from-checkpoint: a retry restores the sandbox from a snapshot, and the "
+                       "environment's services are processes, not files: they do not run in the retry")
+        for planned in plan.tasks:
+            if spec.verifier_sandbox == "separate" or planned.task.config.verifier.sandbox_mode == "separate":
+                out.append(f"{planned.name}: its verifier runs in a sandbox of its own, where the environment's "
+                           "services do not run")
+        base = self._binding(spec).manifest.base_image
+        if not base or spec.base_image_override:
+            return out
         for planned in plan.tasks:
             dockerfile = planned.task.paths.environment_dir / "Dockerfile" \
                 if planned.task.paths.environment_dir is not None else None
