@@ -94,3 +94,41 @@ def test_a_wrong_strategy_is_refused_in_one_line_and_a_task_with_turns_of_its_ow
     assert steps.returncode == 1
     assert "refuse: multi-step-gate: --loop-strategy re-prompts the agent, and a multi-step task's steps already do" \
         in steps.stderr
+
+
+@pytest.mark.docker
+def test_each_round_of_a_model_calling_agent_is_a_new_session_through_the_gateway(bench, tmp_path):
+    """The fake ACP agent (non-root, fenced after each round) asks the model with the prompt it got, then writes
+    a draft, or the answer when it finds its draft: each round is its own session, reaching the model
+    through the job's gateway; the usage of both rounds is the trial's."""
+    from tests.doubles.fake_model_server import OUTPUT, FakeModelServer
+    from tests.integration.test_agent_pipeline import PYTHON_IMAGE, UPSTREAM_KEY, fake_agent_file
+    from tests.taskgen import make_task
+
+    make_task(tmp_path / "tasks", "answer", dockerfile=PYTHON_IMAGE,
+              test='[ "$(cat /app/answer.txt)" = done ] && echo 1 > /logs/verifier/reward.txt '
+                   '|| { echo "FAILED tests/test_answer.py::test_done - not done"; echo 0 > /logs/verifier/reward.txt; }')
+    steps = [{"op": "ask_model", "api": "openai"},
+             {"op": "tool", "id": "w", "run": "if [ -f answer.txt ]; then printf done > answer.txt; "
+                                               "else printf draft > answer.txt; fi"}]
+    with FakeModelServer() as upstream:
+        done = bench("run", str(tmp_path / "tasks"), "-s", "docker", "--jobs-dir", str(tmp_path / "jobs"),
+                     "-a", str(fake_agent_file(tmp_path)), "-m", "gpt-4o-mini", "--retry-attempts", "0",
+                     "--loop-strategy", "verify-retry:k=2",
+                     "--agent-env", f"FAKE_ACP_SCRIPT={json.dumps({'prompts': [steps]})}",
+                     env={"OPENAI_API_KEY": UPSTREAM_KEY, "OPENAI_BASE_URL": upstream.url + "/v1"})
+        asked = [r["body"]["messages"][-1]["content"] for r in upstream.requests if r["path"].endswith("/completions")]
+    assert done.returncode == 0, done.stderr + done.stdout
+    trial = _trial(tmp_path / "jobs")
+    result = json.loads((trial / "result.json").read_text())
+    assert result["rewards"]["reward"] == 1.0, result["error"]
+    assert (result["loop"]["iterations_run"], result["loop"]["stop_reason"]) == (2, "passed_bar")
+    assert len(asked) == 2 and asked[0].startswith("Do the task.")
+    assert asked[1].startswith("Your previous attempt did not pass verification.") and "test_done" in asked[1]
+    assert result["agent_result"]["n_output_tokens"] == 2 * OUTPUT  # both rounds' calls, summed
+    tokens = result["loop"]["tokens_trajectory"]
+    assert tokens[0] > 0 and tokens[1] == 2 * tokens[0]
+    exchanges = (trial / "trajectory" / "llm_trajectory.jsonl").read_text().splitlines()
+    assert len(exchanges) == 2
+    assert UPSTREAM_KEY not in "".join(p.read_text(errors="replace") for p in tmp_path.rglob("*") if p.is_file())
+
