@@ -82,7 +82,7 @@ def test_the_loop_stops_when_its_retries_are_spent_and_without_one_the_draft_is_
     assert plain.returncode == 0, plain.stderr + plain.stdout
     trial = _trial(tmp_path / "plain")
     result = json.loads((trial / "result.json").read_text())
-    assert result["rewards"]["reward"] == 0.0 and "loop" not in result and not (trial / "loop").exists()
+    assert result["rewards"]["reward"] == 0.0 and result["loop"] is None and not (trial / "loop").exists()
 
 
 def test_a_wrong_strategy_is_refused_in_one_line_and_a_task_with_turns_of_its_own_by_the_run_card(bench, tmp_path):
