@@ -38,24 +38,32 @@ def test_a_plain_run_loads_no_feature_it_does_not_use():
             "print(sorted(m for m in sys.modules if m.startswith('benchflow.')))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = [name.split(".")[1:] for name in ast.literal_eval(done.stdout)]
-    assert [m for m in loaded if m[0] in ("branch", "executors", "review", "shards")] == []
-    every_run = ("steps", "scenes", "sim_user", "separate_verifier")  # a task switches these on
+    assert [m for m in loaded if m[0] in ("branch", "executors", "review", "shards", "loop", "environment_plane",
+                                           "context_root")] == []
+    every_run = ("steps", "scenes", "sim_user", "separate_verifier", "codex_apps")  # a task or agent switches these on
     assert sorted(m for m in loaded if m[0] in every_run) == sorted([[p] for p in every_run] +
                                                                      [[p, "feature"] for p in every_run])
 
 
 def test_a_spec_switches_on_the_features_its_settings_name(tmp_path: Path):
     names = lambda spec: [f.name for f in extensions.active(spec)]  # noqa: E731
-    every_run = ["skills", "steps", "scenes", "sim-user", "separate-verifier"]  # a task may switch these on
-    assert names(RunSpec()) == every_run
+    every_run = ["skills", "steps", "scenes", "sim-user", "separate-verifier", "codex-apps"]  # a task or agent may
+    assert names(RunSpec()) == every_run                                                     # switch these on
     assert names(RunSpec(checkpoints={"after": "every-prompt"}, executor="ray", review={"integrity": "audit"},
                          workers={"concurrency": 2})) == [
-        "skills", "steps", "checkpoints", "scenes", "sim-user", "separate-verifier", "shards", "executors", "review"]
+        "skills", "steps", "checkpoints", "scenes", "sim-user", "separate-verifier", "shards", "executors", "review",
+        "codex-apps"]
     assert names(RunSpec(workers={"retries": 3})) == every_run  # a shard's tuning alone runs no shards
+    assert names(RunSpec(loop_strategy="self-review", environment_manifest="env0@prod", context_root=str(tmp_path))) == [
+        "skills", "steps", "loop", "scenes", "sim-user", "separate-verifier", "environment-plane", "context-root",
+        "codex-apps"]
 
 
 def test_a_feature_s_own_field_is_read_and_refused_by_it():
     assert RunSpec(checkpoints={"after": "prompt:1,3"}).checkpoints.after == [1, 3]
+    assert RunSpec(loop_strategy="verify-retry").loop_strategy == "verify-retry:k=3,feedback=names"
+    with pytest.raises(ValueError, match="unknown strategy 'retry-forever'"):
+        RunSpec(loop_strategy="retry-forever")
     with pytest.raises(ValueError, match="--executor 'nowhere'"):
         RunSpec(executor="nowhere")
     with pytest.raises(ValueError, match="checkpoints"):
@@ -97,6 +105,14 @@ def test_one_runner_picks_one_mode_per_trial():
     assert type(trial_mode(req(scenes=["s"], control=True), None, [])) is PlainMode  # the oracle solves it whole
     assert type(trial_mode(req(user=True), None, [])) is SimUserMode
     assert type(trial_mode(req(user=True, control=True), None, [])) is PlainMode
+
+    from benchflow.loop.mode import LoopMode
+
+    looped = req()
+    looped.spec = RunSpec(loop_strategy="self-review:k=2")
+    assert type(trial_mode(looped, None, ["p"])) is LoopMode and trial_mode(looped, None, ["p"]).verifier_runs
+    looped.spec = RunSpec(loop_strategy="single-shot")  # given, but nothing to loop: the plain mode
+    assert type(trial_mode(looped, None, ["p"])) is PlainMode
 
 
 def test_a_task_s_verifier_sandbox_of_its_own_is_the_separate_verifier_s_phase():

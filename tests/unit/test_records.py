@@ -73,7 +73,7 @@ def test_a_0_7_job_reads_into_the_current_model():
     assert (regex.agent, regex.agent_name) == ("gemini", "gemini-cli")  # 0.7 wrote two names: both kept
     extra = regex.model_extra
     assert extra["skill_mode"] == "no-skill" and extra["usage_tracking"]["status"] == "tracked"
-    assert extra["loop"] == {"mode": "single"} and extra["dataset_name"] == "terminal-bench"
+    assert regex.loop == {"mode": "single"} and extra["dataset_name"] == "terminal-bench"  # 0.7's loop block, kept
     fixed = read_record(TrialResult, OLD / "fix-bug__0a1b2c3d" / "result.json")
     assert fixed.agent_result.total_tokens == 1250  # 0.7 record without the total: summed from its parts
     config = read_record(TrialConfig, OLD / "regex-log__bab1cbf6" / "config.json")

@@ -134,6 +134,15 @@ EvalResultsModel = Annotated[Optional[str], typer.Option("--eval-results-model",
 EvalResultsDataset = Annotated[Optional[str], typer.Option("--eval-results-dataset", hidden=True, help="HF benchmark dataset id, e.g. org/benchmark")]
 EvalResultsTask = Annotated[Optional[str], typer.Option("--eval-results-task", hidden=True, help="Benchmark task_id from the dataset's eval.yaml")]
 
+SelfGenNoInternet = Annotated[bool, typer.Option("--self-gen-no-internet", hidden=True, help="Disable web tools for the self-generated run")]
+
+# Run flags of issue #34, each in its feature's panel (loop/, environment_plane/, context_root/, codex_apps/)
+LoopStrategy = Annotated[Optional[str], typer.Option("--loop-strategy", hidden=True, help="Harness loop strategy, e.g. 'verify-retry:k=3,feedback=names', 'self-review:k=3', or 'single-shot' (default). verify-retry re-prompts with filtered soft-verifier feedback; self-review re-prompts the agent to critique its OWN work (no verifier signal); both loop until the soft verifier passes or k retries are spent.")]
+EnvironmentManifest = Annotated[Optional[str], typer.Option("--environment-manifest", hidden=True, metavar="<path|name@version>", help="Environment-plane manifest applied to every rollout: a path to an environment.toml, OR a 'name@version' registry spec resolved via $BENCHFLOW_ENV_REGISTRY when set, else the built-in registry shipped with benchflow (env0@prod, env0@outage). The manifest-declared stateful environment is provisioned, gated on readiness, and torn down.")]
+State = Annotated[Optional[str], typer.Option("--state", hidden=True, help="The stateful environment to bind, apart from the task. Inline JSON with an optional tool subset (e.g. {\"name\": \"env0\", \"tools\": [\"gmail\", \"gcal\"]}), OR a name@version spec, OR a manifest path. Takes precedence over --environment-manifest.")]
+ContextRoot = Annotated[Optional[Path], typer.Option("--context-root", hidden=True, help="Repo/build-context root used to stage Dockerfile COPY sources for monorepo-authored local tasks.")]
+CodexAppsPolicy = Annotated[Optional[str], typer.Option("--codex-apps-policy", hidden=True, help="Codex account Apps: disabled (scored-task default) or inherit (explicit opt-in).")]
+
 
 # The help's panels: the engine's settings by concern, and each feature of ``jobs.extensions`` its own
 # (``bench run --help-all`` shows every one).
@@ -154,7 +163,11 @@ PANELS: dict[str, tuple[object, ...]] = {
                           Canonicalize, CanonicalSelectionOut, CanonicalJobsDir, AcceptDeviations),
     "Publishing to Hugging Face": (PublishHf, PublishBucket, HfPrefix, HfPublicReadCheck, EvalResultsModel,
                                    EvalResultsDataset, EvalResultsTask),
-    "Skills (feature)": (TaskSkills, SkillsDir, SkillMode, SkillCreatorDir),
+    "Skills (feature)": (TaskSkills, SkillsDir, SkillMode, SkillCreatorDir, SelfGenNoInternet),
+    "Loop strategy (feature)": (LoopStrategy,),
+    "Environment plane: stateful environment (feature)": (EnvironmentManifest, State),
+    "Context root (feature)": (ContextRoot,),
+    "Codex apps (feature)": (CodexAppsPolicy,),
     "Checkpoints (feature)": (Checkpoints, CheckpointKeep, RetryFromCheckpoint, RetryPrompt, RetryResumeSession),
     "Separate verifier (feature)": (VerifierSandbox, SeparateVerifier, SeparateVerifierInclude),
     "Shards: worker subprocesses (feature)": (WorkerConcurrency, WorkerRetries, WorkerStartStagger),

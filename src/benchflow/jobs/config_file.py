@@ -63,6 +63,9 @@ _NATIVE: dict[str, tuple[str, Any]] = {
     "separate_verifier": ("verifier.sandbox", "separate"),
     "separate_verifier_include": ("verifier.include", list),
     "integrity": ("review.integrity", str), "reviewer": ("review.reviewer", dict), "scenes": ("scenes", "scenes"),
+    "loop_strategy": ("loop_strategy", "as-given"), "environment_manifest": ("environment_manifest", str),
+    "state": ("state", "state"), "context_root": ("context_root", str),
+    "self_gen_no_internet": ("skills.no_internet", bool), "codex_apps_policy": ("codex_apps_policy", str),
 }
 """A run config's keys are the contracts' flat ones (§7.1); a feature's land in its section of ``RunSpec``."""
 
@@ -84,6 +87,10 @@ def _convert(source: str, key: str, value: Any, kind: Any) -> Any:
         from .extensions import feature
 
         return feature("scenes").parse_config(source, value)
+    if kind == "as-given":  # the feature reads it (loop_strategy: text or {strategy, params})
+        return value
+    if kind == "state":  # --state's inline JSON may be written as a mapping in YAML
+        return json.dumps(value) if isinstance(value, dict) else str(value)
     if kind == "duration":
         try:
             return parse_duration(value) or 0.0  # 0 / none: off

@@ -40,6 +40,9 @@ The points, in the order a run meets them:
 - ``task_view(spec, task)``: the task as the trial runs it (a run config's scenes in place of its own).
 - ``trial_record(req)``: keys of the trial's ``config.json``.
 - ``sandbox_options(req)``: keyword arguments for the trial's sandbox spec.
+- ``before_trial(req, sandbox, paths, state)``: once the trial's sandbox has started and its task files and
+  setup commands are in, before the agent's mode (a stateful environment provisioned and gated on
+  readiness); a ``BenchError`` is the trial's error and the agent does not run.
 - ``trial_mode(req, paths, prompts)``: a :class:`TrialMode` that runs the trial's agent phase (the first
   feature that returns one wins, in the order of :data:`FEATURES`), or None.
 - ``layer_agents(req)``: agents besides the run's that the trial runs (a scene's roles), each installed
@@ -47,6 +50,9 @@ The points, in the order a run meets them:
 - ``before_agent(req, sandbox, user)``: after the agent's install, before it runs (as root).
 - ``verifier(req)``: the verifier phase to run in place of the task sandbox's (a separate sandbox), or
   None; asked once the trial's sandbox has started.
+- ``after_trial(req, sandbox, paths, state)``: after the verifier, before the trial's record, also when the
+  agent or verifier failed (the stateful environment torn down); a ``BenchError`` is logged, not the
+  trial's.
 - ``after_trials(spec, paths, results, tasks, emit)``: after the run's trials, before the summary.
 - ``after_regrade(job_root, pairs, changes, rows)``: after ``bench regrade --review``'s regrades (the
   ``review`` feature, asked for by name with :func:`feature`): each summary row's ``review``; returns
@@ -133,6 +139,7 @@ FEATURES: tuple[Row, ...] = (
     Row("skills", "benchflow.skills.feature:SKILLS"),
     Row("steps", "benchflow.steps.feature:STEPS", ahead=("benchflow.steps.runner",)),
     Row("checkpoints", "benchflow.branch.feature:CHECKPOINTS", ("checkpoints",), parses=("checkpoints.after",)),
+    Row("loop", "benchflow.loop.feature:LOOP", ("loop_strategy",), parses=("loop_strategy",)),
     Row("scenes", "benchflow.scenes.feature:SCENES", ahead=("benchflow.scenes.runner",)),
     Row("sim-user", "benchflow.sim_user.feature:SIM_USER"),
     Row("separate-verifier", "benchflow.separate_verifier.feature:SEPARATE_VERIFIER",
@@ -141,10 +148,13 @@ FEATURES: tuple[Row, ...] = (
     Row("executors", "benchflow.executors.feature:EXECUTORS", ("executor",), parses=("executor",)),
     Row("review", "benchflow.review.feature:REVIEW", ("review",)),
     Row("hosted-env", "benchflow.hosted.feature:HOSTED_ENV", ("source_env",)),
+    Row("environment-plane", "benchflow.environment_plane.feature:ENVIRONMENT_PLANE", ("environment_manifest", "state")),
+    Row("context-root", "benchflow.context_root.feature:CONTEXT_ROOT", ("context_root",)),
+    Row("codex-apps", "benchflow.codex_apps.feature:CODEX_APPS"),
 )
 """The built-in features, in the order their hooks run: a trial's mode is its task's steps, else a feature's
-(``--checkpoints``), else its scenes, else the simulated user's, else plain (``jobs/modes.py``); the worker
-shards' refusal comes before the executor's checks."""
+(``--checkpoints``, ``--loop-strategy``), else its scenes, else the simulated user's, else plain
+(``jobs/modes.py``); the worker shards' refusal comes before the executor's checks."""
 
 PARSED_FIELDS: tuple[str, ...] = tuple(name for row in FEATURES for name in row.parses)
 

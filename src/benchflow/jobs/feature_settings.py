@@ -62,6 +62,9 @@ class SkillSettings(BaseModel):
     task_skills: bool | None = None
     """True: also deploy the task's ``environment/skills``; False: no skill of the task (not even its
     ``sandbox.skills_dir``); None: the task's ``sandbox.skills_dir`` only."""
+    no_internet: bool = False
+    """``--self-gen-no-internet``: with mode self-gen, the agent's web tools are turned off
+    (``benchflow.skills.web_tools``)."""
 
 
 class VerifierSettings(BaseModel):
@@ -107,7 +110,7 @@ LEGACY_KEYS: dict[str, str] = {
     "retry_from_checkpoint": "checkpoints.retry", "retry_prompt": "checkpoints.retry_prompt",
     "retry_resume_session": "checkpoints.retry_resume_session",
     "skill_mode": "skills.mode", "skills_dir": "skills.dir", "skill_creator_dir": "skills.creator_dir",
-    "task_skills": "skills.task_skills",
+    "task_skills": "skills.task_skills", "self_gen_no_internet": "skills.no_internet",
     "verifier_sandbox": "verifier.sandbox", "separate_verifier_include": "verifier.include",
     "worker_concurrency": "workers.concurrency", "worker_retries": "workers.retries",
     "worker_start_stagger_sec": "workers.start_stagger_sec",

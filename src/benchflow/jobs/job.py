@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 CHANGE_KEYS = ("task_digest", "agent", "model", "reasoning_effort", "sandbox_user", "agent_env",
                "prompts_sha256", "timeout_multiplier", "extra_instruction", "config_override",
-               "verifier_sandbox", "skill_mode", "scenes")
+               "verifier_sandbox", "skill_mode", "scenes", "loop", "environment_manifest", "codex_apps_policy")
 """Settings a finished trial must share with this run to be reused (``scenes``: the scenes as played, which a
 run config's ``scenes`` change without changing the task's digest)."""
 

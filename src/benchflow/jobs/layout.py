@@ -13,6 +13,7 @@ The job folder is the database; every later command reads it back::
         results.jsonl               concatenation of per-trial results.jsonl
         .set-aside/                 trials moved away by --restart-changed
         hosted-env/                 --source-env: install.log, vf-eval.log, run.json, vf-eval/ (raw output)
+        .build-context/<task>-<hash>/  --context-root: a task's environment/ with its COPY sources staged
         <task>__<hex8>/             one trial; a retry gets a new folder
           config.json  result.json  timing.json  prompts.json  sandbox.json
           rewards.jsonl  results.jsonl  kept-sandbox.json  regrade.json
@@ -29,6 +30,9 @@ The job folder is the database; every later command reads it back::
           steps/<NN>-<name>/   a multi-step task's step: step.json + agent/ verifier/ artifacts/ setup/
           turns/<NN>-<role>/   a scene's turn: turn.json + agent/ trajectory/ [simulated-user.json]
           simulated-user.json  the simulated user's rounds (trajectory/user_llm_trajectory.jsonl: its model calls)
+          loop/        --loop-strategy: iterations.jsonl + <NN>/verifier/ (each round's soft verification)
+          environment-plane.json  --environment-manifest / --state: what was bound, started, probed, torn down
+          codex_apps_policy.json  codex-acp: the Codex Apps policy applied and its probe (--codex-apps-policy)
 
 A trial folder without ``result.json`` never finished running (a killed or
 interrupted run). Resume reuses a task when one of its trials has a
@@ -226,6 +230,30 @@ class TrialPaths:
         """``observation.json`` of a branch child folder (see :meth:`branch_child`)."""
         return self.root / "observation.json"
 
+    @property
+    def loop_dir(self) -> Path:
+        """``loop/``: the rounds of a ``--loop-strategy`` trial."""
+        return self.root / "loop"
+
+    @property
+    def loop_iterations(self) -> Path:
+        """``loop/iterations.jsonl``: one line per round (prompt, soft reward, feedback level)."""
+        return self.loop_dir / "iterations.jsonl"
+
+    def loop_verifier_dir(self, round_index: int) -> Path:
+        """``loop/<NN>/verifier/``: what round ``round_index``'s soft verification wrote."""
+        return self.loop_dir / f"{round_index:02d}" / "verifier"
+
+    @property
+    def environment_plane(self) -> Path:
+        """``environment-plane.json``: the stateful environment bound to the trial and its services' life."""
+        return self.root / "environment-plane.json"
+
+    @property
+    def codex_apps_policy(self) -> Path:
+        """``codex_apps_policy.json``: the Codex Apps policy a codex-acp trial ran under, and its proof."""
+        return self.root / "codex_apps_policy.json"
+
     def agent_log(self, agent: str) -> Path:
         """``agent/<agent with - as _>.txt``."""
         return self.agent_dir / f"{agent.replace('-', '_')}.txt"
@@ -325,6 +353,9 @@ class JobPaths:
     def hosted_env(self) -> Path:
         """``hosted-env/``: a hosted environment's install and vf-eval logs, its command and raw output."""
         return self.root / "hosted-env"
+    def build_contexts(self) -> Path:
+        """``.build-context/``: tasks' build contexts staged for ``--context-root``."""
+        return self.root / ".build-context"
 
     @property
     def lock(self) -> Path:

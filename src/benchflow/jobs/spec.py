@@ -201,6 +201,24 @@ class RunSpec(BaseModel):
     canonical_jobs_dir: str | None = None
     """Copy the selected trial folders here, one job folder for ``bench train convert``; needs ``canonicalize``."""
 
+    # --- Run flags of issue #34, one block per feature (loop/, environment_plane/, context_root/,
+    # codex_apps/): one or two settings each, a field of their own like ``executor``; each feature parses and
+    # checks its own. ``--self-gen-no-internet`` is the skills section's ``no_internet``.
+    loop_strategy: str | None = None
+    """``single-shot``, ``verify-retry[:k=N,feedback=none|counts|names|raw]`` or ``self-review[:k=N]``, kept in
+    its canonical spelling (``benchflow.loop.strategy``); None: single-shot."""
+    environment_manifest: str | None = None
+    """A stateful environment bound to every trial: an ``environment.toml`` path or a ``name@version`` of the
+    environment registry (``benchflow.environment_plane``)."""
+    state: str | None = None
+    """The same as ``environment_manifest``, or inline JSON ``{"name": ..., "tools": [...]}`` choosing a subset of
+    its services; wins over ``environment_manifest``."""
+    context_root: str | None = None
+    """The repository root a task's Dockerfile ``COPY`` sources are relative to (``benchflow.context_root``)."""
+    codex_apps_policy: Literal["disabled", "inherit"] | None = None
+    """Codex account Apps for codex-acp trials: disabled (the default for scored tasks) or inherit
+    (``benchflow.codex_apps``)."""
+
     @model_validator(mode="before")
     @classmethod
     def _flat_keys(cls, data: Any) -> Any:

@@ -11,6 +11,7 @@ reruns it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
@@ -21,7 +22,7 @@ from typing import Any
 
 from benchflow.agents.trajectory import AcpTrajectoryFile
 from benchflow.categories import classify_error
-from benchflow.errors import InfraError
+from benchflow.errors import BenchError, InfraError
 from benchflow.sandbox.base import Sandbox, discard
 from benchflow.sandbox.session import SessionSetupError, sandbox_session
 from benchflow.util import atomic
@@ -104,6 +105,8 @@ async def run_trial(req: TrialRequest, mode: TrialMode | None = None) -> dict[st
             await environment_phase(req, session.sandbox, paths, state)
             timing["environment_setup"] = time.monotonic() - t
             try:
+                await _before_trial(req, session.sandbox, paths, state)  # e.g. a stateful environment provisioned
+                timing["environment_setup"] = time.monotonic() - t
                 async with req.run_slot or contextlib.nullcontext():
                     network = contextlib.nullcontext() if mode.opens_network else \
                         agent_network(req, session.sandbox, paths, state)  # metadata block, allowlist proxy
@@ -115,6 +118,8 @@ async def run_trial(req: TrialRequest, mode: TrialMode | None = None) -> dict[st
                     await mode.after_verifier(session.sandbox, state)
             except Exception as exc:  # noqa: BLE001 - a dead engine or a bug must not take the job down
                 _unexpected(name, exc, state)
+            finally:
+                await _after_trial(req, session.sandbox, paths, state)
             timing["total"] = time.monotonic() - t0
             result = await record_phase(req, paths, started_at, timing, sink, state)
             if session.sandbox.capabilities.keep and _keep(req.spec.keep_sandbox, result):
@@ -149,6 +154,27 @@ def _write_config(req: TrialRequest, paths: TrialPaths, started_at: dt.datetime)
         seed=req.seed, sandbox_fit=req.fit.record() if req.fit is not None else None,
         features=_feature_records(req), provenance=req.provenance))
     atomic.write_json(paths.prompts, req.prompts)
+
+
+async def _before_trial(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, state: TrialState) -> None:
+    """The features' ``before_trial`` points; the first failure is the trial's error (no agent runs)."""
+    for before_trial in hooks(req.spec, "before_trial"):
+        if state.error is not None:
+            return
+        try:
+            await before_trial(req, sandbox, paths, state)
+        except BenchError as exc:
+            state.error, state.error_category = str(exc), exc.category
+
+
+async def _after_trial(req: TrialRequest, sandbox: Sandbox, paths: TrialPaths, state: TrialState) -> None:
+    """The features' ``after_trial`` points, each run even when one before it failed (shielded: a
+    cancelled trial still stops what its features started)."""
+    for after_trial in hooks(req.spec, "after_trial"):
+        try:
+            await asyncio.shield(after_trial(req, sandbox, paths, state))
+        except BenchError as exc:
+            log.warning("trial %s: %s", paths.name, exc)
 
 
 def _feature_records(req: TrialRequest) -> dict[str, Any]:

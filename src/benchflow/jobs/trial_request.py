@@ -79,10 +79,10 @@ def seed_env(seed: int | None) -> dict[str, str]:
 
 
 def sandbox_spec(req: TrialRequest, trial: str) -> SandboxSpec:
-    options: dict[str, Any] = {}
-    for sandbox_options in hooks(req.spec, "sandbox_options"):  # e.g. whether the image keeps the task's skills
-        options.update(sandbox_options(req))
-    spec = spec_for_task(req.task, digest=req.digest, sandbox_user=req.agent_user,
+    options: dict[str, Any] = {"digest": req.digest}
+    for sandbox_options in hooks(req.spec, "sandbox_options"):  # e.g. whether the image keeps the task's skills,
+        options.update(sandbox_options(req))                    # a staged build context and its digest
+    spec = spec_for_task(req.task, sandbox_user=req.agent_user,
                          base_image_override=req.spec.base_image_override, ca_bundle=req.ca_bundle,
                          setup_timeout_sec=req.spec.sandbox_setup_timeout_sec, **options,
                          labels={**req.labels, "benchflow.trial": trial, "benchflow.task": req.task.name},

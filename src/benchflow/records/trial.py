@@ -209,6 +209,10 @@ class TrialResult(Record):
                                            "rubric's reward beside the verifier's); null when none ran.")
     continued: Continuation | None = Field(None, description="bench eval continue: the timed-out trial this one "
                                            "resumed and how the replay went; null for any other trial.")
+    loop: dict[str, Any] | None = Field(None, description="--loop-strategy: {strategy, params, iterations_run, "
+                                        "stop_reason (passed_bar|max_iterations|error|budget), reward_trajectory "
+                                        "(each round's soft reward), first_pass_iteration, tokens_trajectory, "
+                                        "tokens_to_pass}; rounds in loop/iterations.jsonl. Null without a strategy.")
 
     @property
     def reward(self) -> float | None:

@@ -75,6 +75,18 @@ class TrialConfig(Record):
                                                 "records written before it was recorded.")
     continued_from: str | None = Field(None, description="bench eval continue: the timed-out trial folder this "
                                        "trial resumes (absolute path); null for any other trial.")
+    self_gen_no_internet: bool | None = Field(None, description="--self-gen-no-internet: the self-gen agent's "
+                                              "web tools were turned off (benchflow.skills.web_tools).")
+    loop: dict[str, Any] | None = Field(None, description="--loop-strategy as run: {strategy, params: {k, "
+                                        "feedback}}; null when none was given (single-shot).")
+    environment_manifest: dict[str, Any] | None = Field(None, description="The stateful environment bound with "
+                                                        "--environment-manifest / --state: {name, image, base_image, "
+                                                        "owns_lifecycle, isolation, services, bound_by, spec, path, "
+                                                        "env_hash, tools}; null when none.")
+    context_root: str | None = Field(None, description="--context-root: the repository root Dockerfile COPY "
+                                     "sources were staged from, or null.")
+    codex_apps_policy: str | None = Field(None, description="codex-acp trials: the Codex account Apps policy "
+                                          "applied, disabled or inherit (codex_apps_policy.json has the proof).")
     executor: dict[str, Any] | None = Field(None, description="Where the trial ran when not in the driver's "
                                             "process (--executor ray): kind (ray), cluster, node_id, node_ip, "
                                             "hostname; lost: true when the node died before it finished. "

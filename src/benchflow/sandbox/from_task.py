@@ -19,12 +19,14 @@ def sanitize(name: str) -> str:
 def spec_for_task(task: Any, *, digest: str | None = None, sandbox_user: str | None = "agent",
                   base_image_override: str | None = None, labels: Mapping[str, str] | None = None,
                   ca_bundle: Path | None = None, mounts: Mapping[str, Path] | None = None,
-                  bundled_skills: bool = True, setup_timeout_sec: float | None = None) -> SandboxSpec:
+                  bundled_skills: bool = True, setup_timeout_sec: float | None = None,
+                  environment_dir: Path | None = None) -> SandboxSpec:
     """The spec of a loaded :class:`benchflow.tasks.Task`; ``digest`` defaults to the task's own;
-    ``bundled_skills=False`` leaves ``environment/skills/`` out of the image (a no-skill run)."""
+    ``bundled_skills=False`` leaves ``environment/skills/`` out of the image (a no-skill run);
+    ``environment_dir`` builds from another folder than the task's ``environment/`` (a staged copy)."""
     cfg = task.config.sandbox
     return SandboxSpec(
-        name=sanitize(task.name), environment_dir=task.paths.environment_dir,
+        name=sanitize(task.name), environment_dir=environment_dir or task.paths.environment_dir,
         cache_key=digest or task.digest(), dockerfile=task.paths.dockerfile.name, image=cfg.docker_image,
         cpus=float(cfg.cpus), memory_mb=int(cfg.memory_mb), gpus=int(cfg.gpus or 0),
         gpu_types=tuple(cfg.gpu_types or ()), network_mode=cfg.network_mode,

@@ -1,5 +1,6 @@
 """Skills as a run feature (``jobs.extensions``): the policy checked up front, self-gen prompts, the
-skills deployed after the agent's install, the image keeping the task's skills, and ``config.json``'s keys."""
+skills deployed after the agent's install (and, with ``--self-gen-no-internet``, its web tools turned off),
+the image keeping the task's skills, and ``config.json``'s keys."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .policy import image_keeps_task_skills, policy_of, record, self_gen_prompts, sources
 
 if TYPE_CHECKING:
+    from benchflow.jobs.plan import Plan
     from benchflow.jobs.spec import RunSpec
     from benchflow.jobs.trial_request import TrialRequest
     from benchflow.sandbox.base import Sandbox
@@ -18,6 +20,25 @@ class SkillsFeature:
 
     def check_spec(self, spec: RunSpec) -> None:
         policy_of(spec)  # a mode without its folder, or a missing folder, is refused up front
+
+    def plan_refusals(self, plan: Plan) -> list[str]:
+        """An agent whose web tools ``--self-gen-no-internet`` cannot turn off is refused up front."""
+        spec = plan.spec
+        if not spec.skills.no_internet or spec.agent in ("oracle", "nop", "empty"):
+            return []
+        from benchflow.agents.registry import get_agent_config
+        from benchflow.errors import BenchError
+
+        from .web_tools import switches
+
+        try:
+            name = get_agent_config(spec.agent).name
+        except BenchError:
+            return []  # an unknown agent is refused on its own
+        if name in switches():
+            return []
+        return [f"--self-gen-no-internet: bench does not know how to turn off {name}'s web tools (it can for "
+                f"{', '.join(sorted(switches()))}); run without it or with one of those agents"]
 
     def prompts(self, spec: RunSpec, prompts: list[str]) -> list[str]:
         return self_gen_prompts(policy_of(spec), prompts)
@@ -35,6 +56,10 @@ class SkillsFeature:
         from .deploy import deploy_skills
 
         await deploy_skills(sandbox, sources(policy_of(req.spec), req.task), req.agent, user, sandbox.workdir)
+        if req.spec.skills.no_internet and not req.agent.is_control:
+            from .web_tools import turn_off
+
+            await turn_off(sandbox, req.agent.name)
 
 
 SKILLS = SkillsFeature()

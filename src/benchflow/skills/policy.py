@@ -7,7 +7,8 @@ Four inputs decide it (contracts §3.2, §7.1; the CLI reference's ``bench run``
 - ``--skill-mode with-skill`` + ``--skills-dir`` — a host folder of skills for every task
   (``--skills-dir`` alone implies ``with-skill``);
 - ``--skill-mode self-gen`` + ``--skill-creator-dir`` — only the skill creator is deployed, and the
-  first prompt asks the agent to write its own skills with it before solving the task.
+  first prompt asks the agent to write its own skills with it before solving the task;
+  ``--self-gen-no-internet`` turns the agent's web tools off for it (:mod:`.web_tools`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class SkillPolicy:
     skills_dir: Path | None = None
     creator_dir: Path | None = None
     """The ``skill-creator`` skill folder itself (resolved from ``--skill-creator-dir``)."""
+    no_internet: bool = False
+    """``--self-gen-no-internet``: the agent's web tools are turned off (self-gen only)."""
 
 
 def _folder(value: str, flag: str) -> Path:
@@ -73,10 +76,13 @@ def policy_of(spec: Any) -> SkillPolicy:
         raise ConfigError("--skill-mode self-gen needs --skill-creator-dir (the skill-creator skill)")
     if mode != "self-gen" and given.creator_dir:
         raise ConfigError("--skill-creator-dir is used only with --skill-mode self-gen; drop it or set the mode")
+    if mode != "self-gen" and spec.skills.no_internet:
+        raise ConfigError("--self-gen-no-internet turns web tools off for a self-generated run; add --skill-mode "
+                          "self-gen (with --skill-creator-dir) or drop it")
     return SkillPolicy(
         mode=mode, task_skills=given.task_skills,
         skills_dir=_folder(given.dir, "--skills-dir") if given.dir else None,
-        creator_dir=creator_skill(_folder(given.creator_dir, "--skill-creator-dir")) if given.creator_dir else None)
+        creator_dir=creator_skill(_folder(given.creator_dir, "--skill-creator-dir")) if given.creator_dir else None, no_internet=given.no_internet)
 
 
 def _bundled(task: Any) -> Path | None:
@@ -140,6 +146,7 @@ def record(policy: SkillPolicy, task: Any, agent: Any) -> dict[str, Any]:
         "effective_skills_dir": ", ".join(s.path for s in deployed) or None,
         "skills_sandbox_dir": skill_paths(agent)[0] if deployed else None,
         "include_task_skills": bool(policy.task_skills),
+        "self_gen_no_internet": policy.no_internet,
     }
 
 

@@ -1,0 +1,1 @@
+"""``--codex-apps-policy``: Codex account Apps off in scored codex-acp trials, unless the run opts in."""

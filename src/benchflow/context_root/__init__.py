@@ -1,0 +1,1 @@
+"""``--context-root``: build monorepo-authored tasks whose Dockerfiles copy from the repository root."""
