@@ -67,13 +67,14 @@ def test_flat_keys_mean_the_same_settings_however_they_come(tmp_path: Path) -> N
 def test_each_flat_key_lands_in_its_own_section() -> None:
     given = {"checkpoints": "prompt:2", "checkpoint_keep": 4, "retry_from_checkpoint": "both",
              "retry_prompt": "again", "retry_resume_session": True, "skill_mode": "with-skill",
-             "skills_dir": "/s", "skill_creator_dir": "/c", "task_skills": False, "verifier_sandbox": "separate",
+             "skills_dir": "/s", "skill_creator_dir": "/c", "task_skills": False, "self_gen_no_internet": True,
+             "verifier_sandbox": "separate",
              "separate_verifier_include": ["/x"], "worker_concurrency": 2, "worker_retries": 0,
              "worker_start_stagger_sec": 0.5, "integrity": "audit", "reviewer": {"model": "m"}}
     assert set(given) == set(LEGACY_KEYS)
     assert lift_legacy({**given, "agent": "nop"}) == {"agent": "nop", "checkpoints": {
         "after": "prompt:2", "keep": 4, "retry": "both", "retry_prompt": "again", "retry_resume_session": True},
-        "skills": {"mode": "with-skill", "dir": "/s", "creator_dir": "/c", "task_skills": False},
+        "skills": {"mode": "with-skill", "dir": "/s", "creator_dir": "/c", "task_skills": False, "no_internet": True},
         "verifier": {"sandbox": "separate", "include": ["/x"]},
         "workers": {"concurrency": 2, "retries": 0, "start_stagger_sec": 0.5},
         "review": {"integrity": "audit", "reviewer": {"model": "m"}}}

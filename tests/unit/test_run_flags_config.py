@@ -28,7 +28,7 @@ def test_a_run_config_gives_what_the_flags_give(tmp_path, monkeypatch):
     spec = build_run_spec(config)
     assert spec.loop_strategy == "verify-retry:k=2,feedback=counts"
     assert spec.environment_manifest == "env0@outage" and json.loads(spec.state) == {"name": "env0", "tools": ["gmail"]}
-    assert (spec.context_root, spec.self_gen_no_internet, spec.codex_apps_policy) == (str(tmp_path), True, "inherit")
+    assert (spec.context_root, spec.skills.no_internet, spec.codex_apps_policy) == (str(tmp_path), True, "inherit")
     flags = build_run_spec(None, fields={
         "loop_strategy": "verify-retry:feedback=counts,k=2", "environment_manifest": "env0@outage",
         "state": '{"name": "env0", "tools": ["gmail"]}', "context_root": str(tmp_path), "skill_mode": "self-gen",
