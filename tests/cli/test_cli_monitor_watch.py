@@ -171,12 +171,14 @@ def test_ctrl_c_while_a_rollout_is_judged_records_it_as_interrupted(tmp_path: Pa
 
 def test_sigterm_stops_the_watch_like_ctrl_c(tmp_path: Path, anthropic) -> None:
     stream = tmp_path / "events.jsonl"
-    stream.write_text(_event("open", "user_message", "still going"))
+    # a rollout that ends after the open one's line: once it is kept, the open one's line has been read
+    stream.write_text(_event("open", "user_message", "still going") + _event("read", "agent_message", "hi", end=True))
     run = tmp_path / "m" / "term"
     watching = Watching([str(stream), "--rubric", str(_rubric(tmp_path)), "--jobs-dir", str(tmp_path / "m"),
                          "--run-name", "term"], {"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": anthropic.url})
     try:
-        wait_until(lambda: (run / "monitor-run.json").is_file(), timeout=60, what="the watch to start")
+        wait_until(lambda: (run / "rollouts" / "read" / "acp_trajectory.jsonl").is_file(), timeout=60,
+                   what="the watch to read the stream's lines")
     finally:
         code = watching.stop(signal.SIGTERM)
     assert code == 130, watching.err
