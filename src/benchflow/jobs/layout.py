@@ -353,6 +353,8 @@ class JobPaths:
     def hosted_env(self) -> Path:
         """``hosted-env/``: a hosted environment's install and vf-eval logs, its command and raw output."""
         return self.root / "hosted-env"
+
+    @property
     def build_contexts(self) -> Path:
         """``.build-context/``: tasks' build contexts staged for ``--context-root``."""
         return self.root / ".build-context"
