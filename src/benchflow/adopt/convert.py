@@ -68,6 +68,19 @@ def choose_driver(codex_bin: str, *, named: bool, env: Mapping[str, str] | None 
     return Driver(agent=agent or DEFAULT_AGENT)
 
 
+def check_overrides(overrides: Sequence[str]) -> list[str]:
+    """``--codex-config`` values, each ``key=value`` with a key.
+
+    Raises:
+        UserError: one that is not.
+    """
+    for item in overrides:
+        key, eq, _ = item.partition("=")
+        if not eq or not key.strip():
+            raise UserError(f"--codex-config {item!r}: not key=value; write it as e.g. -c service_tier=flex")
+    return list(overrides)
+
+
 def source_for_prompt(source: str) -> str:
     """A local source as an absolute path (Codex runs in another folder); anything else as given."""
     path = Path(source).expanduser()
