@@ -58,8 +58,8 @@ def convert_action(source: str, *, name: Optional[str], model: Optional[str], dr
     overrides = convert.check_overrides(codex_config)
     driver = convert.choose_driver(codex_bin, named=codex_bin != DEFAULT_CODEX_BIN)
     if driver.agent:
-        _convert_with_agent(convert.source_for_prompt(source), slug, bench, agent=driver.agent, model=model, dry_run=dry_run,
-                            overrides=overrides, says=driver.says(codex_bin))
+        _convert_with_agent(convert.source_for_prompt(source), slug, bench, agent=driver.agent, model=model,
+                            dry_run=dry_run, overrides=overrides, says=driver.says(codex_bin))
         return
     workdir = bench.parent.resolve().parent
     prompt = convert.adoption_prompt(convert.source_for_prompt(source), slug, bench, workdir)
