@@ -131,6 +131,16 @@ def test_a_copy_stopped_by_a_cap_leaves_the_old_package_and_nothing_beside_it(tm
     assert sorted(p.name for p in target.parent.iterdir()) == ["up"]
 
 
+def test_a_file_cut_short_by_the_per_file_cap_is_not_installed(tmp_path, monkeypatch):
+    produced = _produced(tmp_path / "trial" / "up")
+    (produced / "big.bin").write_bytes(b"x" * 10_000)
+    target = tmp_path / "benchmarks" / "up"
+    monkeypatch.setattr(copyout, "DEFAULT_LIMITS", CopyLimits(file_bytes=1000))
+    with pytest.raises(AdoptionFailed, match="1 file\\(s\\) over the per-file cap"):
+        install_package(produced, target)
+    assert list((tmp_path / "benchmarks").iterdir()) == []
+
+
 def test_a_stopped_copy_with_no_old_package_leaves_no_package(tmp_path, monkeypatch):
     produced = _produced(tmp_path / "trial" / "up")
     (produced / "big.bin").write_bytes(b"x" * 10_000)
@@ -153,7 +163,8 @@ def _trial(job: Path, result: dict, package: dict[str, str] | None) -> None:
             (trial / "artifacts" / "up" / rel).write_text(text)
 
 
-def _convert(tmp_path: Path, monkeypatch, result: dict, package: dict[str, str] | None) -> tuple[Path, list]:
+def _convert(tmp_path: Path, monkeypatch, result: dict, package: dict[str, str] | None,
+             said: list[str] | None = None) -> tuple[Path, list]:
     """convert_in_sandbox with the job run replaced by one that leaves ``result`` and ``package``."""
     import benchflow.jobs.api as api
 
@@ -170,15 +181,21 @@ def _convert(tmp_path: Path, monkeypatch, result: dict, package: dict[str, str] 
 
     monkeypatch.setattr(api, "run", fake_run)
     monkeypatch.setattr(agent_run, "_host_ca_bundle", lambda: None)
-    convert_in_sandbox(str(source), "up", target, agent="codex-acp", model="gpt-5.2", say=lambda _l: None,
+    convert_in_sandbox(str(source), "up", target, agent="codex-acp", model="gpt-5.2",
+                       say=(said if said is not None else []).append,
                        jobs_dir=tmp_path / "jobs")
     return target, specs
 
 
 def test_a_finished_trial_installs_its_package_and_runs_as_bench_run_would(tmp_path, monkeypatch):
-    result = {"error": None, "rewards": {"reward": 1.0}, "copy_out_info": None}
-    target, specs = _convert(tmp_path, monkeypatch, result, {"benchflow.py": "new\n"})
+    dropped = {"n_dropped": 1, "dropped": [{"path": "leak", "reason": "absolute or empty symbolic link"}], "n_cut": 0,
+               "stopped": None}
+    result = {"error": None, "rewards": {"reward": 1.0},
+              "copy_out_info": {"artifacts": {"/app/benchmarks/up": {"copy": dropped}}}}
+    said: list[str] = []
+    target, specs = _convert(tmp_path, monkeypatch, result, {"benchflow.py": "new\n"}, said)
     assert (target / "benchflow.py").read_text() == "new\n"
+    assert f"left out of {target}: leak (absolute or empty symbolic link)" in said
     (spec,) = specs
     assert (spec.agent, spec.model, spec.retry.attempts, spec.fresh) == ("codex-acp", "gpt-5.2", 0, True)
 
@@ -189,7 +206,9 @@ def test_a_finished_trial_installs_its_package_and_runs_as_bench_run_would(tmp_p
     ({"error": None, "copy_out_info": {"artifacts": {"/app/benchmarks/up": {"missing": "/app/benchmarks/up"}}}},
      None, "left no /app/benchmarks/up/ in its sandbox"),
     ({"error": None, "copy_out_info": {"artifacts": {"/app/benchmarks/up": {"copy": {"stopped": "read 1 bytes"}}}}},
-     {"benchflow.py": "half\n"}, "copied out only in part"),
+     {"benchflow.py": "half\n"}, "copied out only in part \\(read 1 bytes\\)"),
+    ({"error": None, "copy_out_info": {"artifacts": {"/app/benchmarks/up": {"copy": {"n_cut": 1, "stopped": None}}}}},
+     {"benchflow.py": "half\n"}, "copied out only in part \\(1 file"),
 ])
 def test_a_failed_or_partial_conversion_leaves_the_host_package_as_it_was(tmp_path, monkeypatch, result, package,
                                                                           says):

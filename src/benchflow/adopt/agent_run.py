@@ -75,11 +75,13 @@ def convert_in_sandbox(source: str, slug: str, target: Path, *, agent: str, mode
     if "missing" in note or not produced.is_dir():
         raise AdoptionFailed(f"agent {agent} left no {package_path(slug)}/ in its sandbox; {target} is unchanged "
                              f"(its log: {trial / 'agent'})")
-    if (note.get("copy") or {}).get("stopped"):
-        raise AdoptionFailed(f"the package in the sandbox was copied out only in part ({note['copy']['stopped']}); "
+    copy = note.get("copy") or {}
+    if copy.get("stopped") or copy.get("n_cut"):
+        why = copy.get("stopped") or f"{copy['n_cut']} file(s) over the per-file cap, cut short"
+        raise AdoptionFailed(f"the package in the sandbox was copied out only in part ({why}); "
                              f"{target} is unchanged; the part is in {produced}")
     report = install_package(produced, target)
-    for dropped in report.get("dropped", []):
+    for dropped in [*copy.get("dropped", []), *report.get("dropped", [])]:
         say(f"left out of {target}: {dropped['path']} ({dropped['reason']})")
     say(f"trial record: {trial}")
     return result
@@ -89,11 +91,11 @@ def install_package(produced: Path, target: Path) -> dict[str, Any]:
     """Copy the folder ``produced`` to ``target`` whole or not at all; the copy's note (``{}``: all came).
 
     The copy follows no link (a link that leads out of ``produced``, a device, a FIFO is left out and
-    listed in the note) and is built beside ``target``, then swapped in; a copy stopped by a cap
-    leaves ``target`` as it was.
+    listed in the note) and is built beside ``target``, then swapped in; a copy stopped by a cap, or
+    with a file cut short by one, leaves ``target`` as it was.
 
     Raises:
-        AdoptionFailed: the copy was stopped, or ``target``'s folder cannot be written.
+        AdoptionFailed: the copy was not whole, or ``target``'s folder cannot be written.
     """
     from benchflow.sandbox.copyout import copy_out_tree
 
@@ -105,8 +107,9 @@ def install_package(produced: Path, target: Path) -> dict[str, Any]:
     try:
         with atomic.swap_in_when_done(staging, target):
             report = copy_out_tree(produced, staging)
-            if report.stopped:
-                raise AdoptionFailed(f"copying {produced} stopped ({report.stopped}); {target} is unchanged")
+            if report.stopped or report.n_cut:
+                why = report.stopped or f"{report.n_cut} file(s) over the per-file cap, cut short"
+                raise AdoptionFailed(f"copying {produced} was not whole ({why}); {target} is unchanged")
     except OSError as exc:  # the staging folder is removed already
         raise AdoptionFailed(f"{target}: cannot be replaced ({exc.strerror}); the package is left in "
                              f"{produced}") from None
