@@ -372,11 +372,39 @@ def test_a_failing_codex_run_exits_1(tmp_path):
     assert (tmp_path / "b" / "up" / "parity_test.py").is_file()  # the scaffold stays for the next attempt
 
 
-def test_no_codex_on_the_host_is_one_line_and_nothing_is_written(tmp_path):
-    done = run_bench("eval", "adopt", "up", cwd=tmp_path, env={"PATH": "/nonexistent"})
+def test_a_named_codex_binary_that_is_missing_is_one_line_and_nothing_is_written(tmp_path):
+    done = run_bench("eval", "adopt", "up", "--codex-bin", "/nonexistent/codex", cwd=tmp_path,
+                     env={"PATH": "/nonexistent"})
     assert done.returncode == 2
-    assert done.stderr == ("error: codex CLI not found: 'codex' is not an executable on PATH; install it "
+    assert done.stderr == ("error: codex CLI not found: '/nonexistent/codex' is not an executable on PATH; install it "
                            "(npm install -g @openai/codex) or pass --codex-bin PATH\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_codex_on_the_host_the_dry_run_shows_the_sandboxed_agent_and_its_prompt(tmp_path):
+    source = tmp_path / "Cool_Bench"
+    source.mkdir()
+    done = run_bench("eval", "adopt", "./Cool_Bench", "--dry-run", cwd=tmp_path, env={"PATH": "/nonexistent"})
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("conversion: no 'codex' on PATH, so agent codex-acp runs it in a BenchFlow sandbox")
+    first, *prompt = done.stdout.splitlines()
+    assert first == (f"agent codex-acp in a BenchFlow sandbox (image debian:bookworm-slim, model the agent default); "
+                     f"{source} -> /app/source; the package comes back to benchmarks/cool-bench/")
+    assert f"Source benchmark: /app/source (a copy of {source})" in prompt
+    assert "Target package: benchmarks/cool-bench/ (scaffolded; fill it in)" in prompt
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Cool_Bench"]
+
+    other = run_bench("eval", "adopt", "./Cool_Bench", "--dry-run", cwd=tmp_path,
+                      env={"PATH": "/nonexistent", "BENCHFLOW_ADOPT_AGENT": "claude-agent-acp"})
+    assert other.stdout.startswith("agent claude-agent-acp in a BenchFlow sandbox")
+
+
+def test_codex_config_without_a_host_codex_is_one_line(tmp_path):
+    done = run_bench("eval", "adopt", "up", "-c", "service_tier=flex", cwd=tmp_path, env={"PATH": "/nonexistent"})
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == ("error: --codex-config: only the host's Codex CLI takes -c options and "
+                                            "there is none on PATH (agent codex-acp in a sandbox does not); install "
+                                            "Codex, or drop -c")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -387,7 +415,8 @@ ALIASES = [
      "Deprecated; use bench eval adopt NAME --scaffold-only."),
     (["agent", "create"], ["eval", "adopt"], ["old-bench"], ["old-bench", "--scaffold-only"],
      "Deprecated; use bench eval adopt NAME --scaffold-only."),
-    (["adopt", "convert"], ["eval", "adopt"], ["./src", "--dry-run", "-c", "a=b"], ["./src", "--dry-run", "-c", "a=b"],
+    (["adopt", "convert"], ["eval", "adopt"], ["./src", "--dry-run", "-c", "a=b", "--codex-bin", "/opt/codex"],
+     ["./src", "--dry-run", "-c", "a=b", "--codex-bin", "/opt/codex"],
      "Deprecated; use bench eval adopt SOURCE."),
     (["agent", "run"], ["eval", "adopt"], ["./src", "--dry-run"], ["./src", "--dry-run"],
      "Deprecated; use bench eval adopt SOURCE."),

@@ -1,23 +1,30 @@
-"""The conversion, carried out by the host's Codex CLI (``bench eval adopt SOURCE``).
+"""The conversion prompt, and the host's Codex CLI that carries it out (``bench eval adopt SOURCE``).
 
 BenchFlow writes the prompt (the source, the target package, the conversion guide in ``guide.md``)
-and launches
+and, when the Codex CLI is on this host, launches
 
     codex exec --json --cd <folder holding benchmarks/> --skip-git-repo-check --sandbox workspace-write
                [-c key=value ...] [--model MODEL] <prompt>
 
 with this process's environment (Codex reads its own login or ``OPENAI_API_KEY``), then prints its
-JSONL events as plain lines. ``--dry-run`` prints that command instead. A host without the CLI is
-refused in one line (exit 2): the conversion does not fall back to another agent.
+JSONL events as plain lines. ``--dry-run`` prints that command instead.
+
+Which driver carries the conversion out (:func:`choose_driver`): the host's Codex when the user
+named ``--codex-bin`` (one that is not found is refused in one line, exit 2: a named binary is never
+silently replaced) or the default ``codex`` is on PATH; otherwise the same prompt runs through
+BenchFlow's own agent layer in a sandbox (``adopt/agent_run.py``), with the agent
+``$BENCHFLOW_ADOPT_AGENT`` (default ``codex-acp``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,6 +32,40 @@ from typing import Any
 from benchflow.errors import UserError
 
 DEFAULT_CODEX_BIN = "codex"
+AGENT_ENV = "BENCHFLOW_ADOPT_AGENT"
+"""Names the agent of the sandboxed conversion (no Codex CLI on the host)."""
+DEFAULT_AGENT = "codex-acp"
+SANDBOX_WORKDIR = "/app"
+"""The sandboxed conversion's folder: the source in ``source/``, the package in ``benchmarks/<name>/``."""
+
+
+@dataclass(frozen=True)
+class Driver:
+    """What carries the conversion out: the host's Codex CLI (``codex``: its path) or a BenchFlow agent in a
+    sandbox (``agent``: its registry name)."""
+
+    codex: str | None = None
+    agent: str | None = None
+
+    def says(self, codex_bin: str) -> str:
+        """The stderr line naming the path taken."""
+        if self.codex:
+            return f"conversion: the host's Codex CLI ({self.codex})"
+        return (f"conversion: no {codex_bin!r} on PATH, so agent {self.agent} runs it in a BenchFlow sandbox "
+                f"(set ${AGENT_ENV} for another agent; install Codex to run it on the host)")
+
+
+def choose_driver(codex_bin: str, *, named: bool, env: Mapping[str, str] | None = None) -> Driver:
+    """The host's Codex when the user ``named`` a ``--codex-bin`` (used as given: a named binary is never
+    replaced, and one that is missing is refused when the run starts) or ``codex_bin`` is on PATH; else a
+    BenchFlow agent (``$BENCHFLOW_ADOPT_AGENT``, default ``codex-acp``)."""
+    if named:
+        return Driver(codex=codex_bin)
+    found = shutil.which(codex_bin)
+    if found is not None:
+        return Driver(codex=found)
+    agent = (env if env is not None else os.environ).get(AGENT_ENV, "").strip()
+    return Driver(agent=agent or DEFAULT_AGENT)
 
 
 def check_overrides(overrides: Sequence[str]) -> list[str]:
@@ -47,7 +88,7 @@ def source_for_prompt(source: str) -> str:
 
 
 def adoption_prompt(source: str, slug: str, package: Path, workdir: Path) -> str:
-    """The prompt Codex gets: what to adopt, where to write it, and the conversion guide."""
+    """The prompt the host's Codex gets: what to adopt, where to write it, and the conversion guide."""
     try:
         target = package.resolve().relative_to(workdir.resolve()).as_posix()
     except ValueError:
@@ -55,10 +96,25 @@ def adoption_prompt(source: str, slug: str, package: Path, workdir: Path) -> str
     verify = f"bench eval adopt {slug} --verify"
     if package.parent.name != "benchmarks":
         verify += f" --benchmarks-dir {shlex.quote(str(Path(target).parent))}"
+    return _prompt(slug, [f"Source benchmark: {source}"], target, verify)
+
+
+def sandbox_prompt(source: str, slug: str) -> str:
+    """The same prompt for the sandboxed conversion: the source is a copy in ``/app/source``, and only the
+    package folder goes back to the host, where the gate runs."""
+    target = f"benchmarks/{slug}"
+    return _prompt(slug, [
+        f"Source benchmark: {SANDBOX_WORKDIR}/source (a copy of {source})",
+        f"You work in {SANDBOX_WORKDIR}, a sandbox without network access and without the bench CLI. Only "
+        f"{SANDBOX_WORKDIR}/{target}/ is copied back to the host when you finish; write nothing you need "
+        "elsewhere, and no symbolic link that leads out of that folder (it is not copied)."],
+        target, f"bench eval adopt {slug} --verify (run on the host after you finish)")
+
+
+def _prompt(slug: str, head: list[str], target: str, verify: str) -> str:
     guide = resources.files("benchflow.adopt").joinpath("guide.md").read_text(encoding="utf-8")
     return "\n".join([
-        f"# Adopt a benchmark into BenchFlow: {slug}", "",
-        f"Source benchmark: {source}",
+        f"# Adopt a benchmark into BenchFlow: {slug}", "", *head,
         f"Target package: {target}/ (scaffolded; fill it in)", "",
         guide.replace("{{VERIFY}}", verify).replace("{{PACKAGE}}", target),
     ])

@@ -5,8 +5,8 @@ spellings old scripts call, each a command of its own over the same actions: ``b
 init|convert|verify`` and ``bench agent create|run|verify`` (hidden rows of ``cli/app.py``, which
 print their deprecation line).
 
-Exit codes: 0 done (``--verify``: parity confirmed); 1 the gate did not pass, Codex failed, or
-``--rerun``'s parity_test.py failed; 2 bad input (one line).
+Exit codes: 0 done (``--verify``: parity confirmed); 1 the gate did not pass, Codex (or the sandboxed
+agent) failed, or ``--rerun``'s parity_test.py failed; 2 bad input (one line).
 """
 
 from __future__ import annotations
@@ -48,13 +48,19 @@ def scaffold_action(slug: str, benchmarks_dir: Optional[Path]) -> None:
 
 def convert_action(source: str, *, name: Optional[str], model: Optional[str], dry_run: bool, codex_bin: str,
                    codex_config: list[str], benchmarks_dir: Optional[Path]) -> None:
-    """Scaffold the package if missing, then run the host's Codex on the conversion prompt."""
+    """Run the conversion prompt with the host's Codex (scaffolding the package first if missing), or,
+    without Codex on the host, with a BenchFlow agent in a sandbox (``adopt/agent_run.py``)."""
     from benchflow.adopt import convert
     from benchflow.adopt.package import benchmark_dir, slug_from_source, validate_slug
 
     slug = validate_slug(name) if name is not None else slug_from_source(source)
     bench = benchmark_dir(benchmarks_dir, slug)
     overrides = convert.check_overrides(codex_config)
+    driver = convert.choose_driver(codex_bin, named=codex_bin != DEFAULT_CODEX_BIN)
+    if driver.agent:
+        _convert_with_agent(convert.source_for_prompt(source), slug, bench, agent=driver.agent, model=model,
+                            dry_run=dry_run, overrides=overrides, says=driver.says(codex_bin))
+        return
     workdir = bench.parent.resolve().parent
     prompt = convert.adoption_prompt(convert.source_for_prompt(source), slug, bench, workdir)
     argv = convert.launch_command(prompt, workdir=workdir, codex_bin=codex_bin, model=model, overrides=overrides)
@@ -62,6 +68,7 @@ def convert_action(source: str, *, name: Optional[str], model: Optional[str], dr
         typer.echo(convert.shell_line(argv))
         return
     argv[0] = convert.find_codex(codex_bin)
+    typer.echo(driver.says(codex_bin), err=True)
     if bench.exists():
         typer.echo(f"Converting into the existing {bench}/")
     else:
@@ -71,8 +78,37 @@ def convert_action(source: str, *, name: Optional[str], model: Optional[str], dr
     if code != 0:
         typer.echo(f"codex exited {code}; {bench}/ is as it left it", err=True)
         raise typer.Exit(1)
+    typer.echo(f"codex finished; check parity with: {_verify_line(slug, bench)}")
+
+
+def _convert_with_agent(source: str, slug: str, bench: Path, *, agent: str, model: Optional[str], dry_run: bool,
+                        overrides: list[str], says: str) -> None:
+    from benchflow.adopt import agent_task, convert
+    from benchflow.errors import UserError
+
+    if overrides:
+        raise UserError(f"--codex-config: only the host's Codex CLI takes -c options and there is none on PATH "
+                        f"(agent {agent} in a sandbox does not); install Codex, or drop -c")
+    typer.echo(says, err=True)
+    if dry_run:
+        image = agent_task.image()
+        typer.echo(f"agent {agent} in a BenchFlow sandbox (image {image}, model {model or 'the agent default'}); "
+                   f"{source} -> {convert.SANDBOX_WORKDIR}/source; the package comes back to {bench}/")
+        typer.echo(convert.sandbox_prompt(source, slug))
+        return
+    from benchflow.adopt.agent_run import convert_in_sandbox
+
+    typer.echo(f"Converting {source} into {bench}/ with agent {agent} (model: {model or 'the agent default'})")
+    result = convert_in_sandbox(source, slug, bench, agent=agent, model=model, say=typer.echo)
+    reward = (result.get("rewards") or {}).get("reward")
+    typer.echo(f"wrote {bench}/" + ("" if reward == 1.0 else " (some files the guide asks for are still missing: "
+                                    "see the trial's verifier/ log)"))
+    typer.echo(f"check parity with: {_verify_line(slug, bench)}")
+
+
+def _verify_line(slug: str, bench: Path) -> str:
     more = "" if bench.parent.name == "benchmarks" else f" --benchmarks-dir {bench.parent}"
-    typer.echo(f"codex finished; check parity with: bench eval adopt {slug} --verify{more}")
+    return f"bench eval adopt {slug} --verify{more}"
 
 
 def verify_action(slug: str, *, benchmarks_dir: Optional[Path], tolerance: float, issue_out: Optional[Path],
