@@ -79,8 +79,8 @@ def _single(command: str, source_text: str, transcript: Transcript, scoring: Sco
 def run_file(path: Path, options: MonitorOptions, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """``bench monitor run``: the verdict on the trajectory file at ``path``."""
     env = os.environ if env is None else env
+    transcript = read_file(path)  # a bad file is named before a missing provider key
     scoring = prepare(options, env)
-    transcript = read_file(path)
     return _single("run", str(path), transcript, scoring, options, env, rollout=path.stem,
                    source={"kind": transcript.kind, "path": str(path)})
 
@@ -90,8 +90,8 @@ def replay_trial(path: Path, options: MonitorOptions, env: Mapping[str, str] | N
     from .replay import read_trial
 
     env = os.environ if env is None else env
+    replayed = read_trial(path)  # a bad folder is named before a missing provider key
     scoring = prepare(options, env)
-    replayed = read_trial(path)
     notes = list(replayed.notes)
     if scoring.task is not None and replayed.task_digest and scoring.task["digest"] != replayed.task_digest:
         notes.append(f"--task {scoring.task['name']} changed since this rollout ran (its digest differs)")
