@@ -30,21 +30,15 @@ NOT_FOR_HOSTED = {
 """Run settings that mean nothing for a hosted environment, refused with what to do instead."""
 
 
-def _setting(spec: Any, path: str) -> Any:
-    """A run setting by its path: a field (``sandbox``) or a feature section's (``workers.concurrency``)."""
-    for name in path.split("."):
-        spec = getattr(spec, name)
-    return spec
-
-
 class HostedEnvFeature:
     name = "hosted-env"
 
     def check_spec(self, spec: Any) -> None:
         """Raises ValueError (the user's one line) for a setting a hosted run cannot honour."""
-        fresh = type(spec)()  # every default, nested ones (budget) included
+        from benchflow.jobs.extensions import is_set
+
         for path, why in NOT_FOR_HOSTED.items():
-            if _setting(spec, path) != _setting(fresh, path):
+            if is_set(spec, path):
                 raise ValueError(f"--source-env: {why}")
         var = spec.source_env_api_key_var
         if var is not None and not _VARIABLE.match(var):

@@ -119,13 +119,13 @@ class Row:
 
     def switched_on(self, spec: Any) -> bool:
         """True when any of :attr:`fields` differs from the ``RunSpec``'s default for it."""
-        return not self.fields or any(_not_default(spec, path) for path in self.fields)
+        return not self.fields or any(is_set(spec, path) for path in self.fields)
 
 
 _defaults: dict[tuple[type, str], Any] = {}
 
 
-def _not_default(spec: Any, path: str) -> bool:
+def is_set(spec: Any, path: str) -> bool:
     """Whether the setting at ``path`` (``executor``, ``workers.concurrency``, ``review``) is not its default."""
     section, _, name = path.rpartition(".")
     owner = getattr(spec, section) if section else spec
